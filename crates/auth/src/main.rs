@@ -1,0 +1,52 @@
+use std::process::ExitCode;
+
+use auth::{Application, Settings};
+use clap::{Parser, Subcommand};
+use service_kit::{Env, cli};
+
+/// Sign-up, sign-in and sessions for the nutrition product.
+#[derive(Parser)]
+#[command(name = "auth", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve HTTP until SIGTERM (the default).
+    Serve,
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Exit 0 when the running service answers /ready.
+    Healthcheck,
+}
+
+#[actix_web::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let env = Env::load();
+    if let Err(err) = service_kit::telemetry::init(&env) {
+        return cli::config_failure(&err);
+    }
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Healthcheck => cli::healthcheck(
+            env.listen_addr(auth::settings::DEFAULT_LISTEN_ADDR),
+            "/ready",
+        ),
+        Command::Migrate => match auth::settings::database_url(&env) {
+            Err(err) => cli::config_failure(&err),
+            Ok(url) => cli::migration_report(nutrition_store::connect_and_migrate(
+                &url,
+                auth::startup::DATABASE_WAIT,
+            )),
+        },
+        Command::Serve => match Settings::from_env(&env) {
+            Err(err) => cli::config_failure(&err),
+            Ok(settings) => match Application::build(settings).await {
+                Ok(app) => cli::served(app.run_until_stopped().await),
+                Err(err) => cli::startup_failure(&err),
+            },
+        },
+    }
+}

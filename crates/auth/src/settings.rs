@@ -1,0 +1,174 @@
+//! Settings of the auth service, read from the environment and checked before anything binds.
+
+use std::net::SocketAddr;
+
+use ipnet::IpNet;
+use service_kit::{ConfigError, Env, Secret};
+use session::AuthSettings;
+
+pub const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:8081";
+pub const GOOGLE_CLIENT_ID: &str = "GOOGLE_CLIENT_ID";
+pub const GOOGLE_CLIENT_SECRET: &str = "GOOGLE_CLIENT_SECRET";
+pub const TRUSTED_PROXIES: &str = "TRUSTED_PROXIES";
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen_addr: SocketAddr,
+    pub database_url: Secret,
+    pub pool_size: u32,
+    pub auth: AuthSettings,
+    /// Present only when both Google variables are set; otherwise the provider does not exist.
+    pub google: Option<GoogleSettings>,
+    /// Peers whose `X-Forwarded-For` is believed when deciding the client address.
+    pub trusted_proxies: Vec<IpNet>,
+}
+
+#[derive(Debug, Clone)]
+pub struct GoogleSettings {
+    pub client_id: String,
+    pub client_secret: Secret,
+}
+
+impl Settings {
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        Ok(Self {
+            listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
+            database_url: database_url(env)?,
+            pool_size: env.pool_size()?,
+            auth: AuthSettings::from_env(env)?,
+            google: google(env)?,
+            trusted_proxies: trusted_proxies(env)?,
+        })
+    }
+}
+
+pub fn database_url(env: &Env) -> Result<Secret, ConfigError> {
+    env.database_url(
+        &["postgres", "postgresql"],
+        "postgres://app:password@127.0.0.1:5432/nutrition",
+    )
+}
+
+fn google(env: &Env) -> Result<Option<GoogleSettings>, ConfigError> {
+    match (env.get(GOOGLE_CLIENT_ID)?, env.get(GOOGLE_CLIENT_SECRET)?) {
+        (None, None) => Ok(None),
+        (Some(id), Some(secret)) => Ok(Some(GoogleSettings {
+            client_id: id.to_owned(),
+            client_secret: Secret::new(secret),
+        })),
+        (Some(_), None) => Err(ConfigError::new(
+            GOOGLE_CLIENT_SECRET,
+            "must be set together with GOOGLE_CLIENT_ID (or unset both to switch Google sign-in off)",
+        )),
+        (None, Some(_)) => Err(ConfigError::new(
+            GOOGLE_CLIENT_ID,
+            "must be set together with GOOGLE_CLIENT_SECRET (or unset both to switch Google sign-in off)",
+        )),
+    }
+}
+
+fn trusted_proxies(env: &Env) -> Result<Vec<IpNet>, ConfigError> {
+    let Some(list) = env.get(TRUSTED_PROXIES)? else {
+        return Ok(Vec::new());
+    };
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| {
+            item.parse::<IpNet>()
+                .or_else(|_| item.parse::<std::net::IpAddr>().map(IpNet::from))
+                .map_err(|_| {
+                    ConfigError::new(
+                        TRUSTED_PROXIES,
+                        format!("must be a comma-separated list of IP addresses or CIDR ranges; `{item}` is not one"),
+                    )
+                })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "DATABASE_URL",
+                "postgres://app:app@127.0.0.1:5432/nutrition",
+            ),
+            ("AUTH_SECRET", "0123456789abcdef0123456789abcdef"),
+            ("AUTH_BASE_URL", "http://localhost:8080"),
+        ]
+    }
+
+    fn with(extra: &[(&'static str, &'static str)]) -> Result<Settings, ConfigError> {
+        let mut pairs = base();
+        pairs.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
+        pairs.extend_from_slice(extra);
+        Settings::from_env(&Env::from_pairs(pairs))
+    }
+
+    fn failing(extra: &[(&'static str, &'static str)]) -> String {
+        with(extra).expect_err("must be rejected").var
+    }
+
+    #[test]
+    fn defaults() {
+        let s = with(&[]).expect("valid");
+        assert_eq!(s.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
+        assert_eq!(s.pool_size, 10);
+        assert!(s.google.is_none());
+        assert!(s.trusted_proxies.is_empty());
+    }
+
+    #[test]
+    fn listen_addr_must_be_ip_and_port() {
+        assert_eq!(failing(&[("LISTEN_ADDR", "8081")]), "LISTEN_ADDR");
+    }
+
+    #[test]
+    fn database_url_is_required_and_postgres() {
+        assert_eq!(failing(&[("DATABASE_URL", "")]), "DATABASE_URL");
+        assert_eq!(
+            failing(&[("DATABASE_URL", "mysql://root@127.0.0.1/x")]),
+            "DATABASE_URL"
+        );
+    }
+
+    #[test]
+    fn pool_size_range() {
+        assert_eq!(
+            failing(&[("DATABASE_POOL_SIZE", "0")]),
+            "DATABASE_POOL_SIZE"
+        );
+    }
+
+    #[test]
+    fn auth_secret_is_at_least_32_characters() {
+        assert_eq!(failing(&[("AUTH_SECRET", "too-short")]), "AUTH_SECRET");
+    }
+
+    #[test]
+    fn auth_base_url_is_a_url() {
+        assert_eq!(
+            failing(&[("AUTH_BASE_URL", "localhost:8080")]),
+            "AUTH_BASE_URL"
+        );
+    }
+
+    #[test]
+    fn google_needs_both_variables() {
+        assert_eq!(failing(&[("GOOGLE_CLIENT_ID", "id")]), GOOGLE_CLIENT_SECRET);
+        assert_eq!(failing(&[("GOOGLE_CLIENT_SECRET", "s")]), GOOGLE_CLIENT_ID);
+        let s = with(&[("GOOGLE_CLIENT_ID", "id"), ("GOOGLE_CLIENT_SECRET", "s")]).expect("valid");
+        assert_eq!(s.google.map(|g| g.client_id), Some("id".to_owned()));
+    }
+
+    #[test]
+    fn trusted_proxies_are_ips_or_ranges() {
+        let s = with(&[("TRUSTED_PROXIES", "127.0.0.1, 172.28.0.0/16,::1")]).expect("valid");
+        assert_eq!(s.trusted_proxies.len(), 3);
+        assert_eq!(failing(&[("TRUSTED_PROXIES", "nginx")]), TRUSTED_PROXIES);
+    }
+}

@@ -1,0 +1,355 @@
+//! Settings of licence-server, read from the environment and checked before anything binds.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use lettre::message::Mailbox;
+use service_kit::{ConfigError, Env, Secret};
+use url::Url;
+
+pub const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:8083";
+pub const PUBLIC_BASE_URL: &str = "PUBLIC_BASE_URL";
+pub const LICENCE_JWT_KEYS: &str = "LICENCE_JWT_KEYS";
+pub const DOWNLOAD_SIGNING_SECRET: &str = "DOWNLOAD_SIGNING_SECRET";
+pub const BUILDS_DIR: &str = "BUILDS_DIR";
+pub const PAYMENT_WEBHOOK_SECRET: &str = "PAYMENT_WEBHOOK_SECRET";
+pub const PAYMENT_VARIANT_BASIC: &str = "PAYMENT_VARIANT_BASIC";
+pub const PAYMENT_VARIANT_PRO: &str = "PAYMENT_VARIANT_PRO";
+pub const PAYMENT_VARIANT_PREMIUM: &str = "PAYMENT_VARIANT_PREMIUM";
+pub const PAYMENT_VARIANT_ANNUAL: &str = "PAYMENT_VARIANT_ANNUAL";
+pub const SMTP_URL: &str = "SMTP_URL";
+pub const MAIL_FROM: &str = "MAIL_FROM";
+
+/// Minimum length of the token and download signing secrets (256 bits for HMAC-SHA256).
+pub const MIN_SIGNING_SECRET_LEN: usize = 32;
+/// Minimum length of the webhook secret, which the payment provider lets the merchant choose.
+pub const MIN_WEBHOOK_SECRET_LEN: usize = 16;
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen_addr: SocketAddr,
+    pub database_url: Secret,
+    pub pool_size: u32,
+    pub public_base_url: Url,
+    /// The key ring: the first key signs, all verify.
+    pub jwt_keys: Vec<JwtKey>,
+    pub download_signing_secret: Secret,
+    pub builds_dir: PathBuf,
+    pub webhook_secret: Secret,
+    pub variants: Variants,
+    pub smtp_url: Secret,
+    pub mail_from: Mailbox,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JwtKey {
+    pub kid: String,
+    pub secret: Secret,
+}
+
+/// The payment provider's variant id of each plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variants {
+    pub basic: u64,
+    pub pro: u64,
+    pub premium: u64,
+    pub annual: u64,
+}
+
+impl Settings {
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        Ok(Self {
+            listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
+            database_url: database_url(env)?,
+            pool_size: env.pool_size()?,
+            public_base_url: env.http_url(PUBLIC_BASE_URL, "https://licences.example.com")?,
+            jwt_keys: jwt_keys(env)?,
+            download_signing_secret: env.secret(DOWNLOAD_SIGNING_SECRET, MIN_SIGNING_SECRET_LEN)?,
+            builds_dir: builds_dir(env)?,
+            webhook_secret: env.secret(PAYMENT_WEBHOOK_SECRET, MIN_WEBHOOK_SECRET_LEN)?,
+            variants: variants(env)?,
+            smtp_url: smtp_url(env)?,
+            mail_from: mail_from(env)?,
+        })
+    }
+}
+
+pub fn database_url(env: &Env) -> Result<Secret, ConfigError> {
+    env.database_url(&["mysql"], "mysql://app:password@127.0.0.1:3306/licensing")
+}
+
+fn jwt_keys(env: &Env) -> Result<Vec<JwtKey>, ConfigError> {
+    let raw = env.required(
+        LICENCE_JWT_KEYS,
+        "k2026:<32+ random bytes>,k2025:<older secret>",
+    )?;
+    let mut keys: Vec<JwtKey> = Vec::new();
+    for entry in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (kid, secret) = entry.split_once(':').ok_or_else(|| {
+            ConfigError::new(
+                LICENCE_JWT_KEYS,
+                "must be a comma-separated list of kid:secret pairs",
+            )
+        })?;
+        let kid = kid.trim();
+        let valid_kid = !kid.is_empty()
+            && kid.len() <= 64
+            && kid
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid_kid {
+            return Err(ConfigError::new(
+                LICENCE_JWT_KEYS,
+                "each kid must be 1 to 64 letters, digits, '-', '_' or '.'",
+            ));
+        }
+        if secret.len() < MIN_SIGNING_SECRET_LEN {
+            return Err(ConfigError::new(
+                LICENCE_JWT_KEYS,
+                format!(
+                    "the secret of kid `{kid}` must be at least {MIN_SIGNING_SECRET_LEN} bytes"
+                ),
+            ));
+        }
+        if keys.iter().any(|k| k.kid == kid) {
+            return Err(ConfigError::new(
+                LICENCE_JWT_KEYS,
+                format!("kid `{kid}` appears twice"),
+            ));
+        }
+        keys.push(JwtKey {
+            kid: kid.to_owned(),
+            secret: Secret::new(secret),
+        });
+    }
+    if keys.is_empty() {
+        return Err(ConfigError::new(
+            LICENCE_JWT_KEYS,
+            "must hold at least one kid:secret pair",
+        ));
+    }
+    Ok(keys)
+}
+
+fn builds_dir(env: &Env) -> Result<PathBuf, ConfigError> {
+    let path = PathBuf::from(env.required(BUILDS_DIR, "/srv/builds")?);
+    if !path.is_dir() {
+        return Err(ConfigError::new(
+            BUILDS_DIR,
+            "must be an existing directory",
+        ));
+    }
+    // Canonical, so that the containment check of downloads compares like with like.
+    path.canonicalize()
+        .map_err(|_| ConfigError::new(BUILDS_DIR, "must be an existing, readable directory"))
+}
+
+fn variants(env: &Env) -> Result<Variants, ConfigError> {
+    let one = |name: &str| -> Result<u64, ConfigError> {
+        let raw = env.required(name, "123456")?;
+        raw.parse::<u64>().ok().filter(|v| *v > 0).ok_or_else(|| {
+            ConfigError::new(name, "must be the payment provider's numeric variant id")
+        })
+    };
+    let v = Variants {
+        basic: one(PAYMENT_VARIANT_BASIC)?,
+        pro: one(PAYMENT_VARIANT_PRO)?,
+        premium: one(PAYMENT_VARIANT_PREMIUM)?,
+        annual: one(PAYMENT_VARIANT_ANNUAL)?,
+    };
+    let named = [
+        (PAYMENT_VARIANT_BASIC, v.basic),
+        (PAYMENT_VARIANT_PRO, v.pro),
+        (PAYMENT_VARIANT_PREMIUM, v.premium),
+        (PAYMENT_VARIANT_ANNUAL, v.annual),
+    ];
+    for (i, (name, id)) in named.iter().enumerate() {
+        if named[..i].iter().any(|(_, other)| other == id) {
+            return Err(ConfigError::new(
+                *name,
+                "must differ from the other plans' variant ids",
+            ));
+        }
+    }
+    Ok(v)
+}
+
+fn smtp_url(env: &Env) -> Result<Secret, ConfigError> {
+    let raw = env.required(SMTP_URL, "smtps://user:password@smtp.example.com:465")?;
+    let url = Url::parse(raw).map_err(|_| {
+        ConfigError::new(
+            SMTP_URL,
+            "must be a URL like smtp://host:25 or smtps://user:pass@host:465",
+        )
+    })?;
+    if !matches!(url.scheme(), "smtp" | "smtps") || url.host_str().is_none_or(str::is_empty) {
+        return Err(ConfigError::new(
+            SMTP_URL,
+            "must start with smtp:// or smtps:// and name a host",
+        ));
+    }
+    Ok(Secret::new(raw))
+}
+
+fn mail_from(env: &Env) -> Result<Mailbox, ConfigError> {
+    let raw = env.required(MAIL_FROM, "Licences <licences@example.com>")?;
+    Mailbox::from_str(raw).map_err(|_| {
+        ConfigError::new(
+            MAIL_FROM,
+            "must be an address like Licences <licences@example.com>",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "0123456789abcdef0123456789abcdef";
+
+    fn with(extra: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let dir = std::env::temp_dir().to_string_lossy().into_owned();
+        let keys = format!("k1:{KEY}");
+        let base = [
+            ("DATABASE_URL", "mysql://app:app@127.0.0.1:3306/licensing"),
+            (PUBLIC_BASE_URL, "https://licences.example.com"),
+            (LICENCE_JWT_KEYS, keys.as_str()),
+            (DOWNLOAD_SIGNING_SECRET, KEY),
+            (BUILDS_DIR, dir.as_str()),
+            (PAYMENT_WEBHOOK_SECRET, "whsec-0123456789abcdef"),
+            (PAYMENT_VARIANT_BASIC, "101"),
+            (PAYMENT_VARIANT_PRO, "102"),
+            (PAYMENT_VARIANT_PREMIUM, "103"),
+            (PAYMENT_VARIANT_ANNUAL, "104"),
+            (SMTP_URL, "smtp://127.0.0.1:2525"),
+            (MAIL_FROM, "Licences <licences@example.com>"),
+        ];
+        let mut pairs: Vec<(String, String)> = base
+            .iter()
+            .filter(|(k, _)| !extra.iter().any(|(e, _)| e == k))
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        pairs.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        Settings::from_env(&Env::from_pairs(pairs))
+    }
+
+    fn failing(extra: &[(&str, &str)]) -> String {
+        with(extra).expect_err("must be rejected").var
+    }
+
+    #[test]
+    fn valid_defaults() {
+        let s = with(&[]).expect("valid");
+        assert_eq!(s.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
+        assert_eq!(s.jwt_keys.len(), 1);
+        assert_eq!(s.variants.annual, 104);
+        assert_eq!(s.mail_from.email.to_string(), "licences@example.com");
+        assert!(!format!("{s:?}").contains(KEY));
+    }
+
+    #[test]
+    fn listen_addr() {
+        assert_eq!(failing(&[("LISTEN_ADDR", "licences:8083")]), "LISTEN_ADDR");
+    }
+
+    #[test]
+    fn database_url_must_be_mysql() {
+        assert_eq!(
+            failing(&[("DATABASE_URL", "postgres://a@b/c")]),
+            "DATABASE_URL"
+        );
+        assert_eq!(failing(&[("DATABASE_URL", "")]), "DATABASE_URL");
+    }
+
+    #[test]
+    fn public_base_url() {
+        assert_eq!(
+            failing(&[(PUBLIC_BASE_URL, "licences.example.com")]),
+            PUBLIC_BASE_URL
+        );
+    }
+
+    #[test]
+    fn jwt_key_ring_rules() {
+        let long = format!("a:{KEY},b:{KEY}");
+        assert_eq!(
+            with(&[(LICENCE_JWT_KEYS, long.as_str())])
+                .expect("valid")
+                .jwt_keys[0]
+                .kid,
+            "a"
+        );
+        for bad in [
+            "nokid".to_owned(),
+            format!(":{KEY}"),
+            format!("bad kid:{KEY}"),
+            "k1:short".to_owned(),
+            format!("k1:{KEY},k1:{KEY}"),
+            ",".to_owned(),
+        ] {
+            assert_eq!(
+                failing(&[(LICENCE_JWT_KEYS, bad.as_str())]),
+                LICENCE_JWT_KEYS,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn download_signing_secret_length() {
+        assert_eq!(
+            failing(&[(DOWNLOAD_SIGNING_SECRET, "short")]),
+            DOWNLOAD_SIGNING_SECRET
+        );
+    }
+
+    #[test]
+    fn builds_dir_must_exist() {
+        assert_eq!(failing(&[(BUILDS_DIR, "/definitely/not/here")]), BUILDS_DIR);
+    }
+
+    #[test]
+    fn webhook_secret_length() {
+        assert_eq!(
+            failing(&[(PAYMENT_WEBHOOK_SECRET, "abc")]),
+            PAYMENT_WEBHOOK_SECRET
+        );
+    }
+
+    #[test]
+    fn variants_numeric_and_distinct() {
+        assert_eq!(
+            failing(&[(PAYMENT_VARIANT_PRO, "pro")]),
+            PAYMENT_VARIANT_PRO
+        );
+        assert_eq!(
+            failing(&[(PAYMENT_VARIANT_BASIC, "0")]),
+            PAYMENT_VARIANT_BASIC
+        );
+        assert_eq!(
+            failing(&[(PAYMENT_VARIANT_ANNUAL, "101")]),
+            PAYMENT_VARIANT_ANNUAL
+        );
+        assert_eq!(
+            failing(&[(PAYMENT_VARIANT_PREMIUM, "")]),
+            PAYMENT_VARIANT_PREMIUM
+        );
+    }
+
+    #[test]
+    fn smtp_url_scheme() {
+        assert_eq!(failing(&[(SMTP_URL, "http://mail")]), SMTP_URL);
+        assert_eq!(failing(&[(SMTP_URL, "mail.example.com:25")]), SMTP_URL);
+        assert!(with(&[(SMTP_URL, "smtps://u:p@mail.example.com:465")]).is_ok());
+    }
+
+    #[test]
+    fn mail_from_is_a_mailbox() {
+        assert_eq!(failing(&[(MAIL_FROM, "not an address")]), MAIL_FROM);
+    }
+}

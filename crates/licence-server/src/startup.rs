@@ -1,0 +1,64 @@
+//! Building the HTTP server: the same code path for `main` and for tests, which pass port 0.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::web;
+use service_kit::db::PoolReadiness;
+
+use crate::db::{self, MyPool};
+use crate::settings::Settings;
+
+/// How long start-up waits for MariaDB before giving up.
+pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
+
+pub struct Application {
+    port: u16,
+    server: Server,
+}
+
+/// What handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    pub pool: MyPool,
+}
+
+impl Application {
+    /// Migrates the database, binds `settings.listen_addr` and prepares the server.
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let url = settings.database_url.clone();
+        let applied =
+            tokio::task::spawn_blocking(move || db::connect_and_migrate(&url, DATABASE_WAIT))
+                .await??;
+        if !applied.is_empty() {
+            tracing::info!(?applied, "applied database migrations");
+        }
+        let pool = db::pool(&settings.database_url, settings.pool_size);
+        let listener = TcpListener::bind(settings.listen_addr)?;
+        let port = listener.local_addr()?.port();
+        let state = AppState {
+            settings: Arc::new(settings),
+            pool: pool.clone(),
+        };
+        let server =
+            service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
+                cfg.app_data(web::Data::new(state.clone()))
+                    // The desktop app's historical probe; same meaning as /ready.
+                    .route("/api/health", web::get().to(service_kit::http::ready));
+            })?;
+        tracing::info!(port, "licence-server listening");
+        Ok(Self { port, server })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until SIGTERM or SIGINT, then drains open requests.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}

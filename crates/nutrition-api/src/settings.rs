@@ -1,0 +1,147 @@
+//! Settings of nutrition-api, read from the environment and checked before anything binds.
+
+use std::net::SocketAddr;
+
+use push::VapidConfig;
+use service_kit::{ConfigError, Env, Secret};
+use session::AuthSettings;
+
+pub const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:8082";
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen_addr: SocketAddr,
+    pub database_url: Secret,
+    pub pool_size: u32,
+    /// Must equal auth's, or no session will verify.
+    pub auth: AuthSettings,
+    /// `None`: push is switched off.
+    pub vapid: Option<VapidConfig>,
+    /// Accept `http://` and private-network push endpoints (tests against a local push service).
+    pub allow_http_endpoints: bool,
+}
+
+impl Settings {
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        Ok(Self {
+            listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
+            database_url: database_url(env)?,
+            pool_size: env.pool_size()?,
+            auth: AuthSettings::from_env(env)?,
+            vapid: VapidConfig::from_env(env)?,
+            allow_http_endpoints: push::vapid::allow_http_endpoints(env)?,
+        })
+    }
+}
+
+pub fn database_url(env: &Env) -> Result<Secret, ConfigError> {
+    env.database_url(
+        &["postgres", "postgresql"],
+        "postgres://app:password@127.0.0.1:5432/nutrition",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use push::VapidKeyPair;
+
+    fn with(extra: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let mut pairs: Vec<(String, String)> = [
+            (
+                "DATABASE_URL",
+                "postgres://app:app@127.0.0.1:5432/nutrition",
+            ),
+            ("AUTH_SECRET", "0123456789abcdef0123456789abcdef"),
+            ("AUTH_BASE_URL", "http://localhost:8080"),
+        ]
+        .iter()
+        .filter(|(k, _)| !extra.iter().any(|(e, _)| e == k))
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        pairs.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        Settings::from_env(&Env::from_pairs(pairs))
+    }
+
+    fn failing(extra: &[(&str, &str)]) -> String {
+        with(extra).expect_err("must be rejected").var
+    }
+
+    #[test]
+    fn defaults_have_push_off() {
+        let s = with(&[]).expect("valid");
+        assert_eq!(s.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
+        assert!(s.vapid.is_none());
+        assert!(!s.allow_http_endpoints);
+    }
+
+    #[test]
+    fn listen_addr_must_be_ip_and_port() {
+        assert_eq!(failing(&[("LISTEN_ADDR", "nowhere")]), "LISTEN_ADDR");
+    }
+
+    #[test]
+    fn database_url_is_required_and_postgres() {
+        assert_eq!(failing(&[("DATABASE_URL", " ")]), "DATABASE_URL");
+        assert_eq!(failing(&[("DATABASE_URL", "http://x/y")]), "DATABASE_URL");
+    }
+
+    #[test]
+    fn pool_size_range() {
+        assert_eq!(
+            failing(&[("DATABASE_POOL_SIZE", "1000")]),
+            "DATABASE_POOL_SIZE"
+        );
+    }
+
+    #[test]
+    fn auth_secret_and_base_url() {
+        assert_eq!(failing(&[("AUTH_SECRET", "x")]), "AUTH_SECRET");
+        assert_eq!(failing(&[("AUTH_BASE_URL", "nope")]), "AUTH_BASE_URL");
+        assert_eq!(
+            failing(&[("AUTH_TRUSTED_ORIGINS", "https://a.example/b")]),
+            "AUTH_TRUSTED_ORIGINS"
+        );
+    }
+
+    #[test]
+    fn vapid_all_or_none_and_well_formed() {
+        let pair = VapidKeyPair::generate();
+        assert_eq!(
+            failing(&[("VAPID_PUBLIC_KEY", &pair.public_key)]),
+            "VAPID_PRIVATE_KEY"
+        );
+        assert_eq!(
+            failing(&[
+                ("VAPID_PUBLIC_KEY", &pair.public_key),
+                ("VAPID_PRIVATE_KEY", "zz"),
+                ("VAPID_SUBJECT", "mailto:a@example.com"),
+            ]),
+            "VAPID_PRIVATE_KEY"
+        );
+        let s = with(&[
+            ("VAPID_PUBLIC_KEY", &pair.public_key),
+            ("VAPID_PRIVATE_KEY", pair.private_key.expose()),
+            ("VAPID_SUBJECT", "mailto:a@example.com"),
+        ])
+        .expect("valid");
+        assert!(s.vapid.is_some());
+    }
+
+    #[test]
+    fn push_allow_http_is_a_flag() {
+        assert_eq!(
+            failing(&[("PUSH_ALLOW_HTTP_ENDPOINTS", "sometimes")]),
+            "PUSH_ALLOW_HTTP_ENDPOINTS"
+        );
+        assert!(
+            with(&[("PUSH_ALLOW_HTTP_ENDPOINTS", "true")])
+                .expect("valid")
+                .allow_http_endpoints
+        );
+    }
+}

@@ -1,0 +1,56 @@
+//! Building the HTTP server: the same code path for `main` and for tests, which pass port 0.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::web;
+use nutrition_store::{PgPool, PoolReadiness};
+
+use crate::settings::Settings;
+
+/// How long start-up waits for Postgres before giving up.
+pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
+
+pub struct Application {
+    port: u16,
+    server: Server,
+}
+
+/// What handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    pub pool: PgPool,
+}
+
+impl Application {
+    /// Migrates the database, binds `settings.listen_addr` and prepares the server.
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let pool =
+            nutrition_store::start(&settings.database_url, settings.pool_size, DATABASE_WAIT)
+                .await?;
+        let listener = TcpListener::bind(settings.listen_addr)?;
+        let port = listener.local_addr()?.port();
+        let state = AppState {
+            settings: Arc::new(settings),
+            pool: pool.clone(),
+        };
+        let server =
+            service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
+                cfg.app_data(web::Data::new(state.clone()));
+            })?;
+        tracing::info!(port, "nutrition-api listening");
+        Ok(Self { port, server })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until SIGTERM or SIGINT, then drains open requests.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}

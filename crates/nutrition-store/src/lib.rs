@@ -1,0 +1,68 @@
+//! The one Postgres database behind auth, nutrition-api and push-scheduler.
+//!
+//! The three services share a database but not tables: each schema has one writer (see
+//! ARCHITECTURE.md). They share this crate because they share the migrations: whichever service
+//! starts first brings the database up to date, under an advisory lock, and the others find
+//! nothing to do.
+
+use std::time::Duration;
+
+use diesel::{Connection, PgConnection, RunQueryDsl};
+use diesel_migrations::{EmbeddedMigrations, embed_migrations};
+use service_kit::Secret;
+
+pub mod schema;
+
+pub use service_kit::db::{DbError, PoolReadiness, run};
+
+pub type PgPool = service_kit::db::Pool<PgConnection>;
+
+pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations-nutrition");
+
+/// Advisory lock key of the migration runner ("nutrMIGR" as ASCII), fixed so every binary and
+/// version agrees on it.
+const MIGRATION_LOCK_KEY: i64 = 0x6e75_7472_4d49_4752;
+
+/// A pool for `url`; connections are made lazily.
+pub fn pool(url: &Secret, size: u32) -> PgPool {
+    service_kit::db::build_pool(url, size)
+}
+
+/// Applies pending migrations on `conn` under the advisory lock; returns the versions applied.
+pub fn migrate(conn: &mut PgConnection) -> anyhow::Result<Vec<String>> {
+    service_kit::db::migrate_locked(
+        conn,
+        MIGRATIONS,
+        |c| {
+            diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))
+                .execute(c)?;
+            Ok(())
+        },
+        |c| {
+            diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))
+                .execute(c)?;
+            Ok(())
+        },
+    )
+}
+
+/// Connects to `url`, waiting up to `wait` for the database to come up, and migrates. A failing
+/// migration is not retried: it would fail the same way again.
+pub fn connect_and_migrate(url: &Secret, wait: Duration) -> anyhow::Result<Vec<String>> {
+    let mut conn = service_kit::db::retry_for(wait, "connecting to Postgres", || {
+        Ok(PgConnection::establish(url.expose())?)
+    })?;
+    migrate(&mut conn)
+}
+
+/// Start-up of a Postgres service: migrates (waiting up to `wait` for the database) on the
+/// blocking pool, then returns the pool the service will use.
+pub async fn start(url: &Secret, pool_size: u32, wait: Duration) -> anyhow::Result<PgPool> {
+    let migrate_url = url.clone();
+    let applied =
+        tokio::task::spawn_blocking(move || connect_and_migrate(&migrate_url, wait)).await??;
+    if !applied.is_empty() {
+        tracing::info!(?applied, "applied database migrations");
+    }
+    Ok(pool(url, pool_size))
+}

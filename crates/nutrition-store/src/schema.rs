@@ -1,0 +1,186 @@
+//! Diesel's view of the tables created by `migrations-nutrition/`. Kept by hand in step with the
+//! migrations; `tests/schema.rs` selects every column of every table from a migrated database so
+//! that a drift fails the build's tests.
+
+pub mod auth {
+    diesel::table! {
+        auth.user (id) {
+            id -> Text,
+            name -> Text,
+            email -> Text,
+            email_verified -> Bool,
+            image -> Nullable<Text>,
+            created_at -> Timestamptz,
+            updated_at -> Timestamptz,
+        }
+    }
+
+    diesel::table! {
+        auth.session (id) {
+            id -> Text,
+            token -> Text,
+            user_id -> Text,
+            expires_at -> Timestamptz,
+            created_at -> Timestamptz,
+            updated_at -> Timestamptz,
+            ip_address -> Nullable<Text>,
+            user_agent -> Nullable<Text>,
+        }
+    }
+
+    diesel::table! {
+        auth.account (id) {
+            id -> Text,
+            account_id -> Text,
+            provider_id -> Text,
+            user_id -> Text,
+            access_token -> Nullable<Text>,
+            refresh_token -> Nullable<Text>,
+            id_token -> Nullable<Text>,
+            access_token_expires_at -> Nullable<Timestamptz>,
+            refresh_token_expires_at -> Nullable<Timestamptz>,
+            scope -> Nullable<Text>,
+            password -> Nullable<Text>,
+            created_at -> Timestamptz,
+            updated_at -> Timestamptz,
+        }
+    }
+
+    diesel::table! {
+        auth.verification (id) {
+            id -> Text,
+            identifier -> Text,
+            value -> Text,
+            expires_at -> Timestamptz,
+            created_at -> Timestamptz,
+            updated_at -> Timestamptz,
+        }
+    }
+
+    diesel::table! {
+        auth.rate_limit (key) {
+            key -> Text,
+            count -> Int4,
+            window_start -> Timestamptz,
+        }
+    }
+
+    diesel::joinable!(session -> user (user_id));
+    diesel::joinable!(account -> user (user_id));
+    diesel::allow_tables_to_appear_in_same_query!(user, session, account, verification, rate_limit);
+}
+
+pub mod nutrition {
+    diesel::table! {
+        nutrition.profile (user_id) {
+            user_id -> Text,
+            fasting_protocol -> Nullable<Text>,
+            fasting_milestones -> Bool,
+            fasting_paused_until -> Nullable<Timestamptz>,
+            meal_reminders -> Bool,
+            weekly_weigh_in -> Bool,
+            created_at -> Timestamptz,
+            updated_at -> Timestamptz,
+        }
+    }
+
+    diesel::table! {
+        nutrition.fast_event (id) {
+            id -> Text,
+            user_id -> Text,
+            status -> Text,
+            protocol -> Text,
+            started_at -> Timestamptz,
+            planned_end_at -> Timestamptz,
+            ended_at -> Nullable<Timestamptz>,
+            notified_milestones -> Array<Text>,
+            symptoms -> Nullable<Jsonb>,
+            auto_started -> Bool,
+            created_at -> Timestamptz,
+            updated_at -> Timestamptz,
+        }
+    }
+
+    diesel::table! {
+        nutrition.meal_plan (id) {
+            id -> Text,
+            user_id -> Text,
+            intermittent_fasting -> Bool,
+            created_at -> Timestamptz,
+        }
+    }
+
+    diesel::table! {
+        nutrition.meal_slot (id) {
+            id -> Text,
+            plan_id -> Text,
+            user_id -> Text,
+            date -> Date,
+            category -> Text,
+            position -> Int2,
+            recipe_id -> Nullable<Text>,
+            title -> Nullable<Text>,
+            consumed_at -> Nullable<Timestamptz>,
+        }
+    }
+
+    diesel::table! {
+        nutrition.device_token (id) {
+            id -> Text,
+            user_id -> Text,
+            platform -> Text,
+            endpoint -> Text,
+            p256dh -> Text,
+            auth -> Text,
+            token -> Nullable<Text>,
+            user_agent -> Nullable<Text>,
+            created_at -> Timestamptz,
+            last_seen_at -> Timestamptz,
+        }
+    }
+
+    diesel::joinable!(meal_slot -> meal_plan (plan_id));
+    diesel::allow_tables_to_appear_in_same_query!(
+        profile,
+        fast_event,
+        meal_plan,
+        meal_slot,
+        device_token
+    );
+}
+
+pub mod scheduler {
+    diesel::table! {
+        scheduler.job_run (job, slot) {
+            job -> Text,
+            slot -> Timestamp,
+            claimed_at -> Timestamptz,
+            finished_at -> Nullable<Timestamptz>,
+            sent -> Int4,
+            skipped -> Int4,
+        }
+    }
+
+    diesel::table! {
+        scheduler.outbox (id) {
+            id -> Int8,
+            job -> Text,
+            slot -> Timestamp,
+            user_id -> Text,
+            device_id -> Text,
+            endpoint -> Text,
+            p256dh -> Text,
+            auth -> Text,
+            payload -> Jsonb,
+            status -> Text,
+            attempts -> Int4,
+            next_attempt_at -> Timestamptz,
+            expires_at -> Timestamptz,
+            last_error -> Nullable<Text>,
+            created_at -> Timestamptz,
+            finished_at -> Nullable<Timestamptz>,
+        }
+    }
+
+    diesel::allow_tables_to_appear_in_same_query!(job_run, outbox);
+}

@@ -1,0 +1,121 @@
+//! Settings of push-scheduler, read from the environment and checked before anything starts.
+
+use std::net::SocketAddr;
+
+use push::VapidConfig;
+use service_kit::{ConfigError, Env, Secret};
+
+/// Address of the health and readiness endpoints.
+pub const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:8084";
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen_addr: SocketAddr,
+    pub database_url: Secret,
+    pub pool_size: u32,
+    /// `None`: push is off; jobs record what they would send but nothing is delivered.
+    pub vapid: Option<VapidConfig>,
+    pub allow_http_endpoints: bool,
+}
+
+impl Settings {
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        Ok(Self {
+            listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
+            database_url: database_url(env)?,
+            pool_size: env.pool_size()?,
+            vapid: VapidConfig::from_env(env)?,
+            allow_http_endpoints: push::vapid::allow_http_endpoints(env)?,
+        })
+    }
+}
+
+pub fn database_url(env: &Env) -> Result<Secret, ConfigError> {
+    env.database_url(
+        &["postgres", "postgresql"],
+        "postgres://app:password@127.0.0.1:5432/nutrition",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use push::VapidKeyPair;
+
+    fn with(extra: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let mut pairs = vec![(
+            "DATABASE_URL".to_owned(),
+            "postgres://app:app@127.0.0.1:5432/nutrition".to_owned(),
+        )];
+        pairs.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
+        pairs.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        Settings::from_env(&Env::from_pairs(pairs))
+    }
+
+    fn failing(extra: &[(&str, &str)]) -> String {
+        with(extra).expect_err("must be rejected").var
+    }
+
+    #[test]
+    fn defaults() {
+        let s = with(&[]).expect("valid");
+        assert_eq!(s.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
+        assert!(s.vapid.is_none());
+    }
+
+    #[test]
+    fn listen_addr_must_be_ip_and_port() {
+        assert_eq!(failing(&[("LISTEN_ADDR", "0.0.0.0")]), "LISTEN_ADDR");
+    }
+
+    #[test]
+    fn database_url_is_required_and_postgres() {
+        assert_eq!(failing(&[("DATABASE_URL", "")]), "DATABASE_URL");
+        assert_eq!(
+            failing(&[("DATABASE_URL", "mysql://a@b/c")]),
+            "DATABASE_URL"
+        );
+    }
+
+    #[test]
+    fn pool_size_range() {
+        assert_eq!(
+            failing(&[("DATABASE_POOL_SIZE", "-1")]),
+            "DATABASE_POOL_SIZE"
+        );
+    }
+
+    #[test]
+    fn vapid_subject_and_pairing() {
+        let pair = VapidKeyPair::generate();
+        let other = VapidKeyPair::generate();
+        assert_eq!(
+            failing(&[
+                ("VAPID_PUBLIC_KEY", &other.public_key),
+                ("VAPID_PRIVATE_KEY", pair.private_key.expose()),
+                ("VAPID_SUBJECT", "mailto:a@example.com"),
+            ]),
+            "VAPID_PUBLIC_KEY"
+        );
+        assert_eq!(
+            failing(&[
+                ("VAPID_PUBLIC_KEY", &pair.public_key),
+                ("VAPID_PRIVATE_KEY", pair.private_key.expose()),
+                ("VAPID_SUBJECT", "a@example.com"),
+            ]),
+            "VAPID_SUBJECT"
+        );
+    }
+
+    #[test]
+    fn push_allow_http_is_a_flag() {
+        assert_eq!(
+            failing(&[("PUSH_ALLOW_HTTP_ENDPOINTS", "2")]),
+            "PUSH_ALLOW_HTTP_ENDPOINTS"
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! What the binaries' `main` functions share: how a bad setting ends the process, the
+//! `healthcheck` subcommand and the report of the `migrate` subcommand.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use crate::config::ConfigError;
+
+/// Exit status for a configuration error (`EX_CONFIG` of sysexits.h).
+pub const EXIT_CONFIG: u8 = 78;
+
+/// Prints the one line an operator needs and returns the exit status.
+pub fn config_failure(err: &ConfigError) -> ExitCode {
+    eprintln!("invalid configuration: {err}");
+    ExitCode::from(EXIT_CONFIG)
+}
+
+/// `healthcheck`: exit 0 when the service on `addr` answers `path` with 2xx.
+pub fn healthcheck(addr: Result<SocketAddr, ConfigError>, path: &str) -> ExitCode {
+    match addr {
+        Err(err) => config_failure(&err),
+        Ok(addr) if crate::probe::http_ok(addr, path) => ExitCode::SUCCESS,
+        Ok(addr) => {
+            eprintln!("{addr}{path} is not ready");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `migrate`: reports what was applied.
+pub fn migration_report(outcome: anyhow::Result<Vec<String>>) -> ExitCode {
+    match outcome {
+        Ok(versions) if versions.is_empty() => {
+            eprintln!("database schema is up to date");
+            ExitCode::SUCCESS
+        }
+        Ok(versions) => {
+            eprintln!(
+                "applied {} migration(s): {}",
+                versions.len(),
+                versions.join(", ")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("migration failed: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The end of `serve`: exit 0 after a clean drain.
+pub fn served(outcome: std::io::Result<()>) -> ExitCode {
+    match outcome {
+        Ok(()) => {
+            tracing::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            tracing::error!(error = %err, "server failed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A failure while starting (database never came up, address in use).
+pub fn startup_failure(err: &anyhow::Error) -> ExitCode {
+    tracing::error!(error = format!("{err:#}"), "start-up failed");
+    eprintln!("start-up failed: {err:#}");
+    ExitCode::FAILURE
+}

@@ -1,0 +1,322 @@
+//! Typed settings from the environment.
+//!
+//! Every binary turns its environment into a settings struct before it binds a socket or opens a
+//! connection. The first bad value stops the process with one line, `VARIABLE: rule`, so that an
+//! operator sees at once what to fix. Parsing reads from an [`Env`] snapshot instead of the process
+//! environment so that every rule can be tested without touching global state.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::str::FromStr;
+
+use url::Url;
+
+/// A rejected setting: the variable and the rule it broke.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{var}: {rule}")]
+pub struct ConfigError {
+    pub var: String,
+    pub rule: String,
+}
+
+impl ConfigError {
+    pub fn new(var: impl Into<String>, rule: impl Into<String>) -> Self {
+        Self {
+            var: var.into(),
+            rule: rule.into(),
+        }
+    }
+}
+
+/// A value that must never reach a log line. `Debug` and `Display` print a placeholder.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself, for the one place that needs it (a MAC key, a connection).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// A snapshot of environment variables. Empty values count as unset, because container
+/// orchestrators and `.env` files commonly write `NAME=` for "not configured".
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    vars: HashMap<String, Result<String, ()>>,
+}
+
+impl Env {
+    /// The process environment, after reading `.env` from the working directory when one exists
+    /// (a development convenience; real deployments set variables directly).
+    pub fn load() -> Self {
+        // A missing .env is the normal case in production.
+        let _ = dotenvy::dotenv();
+        Self::from_process()
+    }
+
+    pub fn from_process() -> Self {
+        let vars = std::env::vars_os()
+            .filter_map(|(k, v)| {
+                let key = k.into_string().ok()?;
+                Some((key, v.into_string().map_err(|_| ())))
+            })
+            .collect();
+        Self { vars }
+    }
+
+    pub fn from_pairs<I, K, V>(pairs: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Self {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), Ok(v.into())))
+                .collect(),
+        }
+    }
+
+    /// The value of `name`, trimmed; `None` when unset or blank.
+    pub fn get(&self, name: &str) -> Result<Option<&str>, ConfigError> {
+        match self.vars.get(name) {
+            None => Ok(None),
+            Some(Err(())) => Err(ConfigError::new(name, "must be valid UTF-8")),
+            Some(Ok(v)) => {
+                let v = v.trim();
+                Ok(if v.is_empty() { None } else { Some(v) })
+            }
+        }
+    }
+
+    pub fn required(&self, name: &str, example: &str) -> Result<&str, ConfigError> {
+        self.get(name)?
+            .ok_or_else(|| ConfigError::new(name, format!("is required (for example {example})")))
+    }
+
+    /// A number or other `FromStr` value with a default and an inclusive range.
+    pub fn number<T>(&self, name: &str, default: T, min: T, max: T) -> Result<T, ConfigError>
+    where
+        T: FromStr + PartialOrd + fmt::Display + Copy,
+    {
+        let rule = || format!("must be a whole number from {min} to {max}");
+        match self.get(name)? {
+            None => Ok(default),
+            Some(raw) => {
+                let value: T = raw.parse().map_err(|_| ConfigError::new(name, rule()))?;
+                if value < min || value > max {
+                    return Err(ConfigError::new(name, rule()));
+                }
+                Ok(value)
+            }
+        }
+    }
+
+    /// `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`), any case.
+    pub fn flag(&self, name: &str, default: bool) -> Result<bool, ConfigError> {
+        match self.get(name)? {
+            None => Ok(default),
+            Some(raw) => match raw.to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => Ok(true),
+                "false" | "0" | "no" | "off" => Ok(false),
+                _ => Err(ConfigError::new(name, "must be true or false")),
+            },
+        }
+    }
+
+    /// `host:port` to listen on.
+    pub fn listen_addr(&self, default: &str) -> Result<SocketAddr, ConfigError> {
+        let raw = self.get(LISTEN_ADDR)?.unwrap_or(default);
+        raw.parse().map_err(|_| {
+            ConfigError::new(
+                LISTEN_ADDR,
+                "must be an IP address and port, for example 127.0.0.1:8081",
+            )
+        })
+    }
+
+    /// A required secret of at least `min_len` bytes.
+    pub fn secret(&self, name: &str, min_len: usize) -> Result<Secret, ConfigError> {
+        let value = self.get(name)?.ok_or_else(|| {
+            ConfigError::new(
+                name,
+                format!("is required: a random secret of at least {min_len} characters"),
+            )
+        })?;
+        if value.len() < min_len {
+            return Err(ConfigError::new(
+                name,
+                format!("must be at least {min_len} characters long"),
+            ));
+        }
+        Ok(Secret::new(value))
+    }
+
+    /// A required absolute `http` or `https` URL.
+    pub fn http_url(&self, name: &str, example: &str) -> Result<Url, ConfigError> {
+        let raw = self.required(name, example)?;
+        parse_http_url(raw).map_err(|rule| ConfigError::new(name, rule))
+    }
+
+    /// The database connection string, which must use one of `schemes`.
+    pub fn database_url(&self, schemes: &[&str], example: &str) -> Result<Secret, ConfigError> {
+        let raw = self.required(DATABASE_URL, example)?;
+        let url = Url::parse(raw)
+            .map_err(|_| ConfigError::new(DATABASE_URL, format!("must be a URL like {example}")))?;
+        if !schemes.contains(&url.scheme()) {
+            return Err(ConfigError::new(
+                DATABASE_URL,
+                format!("must start with {}://", schemes.join(":// or ")),
+            ));
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(ConfigError::new(DATABASE_URL, "must name a host"));
+        }
+        Ok(Secret::new(raw))
+    }
+
+    /// Connections per process in the database pool.
+    pub fn pool_size(&self) -> Result<u32, ConfigError> {
+        self.number(DATABASE_POOL_SIZE, 10, 1, 256)
+    }
+}
+
+pub const LISTEN_ADDR: &str = "LISTEN_ADDR";
+pub const DATABASE_URL: &str = "DATABASE_URL";
+pub const DATABASE_POOL_SIZE: &str = "DATABASE_POOL_SIZE";
+
+/// Parses an absolute `http(s)` URL with a host, the only kind a browser-facing setting may hold.
+pub fn parse_http_url(raw: &str) -> Result<Url, String> {
+    let url = Url::parse(raw).map_err(|_| "must be an absolute http(s) URL".to_owned())?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("must be an absolute http(s) URL".to_owned());
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("must be an absolute http(s) URL with a host".to_owned());
+    }
+    Ok(url)
+}
+
+/// The `scheme://host[:port]` origin of a URL, as browsers send it in `Origin`.
+pub fn origin_of(url: &Url) -> String {
+    url.origin().ascii_serialization()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
+        Env::from_pairs(pairs.iter().copied())
+    }
+
+    #[test]
+    fn blank_counts_as_unset() {
+        assert_eq!(env(&[("A", "  ")]).get("A"), Ok(None));
+        assert_eq!(env(&[("A", " x ")]).get("A"), Ok(Some("x")));
+    }
+
+    #[test]
+    fn required_names_the_variable() {
+        let err = env(&[]).required("FOO", "bar").unwrap_err();
+        assert_eq!(err.var, "FOO");
+        assert!(err.to_string().starts_with("FOO: is required"));
+    }
+
+    #[test]
+    fn number_range_is_inclusive() {
+        let e = env(&[("N", "256"), ("M", "257"), ("Z", "0"), ("X", "ten")]);
+        assert_eq!(e.number("N", 1u32, 1, 256), Ok(256));
+        assert_eq!(e.number("M", 1u32, 1, 256).unwrap_err().var, "M");
+        assert_eq!(e.number("Z", 1u32, 1, 256).unwrap_err().var, "Z");
+        assert_eq!(e.number("X", 1u32, 1, 256).unwrap_err().var, "X");
+        assert_eq!(e.number("UNSET", 7u32, 1, 256), Ok(7));
+    }
+
+    #[test]
+    fn flags() {
+        let e = env(&[("A", "TRUE"), ("B", "0"), ("C", "maybe")]);
+        assert_eq!(e.flag("A", false), Ok(true));
+        assert_eq!(e.flag("B", true), Ok(false));
+        assert_eq!(e.flag("C", true).unwrap_err().var, "C");
+        assert_eq!(e.flag("D", true), Ok(true));
+    }
+
+    #[test]
+    fn listen_addr() {
+        assert_eq!(
+            env(&[]).listen_addr("127.0.0.1:8081").map(|a| a.port()),
+            Ok(8081)
+        );
+        assert_eq!(
+            env(&[("LISTEN_ADDR", "localhost:80")])
+                .listen_addr("127.0.0.1:1")
+                .unwrap_err()
+                .var,
+            "LISTEN_ADDR"
+        );
+    }
+
+    #[test]
+    fn secret_length_and_redaction() {
+        let e = env(&[("S", "short"), ("L", &"x".repeat(32))]);
+        assert!(e.secret("S", 32).unwrap_err().rule.contains("at least 32"));
+        let s = e.secret("L", 32).expect("long enough");
+        assert_eq!(format!("{s:?} {s}"), "Secret(***) ***");
+        assert_eq!(e.secret("NONE", 32).unwrap_err().var, "NONE");
+    }
+
+    #[test]
+    fn urls() {
+        let e = env(&[
+            ("A", "https://app.example.com/x"),
+            ("B", "ftp://x"),
+            ("C", "not a url"),
+        ]);
+        assert_eq!(
+            origin_of(&e.http_url("A", "").expect("valid")),
+            "https://app.example.com"
+        );
+        assert_eq!(e.http_url("B", "").unwrap_err().var, "B");
+        assert_eq!(e.http_url("C", "").unwrap_err().var, "C");
+    }
+
+    #[test]
+    fn database_url_scheme() {
+        let pg = ["postgres", "postgresql"];
+        let ok = env(&[("DATABASE_URL", "postgres://u:p@127.0.0.1/db")]);
+        let secret = ok.database_url(&pg, "").expect("valid");
+        assert!(!format!("{secret:?}").contains("u:p"));
+        let bad = env(&[("DATABASE_URL", "mysql://u@127.0.0.1/db")]);
+        assert!(
+            bad.database_url(&pg, "")
+                .unwrap_err()
+                .rule
+                .contains("postgres://")
+        );
+        let nohost = env(&[("DATABASE_URL", "postgres:///db")]);
+        assert_eq!(
+            nohost.database_url(&pg, "").unwrap_err().var,
+            "DATABASE_URL"
+        );
+    }
+}

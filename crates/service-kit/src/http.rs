@@ -1,0 +1,338 @@
+//! The HTTP edge every service shares: the error body of the contract, a JSON extractor that
+//! names the offending field, the 404 for unknown routes and the health and readiness probes.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use actix_web::dev::Payload;
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, ResponseError, web};
+use futures_util::StreamExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// `{"code": "UPPER_SNAKE", "message": "..."}`: the one error shape of every service.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct ErrorBody {
+    pub code: Cow<'static, str>,
+    pub message: String,
+}
+
+/// An error response in the contract's shape.
+pub fn error_response(
+    status: StatusCode,
+    code: &'static str,
+    message: impl Into<String>,
+) -> HttpResponse {
+    HttpResponse::build(status).json(ErrorBody {
+        code: Cow::Borrowed(code),
+        message: message.into(),
+    })
+}
+
+/// Default maximum size of a JSON request body. Every body of the contract is small; refusing
+/// large ones early keeps a slow client from holding memory.
+pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
+
+/// Rejections that happen before a handler runs: unreadable, oversized or ill-typed input.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("{0}")]
+    Validation(String),
+    #[error("request body is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("request body must be application/json")]
+    UnsupportedMediaType,
+}
+
+impl ResponseError for RequestError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            Self::Validation(_) => StatusCode::BAD_REQUEST,
+            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let code = match self {
+            Self::Validation(_) => "VALIDATION_ERROR",
+            Self::TooLarge(_) => "PAYLOAD_TOO_LARGE",
+            Self::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+        };
+        error_response(self.status_code(), code, self.to_string())
+    }
+}
+
+/// Per-app override of [`DEFAULT_BODY_LIMIT`], registered with `app_data`.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
+/// A JSON body deserialised with the path of the failing field in the error message
+/// (`days[2].slots[0].category: unknown variant ...`), which plain serde errors do not give.
+#[derive(Debug)]
+pub struct Json<T>(pub T);
+
+impl<T> Json<T> {
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+/// Parses `bytes` as JSON into `T`, naming the failing field.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, RequestError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        let what = describe_json_error(&inner);
+        if path.is_empty() || path == "." {
+            RequestError::Validation(what)
+        } else {
+            RequestError::Validation(format!("{path}: {what}"))
+        }
+    })?;
+    de.end()
+        .map_err(|_| RequestError::Validation("trailing characters after the JSON value".into()))?;
+    Ok(value)
+}
+
+fn describe_json_error(err: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match err.classify() {
+        Category::Eof => "the JSON body ends too early".to_owned(),
+        Category::Syntax => format!(
+            "malformed JSON at line {} column {}",
+            err.line(),
+            err.column()
+        ),
+        // serde's message already names unknown and missing fields and the expected type; the
+        // position suffix adds nothing for a client.
+        Category::Data | Category::Io => {
+            let msg = err.to_string();
+            match msg.rfind(" at line ") {
+                Some(i) => msg[..i].to_owned(),
+                None => msg,
+            }
+        }
+    }
+}
+
+fn is_json_content_type(req: &HttpRequest) -> bool {
+    match req.headers().get(header::CONTENT_TYPE) {
+        // Some clients send JSON without a content type; parsing decides.
+        None => true,
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.split(';').next())
+            .map(|mime| {
+                let mime = mime.trim().to_ascii_lowercase();
+                mime == "application/json" || mime.ends_with("+json")
+            })
+            .unwrap_or(false),
+    }
+}
+
+/// Reads the whole body, refusing it as soon as it grows past `limit`.
+pub async fn read_body(
+    req: &HttpRequest,
+    payload: &mut Payload,
+    limit: usize,
+) -> Result<web::Bytes, RequestError> {
+    if let Some(len) = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        && len > limit
+    {
+        return Err(RequestError::TooLarge(limit));
+    }
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk
+            .map_err(|_| RequestError::Validation("the request body could not be read".into()))?;
+        if body.len() + chunk.len() > limit {
+            return Err(RequestError::TooLarge(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+fn body_limit(req: &HttpRequest) -> usize {
+    req.app_data::<BodyLimit>()
+        .map(|l| l.0)
+        .unwrap_or(DEFAULT_BODY_LIMIT)
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
+    type Error = RequestError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        let mut payload = payload.take();
+        Box::pin(async move {
+            if !is_json_content_type(&req) {
+                return Err(RequestError::UnsupportedMediaType);
+            }
+            let bytes = read_body(&req, &mut payload, body_limit(&req)).await?;
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                return Err(RequestError::Validation("a JSON body is required".into()));
+            }
+            parse_json(&bytes).map(Json)
+        })
+    }
+}
+
+/// Query strings and path segments that do not parse answer like bad bodies do.
+pub fn extractor_config(cfg: &mut web::ServiceConfig) {
+    cfg.app_data(
+        web::QueryConfig::default().error_handler(|err, _| {
+            RequestError::Validation(format!("query string: {err}")).into()
+        }),
+    )
+    .app_data(
+        web::PathConfig::default()
+            .error_handler(|err, _| RequestError::Validation(format!("path: {err}")).into()),
+    )
+    .app_data(
+        web::JsonConfig::default()
+            .error_handler(|err, _| RequestError::Validation(err.to_string()).into()),
+    );
+}
+
+/// Default service for unknown routes.
+pub async fn not_found() -> HttpResponse {
+    error_response(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route")
+}
+
+/// Default service of a known path called with a method it does not have.
+pub async fn method_not_allowed() -> HttpResponse {
+    error_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "METHOD_NOT_ALLOWED",
+        "this route does not accept that method",
+    )
+}
+
+/// Something whose reachability decides readiness, usually a database pool. The check blocks,
+/// so it runs on the blocking thread pool.
+pub trait Readiness: Send + Sync + 'static {
+    fn check(&self) -> Result<(), String>;
+}
+
+/// Shared handle registered as app data for the readiness probe.
+pub type ReadinessProbe = Arc<dyn Readiness>;
+
+/// `GET /health`: the process is up and serving.
+pub async fn health() -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({ "status": "ok" }))
+}
+
+/// `GET /ready`: 200 when the database answers, else 503 so that a load balancer stops routing here.
+pub async fn ready(probe: web::Data<ReadinessProbe>) -> HttpResponse {
+    let probe = Arc::clone(probe.get_ref());
+    let outcome = web::block(move || probe.check()).await;
+    match outcome {
+        Ok(Ok(())) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
+        Ok(Err(cause)) => {
+            tracing::warn!(%cause, "readiness check failed");
+            unavailable()
+        }
+        Err(_) => unavailable(),
+    }
+}
+
+fn unavailable() -> HttpResponse {
+    let mut resp = error_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "DATABASE_UNAVAILABLE",
+        "the database cannot be reached",
+    );
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    resp
+}
+
+/// Mounts `/health` and `/ready`.
+pub fn probes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/health", web::get().to(health))
+        .route("/ready", web::get().to(ready));
+}
+
+/// The HTTP server every service runs: request tracing, the shared extractor settings, the
+/// probes, the routes added by `configure`, and the contract's 404 for everything else. On
+/// SIGTERM it stops accepting, lets open requests finish for up to ten seconds, then returns.
+pub fn server<F>(
+    listener: std::net::TcpListener,
+    readiness: ReadinessProbe,
+    configure: F,
+) -> std::io::Result<actix_web::dev::Server>
+where
+    F: Fn(&mut web::ServiceConfig) + Send + Clone + 'static,
+{
+    Ok(actix_web::HttpServer::new(move || {
+        actix_web::App::new()
+            .wrap(tracing_actix_web::TracingLogger::default())
+            .app_data(web::Data::new(Arc::clone(&readiness)))
+            .configure(extractor_config)
+            .configure(probes)
+            .configure(configure.clone())
+            .default_service(web::to(not_found))
+    })
+    .shutdown_timeout(10)
+    .listen(listener)?
+    .run())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Body {
+        #[allow(dead_code)]
+        name: String,
+        #[allow(dead_code)]
+        days: Vec<Day>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Day {
+        #[allow(dead_code)]
+        hours: u8,
+    }
+
+    fn msg(bytes: &str) -> String {
+        match parse_json::<Body>(bytes.as_bytes()) {
+            Err(RequestError::Validation(m)) => m,
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn names_the_field() {
+        assert!(
+            msg(r#"{"name":"a","days":[{"hours":"x"}]}"#)
+                .starts_with("days[0].hours: invalid type")
+        );
+        assert!(msg(r#"{"name":"a","days":[],"extra":1}"#).contains("unknown field `extra`"));
+        assert!(msg(r#"{"days":[]}"#).contains("missing field `name`"));
+        assert!(msg(r#"{"name":"a","days":[{"hours":300}]}"#).starts_with("days[0].hours"));
+    }
+
+    #[test]
+    fn malformed_and_trailing() {
+        assert!(msg(r#"{"name":"#).contains("ends too early"));
+        assert!(msg(r#"{"name" "a"}"#).contains("malformed JSON"));
+        assert!(msg(r#"{"name":"a","days":[]} x"#).contains("trailing"));
+    }
+}

@@ -1,0 +1,5 @@
+DROP TABLE IF EXISTS email_outbox;
+DROP TABLE IF EXISTS webhook_event;
+DROP TABLE IF EXISTS daily_usage;
+DROP TABLE IF EXISTS activation;
+DROP TABLE IF EXISTS licence;
