@@ -1,0 +1,58 @@
+//! Start-up, probes and the subcommands operators use.
+
+use std::path::Path;
+
+use testkit::checks;
+use testkit::postgres::TestPostgres;
+
+use crate::helpers::{SECRET, spawn_app};
+
+fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_nutrition-api"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_follows_the_database() {
+    let app = spawn_app().await;
+    checks::ready_follows_database(&app.base, &app.proxy, &[]).await;
+    assert!(!app.db.name().is_empty());
+}
+
+#[tokio::test]
+async fn unknown_routes_are_json_404() {
+    let app = spawn_app().await;
+    checks::unknown_route_is_json_404(&app.base).await;
+}
+
+#[test]
+fn bad_settings_stop_the_process_naming_the_variable() {
+    let db = "postgres://app:app@127.0.0.1:5432/nutrition";
+    let base = [
+        ("DATABASE_URL", db),
+        ("AUTH_SECRET", SECRET),
+        ("AUTH_BASE_URL", "http://localhost:8080"),
+    ];
+    let without = |name: &str| -> Vec<(&str, &str)> {
+        base.iter().copied().filter(|(k, _)| *k != name).collect()
+    };
+    checks::config_rejected(bin(), &without("AUTH_SECRET"), "AUTH_SECRET");
+    checks::config_rejected(bin(), &without("DATABASE_URL"), "DATABASE_URL");
+    let mut short = without("AUTH_SECRET");
+    short.push(("AUTH_SECRET", "short"));
+    checks::config_rejected(bin(), &short, "AUTH_SECRET");
+    let mut vapid = base.to_vec();
+    vapid.push(("VAPID_SUBJECT", "mailto:ops@example.com"));
+    checks::config_rejected(bin(), &vapid, "VAPID_PUBLIC_KEY");
+    let mut http = base.to_vec();
+    http.push(("PUSH_ALLOW_HTTP_ENDPOINTS", "perhaps"));
+    checks::config_rejected(bin(), &http, "PUSH_ALLOW_HTTP_ENDPOINTS");
+    let mut log = base.to_vec();
+    log.push(("LOG_FORMAT", "yaml"));
+    checks::config_rejected(bin(), &log, "LOG_FORMAT");
+}
+
+#[test]
+fn two_migrations_at_once_on_an_empty_database() {
+    let db = TestPostgres::empty();
+    checks::concurrent_migrations(bin(), db.url());
+}

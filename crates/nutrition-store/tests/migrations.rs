@@ -1,0 +1,143 @@
+//! The Postgres migrations against a real server: complete, repeatable, and in step with
+//! `schema.rs`.
+
+use diesel::prelude::*;
+use diesel::sql_types::Text;
+use nutrition_store::schema::{auth, nutrition, scheduler};
+use testkit::postgres::TestPostgres;
+
+#[derive(QueryableByName, PartialEq, Eq, Debug)]
+struct Line {
+    #[diesel(sql_type = Text)]
+    line: String,
+}
+
+/// Every column, index and constraint of the three schemas as sorted text.
+fn catalogue(conn: &mut PgConnection) -> Vec<Line> {
+    diesel::sql_query(
+        "SELECT line FROM (
+            SELECT format('column %s.%s.%s %s %s %s', table_schema, table_name, column_name,
+                          data_type, is_nullable, coalesce(column_default, '')) AS line
+              FROM information_schema.columns
+             WHERE table_schema IN ('auth', 'nutrition', 'scheduler')
+            UNION ALL
+            SELECT format('index %s.%s %s', schemaname, indexname, indexdef)
+              FROM pg_indexes WHERE schemaname IN ('auth', 'nutrition', 'scheduler')
+            UNION ALL
+            SELECT format('constraint %s %s', conname, pg_get_constraintdef(c.oid))
+              FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
+             WHERE n.nspname IN ('auth', 'nutrition', 'scheduler')
+         ) all_lines ORDER BY line",
+    )
+    .load(conn)
+    .expect("read catalogue")
+}
+
+#[test]
+fn applying_twice_changes_nothing() {
+    let db = TestPostgres::empty();
+    let mut conn = db.connect();
+    let first = nutrition_store::migrate(&mut conn).expect("first run");
+    assert!(
+        !first.is_empty(),
+        "an empty database has migrations to apply"
+    );
+    let before = catalogue(&mut conn);
+    assert!(
+        before.len() > 50,
+        "the schemas hold the tables: {}",
+        before.len()
+    );
+    let second = nutrition_store::migrate(&mut conn).expect("second run");
+    assert!(second.is_empty(), "nothing left to apply: {second:?}");
+    assert_eq!(catalogue(&mut conn), before);
+}
+
+#[test]
+fn schema_rs_names_only_existing_columns() {
+    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let mut conn = db.connect();
+    // Selecting every column diesel knows fails if any of them is missing from the database.
+    auth::user::table
+        .select(auth::user::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("auth.user");
+    auth::session::table
+        .select(auth::session::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("auth.session");
+    auth::account::table
+        .select(auth::account::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("auth.account");
+    auth::verification::table
+        .select(auth::verification::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("auth.verification");
+    auth::rate_limit::table
+        .select(auth::rate_limit::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("auth.rate_limit");
+    nutrition::profile::table
+        .select(nutrition::profile::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("profile");
+    nutrition::fast_event::table
+        .select(nutrition::fast_event::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("fast_event");
+    nutrition::meal_plan::table
+        .select(nutrition::meal_plan::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("meal_plan");
+    nutrition::meal_slot::table
+        .select(nutrition::meal_slot::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("meal_slot");
+    nutrition::device_token::table
+        .select(nutrition::device_token::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("device_token");
+    scheduler::job_run::table
+        .select(scheduler::job_run::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("job_run");
+    scheduler::outbox::table
+        .select(scheduler::outbox::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("outbox");
+}
+
+#[test]
+fn one_running_fast_per_user_is_enforced_by_the_database() {
+    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let mut conn = db.connect();
+    diesel::sql_query(
+        "INSERT INTO auth.\"user\" (id, name, email) VALUES ('u1', 'U', 'u@example.com')",
+    )
+    .execute(&mut conn)
+    .expect("user");
+    let start = |id: &str| {
+        format!(
+            "INSERT INTO nutrition.fast_event (id, user_id, status, protocol, started_at, planned_end_at)
+             VALUES ('{id}', 'u1', 'IN_PROGRESS', '16:8', now(), now() + interval '16 hours')"
+        )
+    };
+    diesel::sql_query(start("f1"))
+        .execute(&mut conn)
+        .expect("first running fast");
+    let second = diesel::sql_query(start("f2")).execute(&mut conn);
+    assert!(second.is_err(), "a second running fast must be refused");
+}

@@ -1,0 +1,4 @@
+//! Black-box tests of push-scheduler against a real Postgres database.
+
+mod helpers;
+mod operations;

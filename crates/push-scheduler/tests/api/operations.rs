@@ -1,0 +1,81 @@
+//! Start-up, probes and the subcommands operators use.
+
+use std::path::Path;
+
+use testkit::checks;
+use testkit::postgres::TestPostgres;
+
+use push::{VapidConfig, VapidKeyPair};
+use service_kit::Env;
+
+use crate::helpers::spawn_app;
+
+fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_push-scheduler"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_follows_the_database() {
+    let app = spawn_app().await;
+    checks::ready_follows_database(&app.base, &app.proxy, &[]).await;
+    assert!(!app.db.name().is_empty());
+}
+
+#[tokio::test]
+async fn unknown_routes_are_json_404() {
+    let app = spawn_app().await;
+    checks::unknown_route_is_json_404(&app.base).await;
+}
+
+#[test]
+fn bad_settings_stop_the_process_naming_the_variable() {
+    let db = (
+        "DATABASE_URL",
+        "postgres://app:app@127.0.0.1:5432/nutrition",
+    );
+    checks::config_rejected(bin(), &[], "DATABASE_URL");
+    checks::config_rejected(bin(), &[db, ("LISTEN_ADDR", "8084")], "LISTEN_ADDR");
+    let pair = VapidKeyPair::generate();
+    checks::config_rejected(
+        bin(),
+        &[db, ("VAPID_PUBLIC_KEY", &pair.public_key)],
+        "VAPID_PRIVATE_KEY",
+    );
+    checks::config_rejected(
+        bin(),
+        &[
+            db,
+            ("VAPID_PUBLIC_KEY", "bm90LWEta2V5"),
+            ("VAPID_PRIVATE_KEY", pair.private_key.expose()),
+            ("VAPID_SUBJECT", "mailto:ops@example.com"),
+        ],
+        "VAPID_PUBLIC_KEY",
+    );
+}
+
+#[test]
+fn vapid_keys_prints_a_pair_the_services_accept() {
+    let out = testkit::process::run(bin(), &["vapid-keys"], &[]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let mut pairs: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    assert_eq!(pairs.len(), 2, "{text}");
+    pairs.push((
+        "VAPID_SUBJECT".to_owned(),
+        "mailto:ops@example.com".to_owned(),
+    ));
+    let cfg = VapidConfig::from_env(&Env::from_pairs(pairs)).expect("accepted");
+    assert!(cfg.is_some());
+    let again = testkit::process::run(bin(), &["vapid-keys"], &[]);
+    assert_ne!(again.stdout, text.as_bytes(), "every call makes a new pair");
+}
+
+#[test]
+fn two_migrations_at_once_on_an_empty_database() {
+    let db = TestPostgres::empty();
+    checks::concurrent_migrations(bin(), db.url());
+}

@@ -1,0 +1,93 @@
+//! Assertions that every service must pass in the same way, written once.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::http::{get_json, wait_for_status};
+use crate::process;
+use crate::proxy::TcpProxy;
+
+/// `/health` is 200 throughout; `/ready` (and `extra_ready_paths`) follow the database behind
+/// `proxy`: 200, then 503 with the contract's error body once it is cut, then 200 again.
+pub async fn ready_follows_database(base: &str, proxy: &TcpProxy, extra_ready_paths: &[&str]) {
+    let mut paths = vec!["/ready"];
+    paths.extend_from_slice(extra_ready_paths);
+    for path in &paths {
+        let (status, body) = get_json(&format!("{base}{path}")).await;
+        assert_eq!(status, 200, "{path} with the database up: {body}");
+    }
+    proxy.cut();
+    for path in &paths {
+        let status = wait_for_status(&format!("{base}{path}"), 503, Duration::from_secs(15)).await;
+        assert_eq!(status, Some(503), "{path} with the database cut");
+        let (_, body) = get_json(&format!("{base}{path}")).await;
+        assert_eq!(body["code"], "DATABASE_UNAVAILABLE", "{body}");
+        assert!(body["message"].is_string(), "{body}");
+    }
+    let (status, _) = get_json(&format!("{base}/health")).await;
+    assert_eq!(status, 200, "liveness does not depend on the database");
+    proxy.restore();
+    for path in &paths {
+        let status = wait_for_status(&format!("{base}{path}"), 200, Duration::from_secs(15)).await;
+        assert_eq!(status, Some(200), "{path} after the database came back");
+    }
+}
+
+/// An unknown route answers 404 with `{code: NOT_FOUND, message}`.
+pub async fn unknown_route_is_json_404(base: &str) {
+    let (status, body) = get_json(&format!("{base}/no/such/route")).await;
+    assert_eq!(status, 404);
+    assert_eq!(body["code"], "NOT_FOUND", "{body}");
+    assert!(body["message"].is_string(), "{body}");
+}
+
+/// Starting `bin` with `env` fails before serving: non-zero exit and exactly one line on stderr
+/// that names `var`.
+pub fn config_rejected(bin: &Path, env: &[(&str, &str)], var: &str) {
+    let out = process::run(bin, &["serve"], env);
+    assert!(
+        !out.status.success(),
+        "{} started with a bad {var}",
+        bin.display()
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(78),
+        "configuration errors exit with EX_CONFIG"
+    );
+    let lines = process::stderr_lines(&out);
+    assert_eq!(lines.len(), 1, "one line expected, got {lines:?}");
+    assert!(
+        lines[0].contains(&format!("{var}:")),
+        "the line must name {var}: {lines:?}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+/// `bin migrate` run twice at the same instant on an empty database: both succeed, the schema
+/// ends up complete, and a third run finds nothing to do.
+pub fn concurrent_migrations(bin: &Path, database_url: &str) {
+    let env = [("DATABASE_URL", database_url), ("RUST_LOG", "warn")];
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            process::command(bin, &["migrate"], &env)
+                .spawn()
+                .expect("start migrate")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("wait for migrate");
+        assert!(
+            out.status.success(),
+            "concurrent migrate failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let again = process::run(bin, &["migrate"], &env);
+    assert!(again.status.success());
+    let text = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        text.contains("up to date"),
+        "a third run must find nothing to do: {text}"
+    );
+}

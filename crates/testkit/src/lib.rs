@@ -1,0 +1,83 @@
+//! Test kit: everything the integration tests of the services need to run against real parts.
+//!
+//! - [`postgres::TestPostgres`] and [`mariadb::TestMariaDb`]: a uniquely named, freshly created
+//!   database per test, dropped afterwards, on the machine's real servers.
+//! - [`proxy::TcpProxy`]: a TCP relay that can be cut, to see a service lose its database.
+//! - [`process`]: running the real binaries with a chosen environment.
+//!
+//! The admin connections come from `TEST_POSTGRES_URL` and `TEST_MYSQL_URL`, which the
+//! project's test command sets up; the defaults match it.
+
+pub mod checks;
+pub mod http;
+pub mod mariadb;
+pub mod postgres;
+pub mod process;
+pub mod proxy;
+
+use rand::Rng;
+
+/// A database name unique across parallel tests and test processes: `t_<unix time>_<random>`.
+/// The time lets a later run drop databases that a crashed run left behind.
+pub(crate) fn unique_db_name() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let suffix: u64 = rand::rng().random();
+    format!("t_{now}_{suffix:016x}")
+}
+
+/// Whether a test database name is older than an hour, so certainly not in use by a running test.
+pub(crate) fn is_stale(name: &str) -> bool {
+    let Some(secs) = name
+        .strip_prefix("t_")
+        .and_then(|rest| rest.split('_').next())
+        .and_then(|s| s.parse::<u64>().ok())
+    else {
+        return false;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    now.saturating_sub(secs) > 3600
+}
+
+/// Replaces the database name (the URL path) of a connection URL.
+pub(crate) fn with_database(url: &str, db: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            u.set_path(&format!("/{db}"));
+            u.to_string()
+        }
+        Err(_) => url.to_owned(),
+    }
+}
+
+/// Replaces host and port of a connection URL, to route it through a [`proxy::TcpProxy`].
+pub fn with_host_port(url: &str, addr: std::net::SocketAddr) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_host(Some(&addr.ip().to_string()));
+            let _ = u.set_port(Some(addr.port()));
+            u.to_string()
+        }
+        Err(_) => url.to_owned(),
+    }
+}
+
+/// The `host:port` a connection URL points to.
+pub fn socket_addr_of(url: &str) -> anyhow::Result<std::net::SocketAddr> {
+    let u = url::Url::parse(url)?;
+    let host = u
+        .host_str()
+        .ok_or_else(|| anyhow::anyhow!("no host in {url}"))?;
+    let port = u
+        .port()
+        .ok_or_else(|| anyhow::anyhow!("no port in database URL"))?;
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{host} does not resolve"))?;
+    Ok(addr)
+}

@@ -1,0 +1,164 @@
+# Shared preparation of scripts/stack and scripts/test: system packages, both database servers,
+# the development role and databases. Sourced, not run. Every step is idempotent, so running it
+# on a machine that is already prepared costs a few seconds.
+
+# Development credentials of the local database servers. They never leave this machine; the
+# deployment uses its own (deploy/env/).
+APP_DB_USER=app
+APP_DB_PASSWORD=app
+PG_PORT=5432
+MARIADB_PORT=3306
+PG_DATABASE=nutrition
+MARIADB_DATABASE=licensing
+
+log() { printf '\033[1m==>\033[0m %s\n' "$*" >&2; }
+die() {
+  printf 'error: %s\n' "$*" >&2
+  exit 1
+}
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    die "root rights are needed to run: $*"
+  fi
+}
+
+# Debian packages the build, the databases and the proxy need.
+REQUIRED_PACKAGES=(
+  postgresql postgresql-client
+  mariadb-server mariadb-client
+  nginx-light
+  libpq-dev libmariadb-dev libmariadb-dev-compat libssl-dev pkg-config
+  python3-venv curl ca-certificates
+)
+
+ensure_packages() {
+  local missing=() pkg
+  for pkg in "${REQUIRED_PACKAGES[@]}"; do
+    # nginx counts as present in any flavour.
+    if [ "$pkg" = nginx-light ] && { command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; }; then
+      continue
+    fi
+    # python3-venv is only needed where python3 cannot make a venv by itself.
+    if [ "$pkg" = python3-venv ] && python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+      continue
+    fi
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    command -v apt-get >/dev/null 2>&1 || die "missing packages (${missing[*]}) and no apt-get to install them"
+    log "installing ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    # Installing a server package on Debian may try to start it through systemd, which is absent
+    # in containers; policy-rc.d forbids that, and the servers are started below instead.
+    as_root sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d'
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    as_root rm -f /usr/sbin/policy-rc.d
+  fi
+}
+
+wait_until() { # seconds description command...
+  local seconds=$1 what=$2
+  shift 2
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || die "$what did not happen within ${seconds}s"
+    sleep 0.5
+  done
+}
+
+ensure_postgres() {
+  if pg_isready -q -h 127.0.0.1 -p "$PG_PORT"; then
+    return
+  fi
+  log "starting PostgreSQL"
+  local version
+  version=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -1)
+  [ -n "$version" ] || die "PostgreSQL is installed but has no cluster in /etc/postgresql"
+  if ! pg_lsclusters -h 2>/dev/null | awk '{print $2}' | grep -qx main; then
+    as_root pg_createcluster "$version" main >/dev/null
+  fi
+  as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start
+  wait_until 60 "PostgreSQL accepting connections" pg_isready -q -h 127.0.0.1 -p "$PG_PORT"
+}
+
+mariadb_alive() { mariadb-admin --protocol=tcp -h 127.0.0.1 -P "$MARIADB_PORT" ping >/dev/null 2>&1; }
+
+ensure_mariadb() {
+  if mariadb_alive; then
+    return
+  fi
+  log "starting MariaDB"
+  as_root install -d -o mysql -g mysql /run/mysqld
+  if [ ! -d /var/lib/mysql/mysql ]; then
+    as_root mariadb-install-db --user=mysql --datadir=/var/lib/mysql >/dev/null
+  fi
+  as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
+  wait_until 60 "MariaDB accepting connections" mariadb_alive
+}
+
+# psql as a superuser: over TCP where trust authentication allows it, else through the socket
+# as the postgres system user (Debian's peer authentication).
+pg_admin() {
+  if psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAqc 'SELECT 1' >/dev/null 2>&1; then
+    psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 -tAq "$@"
+  else
+    as_root runuser -u postgres -- psql -p "$PG_PORT" -d postgres -v ON_ERROR_STOP=1 -tAq "$@"
+  fi
+}
+
+# mariadb as root: through the socket (unix_socket authentication of root) or over TCP.
+my_admin() {
+  if as_root mariadb -uroot -e 'SELECT 1' >/dev/null 2>&1; then
+    as_root mariadb -uroot "$@"
+  else
+    mariadb --protocol=tcp -h 127.0.0.1 -P "$MARIADB_PORT" -uroot "$@"
+  fi
+}
+
+ensure_databases() {
+  log "ensuring the development role and databases"
+  pg_admin <<SQL >/dev/null
+DO \$\$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$APP_DB_USER') THEN
+    CREATE ROLE $APP_DB_USER LOGIN CREATEDB PASSWORD '$APP_DB_PASSWORD';
+  ELSE
+    ALTER ROLE $APP_DB_USER LOGIN CREATEDB PASSWORD '$APP_DB_PASSWORD';
+  END IF;
+END
+\$\$;
+SQL
+  if [ "$(pg_admin -c "SELECT 1 FROM pg_database WHERE datname = '$PG_DATABASE'")" != 1 ]; then
+    pg_admin -c "CREATE DATABASE $PG_DATABASE OWNER $APP_DB_USER" >/dev/null
+  fi
+  # The tests create and drop databases named t_<time>_<random>.
+  my_admin <<SQL
+CREATE DATABASE IF NOT EXISTS \`$MARIADB_DATABASE\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+CREATE USER IF NOT EXISTS '$APP_DB_USER'@'localhost' IDENTIFIED BY '$APP_DB_PASSWORD';
+CREATE USER IF NOT EXISTS '$APP_DB_USER'@'127.0.0.1' IDENTIFIED BY '$APP_DB_PASSWORD';
+GRANT ALL PRIVILEGES ON \`$MARIADB_DATABASE\`.* TO '$APP_DB_USER'@'localhost', '$APP_DB_USER'@'127.0.0.1';
+GRANT ALL PRIVILEGES ON \`t\\_%\`.* TO '$APP_DB_USER'@'localhost', '$APP_DB_USER'@'127.0.0.1';
+SQL
+}
+
+POSTGRES_APP_URL="postgres://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$PG_PORT/$PG_DATABASE"
+MARIADB_APP_URL="mysql://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$MARIADB_PORT/$MARIADB_DATABASE"
+export TEST_POSTGRES_URL="postgres://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$PG_PORT/postgres"
+export TEST_MYSQL_URL="mysql://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$MARIADB_PORT/"
+
+ensure_rust() {
+  command -v cargo >/dev/null 2>&1 || die "cargo is not installed (https://rustup.rs); rust-toolchain.toml names the version"
+}
+
+prepare() {
+  ensure_rust
+  ensure_packages
+  ensure_postgres
+  ensure_mariadb
+  ensure_databases
+}
