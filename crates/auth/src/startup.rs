@@ -39,7 +39,8 @@ impl Application {
         };
         let server =
             service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
-                cfg.app_data(web::Data::new(state.clone()));
+                cfg.app_data(web::Data::new(state.clone()))
+                    .configure(crate::routes::config);
             })?;
         tracing::info!(port, "auth listening");
         Ok(Self { port, server })

@@ -14,6 +14,7 @@ pub mod mariadb;
 pub mod postgres;
 pub mod process;
 pub mod proxy;
+pub mod stack;
 
 use rand::Rng;
 
