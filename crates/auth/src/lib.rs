@@ -1,9 +1,18 @@
 //! The auth service: sign-up, sign-in and sessions for the nutrition product, served at
 //! `/api/auth/*` for the better-auth client, plus the sign-in and sign-up pages.
 
+pub mod body;
+pub mod client;
+pub mod error;
+pub mod google;
+pub mod password;
+pub mod rate_limit;
+pub mod redirect;
 pub mod routes;
 pub mod settings;
 pub mod startup;
+pub mod state;
+pub mod users;
 
 pub use settings::Settings;
 pub use startup::Application;

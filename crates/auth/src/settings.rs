@@ -5,11 +5,22 @@ use std::net::SocketAddr;
 use ipnet::IpNet;
 use service_kit::{ConfigError, Env, Secret};
 use session::AuthSettings;
+use url::Url;
 
 pub const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:8081";
 pub const GOOGLE_CLIENT_ID: &str = "GOOGLE_CLIENT_ID";
 pub const GOOGLE_CLIENT_SECRET: &str = "GOOGLE_CLIENT_SECRET";
 pub const TRUSTED_PROXIES: &str = "TRUSTED_PROXIES";
+pub const GOOGLE_AUTH_URL: &str = "GOOGLE_AUTH_URL";
+pub const GOOGLE_TOKEN_URL: &str = "GOOGLE_TOKEN_URL";
+pub const GOOGLE_USERINFO_URL: &str = "GOOGLE_USERINFO_URL";
+pub const AUTH_RATE_LIMIT_MAX: &str = "AUTH_RATE_LIMIT_MAX";
+pub const AUTH_RATE_LIMIT_WINDOW_SECS: &str = "AUTH_RATE_LIMIT_WINDOW_SECS";
+
+/// Google's production endpoints; overridable so that tests run the flow against a local server.
+pub const DEFAULT_GOOGLE_AUTH_URL: &str = "https://accounts.google.com/o/oauth2/v2/auth";
+pub const DEFAULT_GOOGLE_TOKEN_URL: &str = "https://oauth2.googleapis.com/token";
+pub const DEFAULT_GOOGLE_USERINFO_URL: &str = "https://openidconnect.googleapis.com/v1/userinfo";
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -21,12 +32,24 @@ pub struct Settings {
     pub google: Option<GoogleSettings>,
     /// Peers whose `X-Forwarded-For` is believed when deciding the client address.
     pub trusted_proxies: Vec<IpNet>,
+    pub rate_limit: RateLimit,
+}
+
+/// Attempts allowed per client address and per e-mail address within a window, for sign-in and
+/// sign-up each (better-auth's default: 3 per 10 s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub max: u32,
+    pub window_secs: u32,
 }
 
 #[derive(Debug, Clone)]
 pub struct GoogleSettings {
     pub client_id: String,
     pub client_secret: Secret,
+    pub auth_url: Url,
+    pub token_url: Url,
+    pub userinfo_url: Url,
 }
 
 impl Settings {
@@ -38,6 +61,10 @@ impl Settings {
             auth: AuthSettings::from_env(env)?,
             google: google(env)?,
             trusted_proxies: trusted_proxies(env)?,
+            rate_limit: RateLimit {
+                max: env.number(AUTH_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
+                window_secs: env.number(AUTH_RATE_LIMIT_WINDOW_SECS, 10, 1, 86_400)?,
+            },
         })
     }
 }
@@ -55,6 +82,9 @@ fn google(env: &Env) -> Result<Option<GoogleSettings>, ConfigError> {
         (Some(id), Some(secret)) => Ok(Some(GoogleSettings {
             client_id: id.to_owned(),
             client_secret: Secret::new(secret),
+            auth_url: endpoint(env, GOOGLE_AUTH_URL, DEFAULT_GOOGLE_AUTH_URL)?,
+            token_url: endpoint(env, GOOGLE_TOKEN_URL, DEFAULT_GOOGLE_TOKEN_URL)?,
+            userinfo_url: endpoint(env, GOOGLE_USERINFO_URL, DEFAULT_GOOGLE_USERINFO_URL)?,
         })),
         (Some(_), None) => Err(ConfigError::new(
             GOOGLE_CLIENT_SECRET,
@@ -65,6 +95,11 @@ fn google(env: &Env) -> Result<Option<GoogleSettings>, ConfigError> {
             "must be set together with GOOGLE_CLIENT_SECRET (or unset both to switch Google sign-in off)",
         )),
     }
+}
+
+fn endpoint(env: &Env, name: &str, default: &str) -> Result<Url, ConfigError> {
+    let raw = env.get(name)?.unwrap_or(default);
+    service_kit::config::parse_http_url(raw).map_err(|rule| ConfigError::new(name, rule))
 }
 
 fn trusted_proxies(env: &Env) -> Result<Vec<IpNet>, ConfigError> {
@@ -163,6 +198,43 @@ mod tests {
         assert_eq!(failing(&[("GOOGLE_CLIENT_SECRET", "s")]), GOOGLE_CLIENT_ID);
         let s = with(&[("GOOGLE_CLIENT_ID", "id"), ("GOOGLE_CLIENT_SECRET", "s")]).expect("valid");
         assert_eq!(s.google.map(|g| g.client_id), Some("id".to_owned()));
+    }
+
+    #[test]
+    fn google_endpoints_are_urls() {
+        let s = with(&[("GOOGLE_CLIENT_ID", "id"), ("GOOGLE_CLIENT_SECRET", "s")]).expect("valid");
+        assert_eq!(
+            s.google.map(|g| g.token_url.to_string()),
+            Some(DEFAULT_GOOGLE_TOKEN_URL.to_owned())
+        );
+        assert_eq!(
+            failing(&[
+                ("GOOGLE_CLIENT_ID", "id"),
+                ("GOOGLE_CLIENT_SECRET", "s"),
+                ("GOOGLE_TOKEN_URL", "nope")
+            ]),
+            GOOGLE_TOKEN_URL
+        );
+    }
+
+    #[test]
+    fn rate_limit_bounds() {
+        let s = with(&[]).expect("valid");
+        assert_eq!(
+            s.rate_limit,
+            RateLimit {
+                max: 3,
+                window_secs: 10
+            }
+        );
+        assert_eq!(
+            failing(&[("AUTH_RATE_LIMIT_MAX", "0")]),
+            AUTH_RATE_LIMIT_MAX
+        );
+        assert_eq!(
+            failing(&[("AUTH_RATE_LIMIT_WINDOW_SECS", "a")]),
+            AUTH_RATE_LIMIT_WINDOW_SECS
+        );
     }
 
     #[test]

@@ -7,22 +7,20 @@ use std::time::Duration;
 use actix_web::dev::Server;
 use actix_web::web;
 use nutrition_store::{PgPool, PoolReadiness};
+use session::SessionLayer;
 
 use crate::settings::Settings;
+use crate::state::AppState;
+use crate::{password, rate_limit};
 
 /// How long start-up waits for Postgres before giving up.
 pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
+/// How often expired sessions, OAuth states and rate-limit counters are deleted.
+const MAINTENANCE_EVERY: Duration = Duration::from_secs(600);
 
 pub struct Application {
     port: u16,
     server: Server,
-}
-
-/// What handlers share.
-#[derive(Clone)]
-pub struct AppState {
-    pub settings: Arc<Settings>,
-    pub pool: PgPool,
 }
 
 impl Application {
@@ -31,15 +29,29 @@ impl Application {
         let pool =
             nutrition_store::start(&settings.database_url, settings.pool_size, DATABASE_WAIT)
                 .await?;
+        let decoy_hash: Arc<str> = tokio::task::spawn_blocking(password::decoy).await?.into();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
+        let settings = Arc::new(settings);
         let state = AppState {
-            settings: Arc::new(settings),
+            settings: Arc::clone(&settings),
+            pool: pool.clone(),
+            decoy_hash,
+            http,
+        };
+        let layer = SessionLayer {
+            settings: Arc::new(settings.auth.clone()),
             pool: pool.clone(),
         };
+        tokio::spawn(maintenance(pool.clone()));
         let server =
             service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
+                    .app_data(web::Data::new(layer.clone()))
                     .configure(crate::routes::config);
             })?;
         tracing::info!(port, "auth listening");
@@ -53,5 +65,36 @@ impl Application {
     /// Serves until SIGTERM or SIGINT, then drains open requests.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
+    }
+}
+
+/// Deletes what has expired, so the tables do not grow without bound. Every replica runs it;
+/// the deletes are idempotent.
+async fn maintenance(pool: PgPool) {
+    let mut tick = tokio::time::interval(MAINTENANCE_EVERY);
+    loop {
+        tick.tick().await;
+        let pool = pool.clone();
+        let outcome =
+            tokio::task::spawn_blocking(move || -> anyhow::Result<(usize, usize, usize)> {
+                use diesel::prelude::*;
+                use nutrition_store::schema::auth::verification;
+                let mut conn = pool.get()?;
+                let now = chrono::Utc::now();
+                let sessions = session::store::delete_expired(&mut conn, now)?;
+                let states =
+                    diesel::delete(verification::table.filter(verification::expires_at.le(now)))
+                        .execute(&mut conn)?;
+                let counters = rate_limit::prune(&mut conn)?;
+                Ok((sessions, states, counters))
+            })
+            .await;
+        match outcome {
+            Ok(Ok((sessions, states, counters))) => {
+                tracing::debug!(sessions, states, counters, "deleted expired rows");
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "maintenance failed"),
+            Err(e) => tracing::warn!(error = %e, "maintenance task failed"),
+        }
     }
 }

@@ -4,5 +4,6 @@
 //! Time is always passed in. "Today", days, weeks and months are those of the product time zone,
 //! Europe/Rome, whose daylight-saving changes make some days 23 or 25 hours long.
 
+pub mod email;
 pub mod protocol;
 pub mod rome;

@@ -1,7 +1,10 @@
 //! nutrition-api: the signed-in user's routes under `/me`.
 
+pub mod error;
+pub mod routes;
 pub mod settings;
 pub mod startup;
+pub mod state;
 
 pub use settings::Settings;
 pub use startup::Application;

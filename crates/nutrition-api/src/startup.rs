@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use actix_web::dev::Server;
 use actix_web::web;
-use nutrition_store::{PgPool, PoolReadiness};
+use nutrition_store::PoolReadiness;
+use session::SessionLayer;
 
 use crate::settings::Settings;
+use crate::state::AppState;
 
 /// How long start-up waits for Postgres before giving up.
 pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
@@ -16,13 +18,6 @@ pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
 pub struct Application {
     port: u16,
     server: Server,
-}
-
-/// What handlers share.
-#[derive(Clone)]
-pub struct AppState {
-    pub settings: Arc<Settings>,
-    pub pool: PgPool,
 }
 
 impl Application {
@@ -33,13 +28,19 @@ impl Application {
                 .await?;
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
+        let layer = SessionLayer {
+            settings: Arc::new(settings.auth.clone()),
+            pool: pool.clone(),
+        };
         let state = AppState {
             settings: Arc::new(settings),
             pool: pool.clone(),
         };
         let server =
             service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
-                cfg.app_data(web::Data::new(state.clone()));
+                cfg.app_data(web::Data::new(state.clone()))
+                    .app_data(web::Data::new(layer.clone()))
+                    .configure(crate::routes::config);
             })?;
         tracing::info!(port, "nutrition-api listening");
         Ok(Self { port, server })

@@ -8,5 +8,6 @@ pub mod db;
 pub mod http;
 pub mod probe;
 pub mod telemetry;
+pub mod time;
 
 pub use config::{ConfigError, Env, Secret};

@@ -1,7 +1,15 @@
-//! What every service needs to recognise a signed-in user. This module holds the settings that
-//! auth and nutrition-api must share (the same secret and base URL); cookie verification, the
-//! session lookup and the request guard build on them.
+//! What every service needs to recognise a signed-in user: the auth settings that auth and
+//! nutrition-api must share, the signed session cookie, session rows with expiry and rolling
+//! refresh, the request guard that answers 401, and the trusted-origin check that answers 403.
 
+pub mod cookie;
+pub mod guard;
+pub mod ids;
+pub mod model;
+pub mod origin;
 pub mod settings;
+pub mod store;
 
+pub use guard::{CurrentSession, MaybeSession, SessionError, SessionLayer};
+pub use model::{Session, User};
 pub use settings::AuthSettings;

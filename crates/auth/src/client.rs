@@ -1,0 +1,92 @@
+//! Who is asking: the client address (believing `X-Forwarded-For` only from trusted proxies)
+//! and the user agent, recorded on sessions and used as a rate-limit key.
+
+use std::net::IpAddr;
+
+use actix_web::HttpRequest;
+use actix_web::http::header;
+use ipnet::IpNet;
+
+/// Longest user agent kept on a session row.
+const MAX_USER_AGENT: usize = 512;
+
+/// The client's address. The peer is the client unless it is a trusted proxy; then the
+/// `X-Forwarded-For` chain is read from the right (each proxy appends the address it saw), and
+/// the first address that is not itself a trusted proxy is the client. Anything to its left was
+/// written by the client and proves nothing.
+pub fn ip(req: &HttpRequest, trusted: &[IpNet]) -> Option<IpAddr> {
+    let peer = req.peer_addr().map(|a| a.ip())?;
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(ip));
+    if !is_trusted(&peer) {
+        return Some(peer);
+    }
+    let entries: Vec<&str> = req
+        .headers()
+        .get_all("x-forwarded-for")
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect();
+    for raw in entries.iter().rev() {
+        match raw.parse::<IpAddr>() {
+            Ok(ip) if is_trusted(&ip) => continue,
+            Ok(ip) => return Some(ip),
+            // Nothing left of a malformed entry can be believed.
+            Err(_) => break,
+        }
+    }
+    Some(peer)
+}
+
+pub fn user_agent(req: &HttpRequest) -> Option<String> {
+    req.headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(|ua| ua.chars().take(MAX_USER_AGENT).collect())
+}
+
+/// Where a new session comes from.
+pub fn origin(req: &HttpRequest, trusted: &[IpNet]) -> session::store::Origin {
+    session::store::Origin {
+        ip_address: ip(req, trusted).map(|ip| ip.to_string()),
+        user_agent: user_agent(req),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::test::TestRequest;
+
+    fn req(peer: &str, xff: Option<&str>) -> HttpRequest {
+        let mut r =
+            TestRequest::default().peer_addr(format!("{peer}:40000").parse().expect("addr"));
+        if let Some(v) = xff {
+            r = r.insert_header(("x-forwarded-for", v));
+        }
+        r.to_http_request()
+    }
+
+    #[test]
+    fn forwarded_for_only_from_trusted_proxies() {
+        let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().expect("net")];
+        let ip_of = |peer, xff| ip(&req(peer, xff), &trusted).map(|i| i.to_string());
+        assert_eq!(
+            ip_of("203.0.113.9", Some("1.2.3.4")),
+            Some("203.0.113.9".into()),
+            "untrusted peer"
+        );
+        assert_eq!(ip_of("10.0.0.2", Some("1.2.3.4")), Some("1.2.3.4".into()));
+        assert_eq!(
+            ip_of("10.0.0.2", Some("6.6.6.6, 1.2.3.4, 10.0.0.7")),
+            Some("1.2.3.4".into()),
+            "spoofed left part ignored"
+        );
+        assert_eq!(ip_of("10.0.0.2", None), Some("10.0.0.2".into()));
+        assert_eq!(ip_of("10.0.0.2", Some("garbage")), Some("10.0.0.2".into()));
+        assert_eq!(
+            ip_of("10.0.0.2", Some("1.2.3.4, garbage")),
+            Some("10.0.0.2".into())
+        );
+    }
+}

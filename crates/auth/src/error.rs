@@ -1,0 +1,118 @@
+//! Every error the auth API answers, with its status and contract code in one place.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, ResponseError};
+use nutrition_store::DbError;
+use service_kit::http::error_response;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// Bad input: 400 with a specific code (`PASSWORD_TOO_SHORT`, `INVALID_EMAIL`, …).
+    #[error("{message}")]
+    BadRequest { code: &'static str, message: String },
+    #[error("a user with this e-mail address already exists")]
+    UserExists,
+    #[error("invalid e-mail or password")]
+    InvalidCredentials,
+    #[error("too many attempts; try again in {retry_after} s")]
+    RateLimited { retry_after: u64 },
+    #[error("this sign-in provider is not configured")]
+    ProviderNotFound,
+    #[error("the callback URL is not on a trusted origin")]
+    InvalidCallbackUrl,
+    #[error("the service is temporarily unavailable")]
+    Unavailable,
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::BadRequest {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        Self::Internal(cause.to_string())
+    }
+
+    /// The contract code, also used in the `error` query parameter of the pages.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadRequest { code, .. } => code,
+            Self::UserExists => "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL",
+            Self::InvalidCredentials => "INVALID_EMAIL_OR_PASSWORD",
+            Self::RateLimited { .. } => "RATE_LIMITED",
+            Self::ProviderNotFound => "PROVIDER_NOT_FOUND",
+            Self::InvalidCallbackUrl => "INVALID_CALLBACK_URL",
+            Self::Unavailable => "SERVICE_UNAVAILABLE",
+            Self::Internal(_) => "INTERNAL_ERROR",
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            Self::UserExists => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
+            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::ProviderNotFound => StatusCode::NOT_FOUND,
+            Self::InvalidCallbackUrl => StatusCode::FORBIDDEN,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let message = match self {
+            Self::Internal(cause) => {
+                tracing::error!(%cause, "request failed");
+                "something went wrong".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let mut resp = error_response(self.status_code(), self.code(), message);
+        if let Self::RateLimited { retry_after } = self
+            && let Ok(v) = HeaderValue::from_str(&retry_after.to_string())
+        {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        resp
+    }
+}
+
+impl From<DbError> for ApiError {
+    fn from(e: DbError) -> Self {
+        match e {
+            DbError::Unavailable(_) => Self::Unavailable,
+            other => Self::internal(other),
+        }
+    }
+}
+
+impl From<diesel::result::Error> for ApiError {
+    fn from(e: diesel::result::Error) -> Self {
+        Self::internal(e)
+    }
+}
+
+impl From<service_kit::http::RequestError> for ApiError {
+    fn from(e: service_kit::http::RequestError) -> Self {
+        use service_kit::http::RequestError as R;
+        match e {
+            R::Validation(m) => Self::bad_request("VALIDATION_ERROR", m),
+            R::TooLarge(n) => Self::bad_request(
+                "PAYLOAD_TOO_LARGE",
+                format!("request body is larger than {n} bytes"),
+            ),
+            R::UnsupportedMediaType => {
+                Self::bad_request("UNSUPPORTED_MEDIA_TYPE", "send JSON or a form")
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! Fixed-window rate limits in Postgres, so that every auth replica counts the same attempts.
+//!
+//! One atomic upsert per check: the row's window restarts when it has run out, otherwise the
+//! count grows. No read-then-write, so parallel requests on several replicas count exactly.
+
+use diesel::prelude::*;
+use diesel::sql_types::{Integer, Text, Timestamptz};
+
+use crate::settings::RateLimit;
+
+#[derive(QueryableByName)]
+struct Counted {
+    #[diesel(sql_type = Integer)]
+    count: i32,
+    #[diesel(sql_type = Timestamptz)]
+    window_start: chrono::DateTime<chrono::Utc>,
+}
+
+/// Counts an attempt under `key`; `Err(seconds)` when it exceeds the limit, with the time until
+/// the window ends.
+pub fn hit(conn: &mut PgConnection, key: &str, limit: RateLimit) -> QueryResult<Result<(), u64>> {
+    let counted: Counted = diesel::sql_query(
+        "INSERT INTO auth.rate_limit AS r (key, count, window_start) VALUES ($1, 1, clock_timestamp())
+         ON CONFLICT (key) DO UPDATE SET
+           count = CASE WHEN r.window_start <= clock_timestamp() - make_interval(secs => $2)
+                        THEN 1 ELSE r.count + 1 END,
+           window_start = CASE WHEN r.window_start <= clock_timestamp() - make_interval(secs => $2)
+                        THEN clock_timestamp() ELSE r.window_start END
+         RETURNING count, window_start",
+    )
+    .bind::<Text, _>(key)
+    .bind::<Integer, _>(i32::try_from(limit.window_secs).unwrap_or(i32::MAX))
+    .get_result(conn)?;
+    if u32::try_from(counted.count).unwrap_or(u32::MAX) <= limit.max {
+        return Ok(Ok(()));
+    }
+    let ends = counted.window_start + chrono::Duration::seconds(i64::from(limit.window_secs));
+    let left = (ends - chrono::Utc::now()).num_milliseconds().max(0);
+    // Round up: a client waiting the advertised time must find the window over.
+    Ok(Err(u64::try_from((left + 999) / 1000).unwrap_or(1).max(1)))
+}
+
+/// Drops counters whose window ended long ago.
+pub fn prune(conn: &mut PgConnection) -> QueryResult<usize> {
+    diesel::sql_query("DELETE FROM auth.rate_limit WHERE window_start < now() - interval '1 day'")
+        .execute(conn)
+}

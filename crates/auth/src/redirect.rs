@@ -1,0 +1,81 @@
+//! Where a browser may be sent after signing in: a path on this site, or a page on a trusted
+//! origin. Anything else would make sign-in an open redirect for phishing.
+
+use actix_web::HttpResponse;
+use actix_web::http::header;
+use session::AuthSettings;
+
+use crate::error::ApiError;
+
+/// `raw` if it is a safe redirect target.
+pub fn callback(settings: &AuthSettings, raw: Option<&str>) -> Result<Option<String>, ApiError> {
+    let Some(raw) = raw.map(str::trim).filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    if raw.len() > 2048 || raw.chars().any(char::is_control) {
+        return Err(ApiError::InvalidCallbackUrl);
+    }
+    if raw.starts_with('/') {
+        // "//host" and "/\\host" are protocol-relative to browsers.
+        if raw.starts_with("//") || raw.starts_with("/\\") {
+            return Err(ApiError::InvalidCallbackUrl);
+        }
+        return Ok(Some(raw.to_owned()));
+    }
+    let url = url::Url::parse(raw).map_err(|_| ApiError::InvalidCallbackUrl)?;
+    if settings
+        .trusted_origins
+        .contains(&service_kit::config::origin_of(&url))
+    {
+        Ok(Some(url.to_string()))
+    } else {
+        Err(ApiError::InvalidCallbackUrl)
+    }
+}
+
+/// 303 See Other to `location` (a form post becomes a GET of the target).
+pub fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location))
+        .finish()
+}
+
+/// Query-string encoding of one value.
+pub fn q(value: &str) -> String {
+    session::cookie::percent_encode(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use service_kit::Env;
+
+    #[test]
+    fn only_local_paths_and_trusted_origins() {
+        let s = AuthSettings::from_env(&Env::from_pairs([
+            ("AUTH_SECRET", "0123456789abcdef0123456789abcdef"),
+            ("AUTH_BASE_URL", "https://app.example.com"),
+            ("AUTH_TRUSTED_ORIGINS", "https://m.example.com"),
+        ]))
+        .expect("valid");
+        let ok = |v: &str| callback(&s, Some(v)).ok().flatten();
+        assert_eq!(ok("/plan?x=1").as_deref(), Some("/plan?x=1"));
+        assert_eq!(
+            ok("https://m.example.com/a").as_deref(),
+            Some("https://m.example.com/a")
+        );
+        assert_eq!(callback(&s, None).ok().flatten(), None);
+        for bad in [
+            "//evil.com",
+            "/\\evil.com",
+            "https://evil.com/",
+            "javascript:alert(1)",
+            "/a\nb",
+        ] {
+            assert!(
+                matches!(callback(&s, Some(bad)), Err(ApiError::InvalidCallbackUrl)),
+                "{bad:?}"
+            );
+        }
+    }
+}

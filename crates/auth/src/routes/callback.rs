@@ -1,0 +1,245 @@
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use chrono::Utc;
+use diesel::prelude::*;
+use nutrition_store::schema::auth::verification;
+use serde::Deserialize;
+use subtle::ConstantTimeEq;
+
+use crate::client;
+use crate::error::ApiError;
+use crate::google;
+use crate::redirect::q;
+use crate::routes::social::{FlowState, STATE_COOKIE};
+use crate::state::AppState;
+use crate::users::{self, GOOGLE, NewAccount, NewUser};
+
+#[derive(Debug, Deserialize)]
+pub struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+}
+
+/// A failed sign-in, reported to the browser as `?error=CODE` on the sign-in page (or on the
+/// error page the client asked for).
+#[derive(Debug)]
+struct Failure(&'static str);
+
+/// `GET /api/auth/callback/google`: finishes Google sign-in and redirects with the session
+/// cookie set; every failure redirects to the sign-in page with an error code.
+#[tracing::instrument(skip_all)]
+pub async fn callback_google(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    query: web::Query<CallbackQuery>,
+) -> HttpResponse {
+    let auth = &state.settings.auth;
+    let state_cookie = session::cookie::cookie_name(auth, STATE_COOKIE);
+    let clear_state = session::cookie::clear(auth, &state_cookie);
+    let (location, set_cookie) =
+        match finish(&req, &state, &query.into_inner(), &state_cookie).await {
+            Ok((location, cookie)) => (location, Some(cookie)),
+            Err((Failure(code), error_url)) => {
+                tracing::warn!(code, "Google sign-in failed");
+                let target = error_url.unwrap_or_else(|| "/sign-in".to_owned());
+                let sep = if target.contains('?') { '&' } else { '?' };
+                (format!("{target}{sep}error={}", q(code)), None)
+            }
+        };
+    let mut resp = HttpResponse::Found();
+    resp.insert_header((header::LOCATION, location));
+    resp.append_header((header::SET_COOKIE, clear_state));
+    if let Some(cookie) = set_cookie {
+        resp.append_header((header::SET_COOKIE, cookie));
+    }
+    resp.finish()
+}
+
+type Outcome = Result<(String, String), (Failure, Option<String>)>;
+
+async fn finish(
+    req: &HttpRequest,
+    state: &AppState,
+    query: &CallbackQuery,
+    state_cookie: &str,
+) -> Outcome {
+    let fail = |code| Err((Failure(code), None));
+    let Some(google) = state.settings.google.clone() else {
+        return fail("PROVIDER_NOT_FOUND");
+    };
+    let Some(state_value) = query
+        .state
+        .clone()
+        .filter(|s| !s.is_empty() && s.len() <= 128)
+    else {
+        return fail("STATE_MISSING");
+    };
+    let auth = &state.settings.auth;
+    let cookie_state =
+        session::cookie::get_signed(auth, &session::guard::cookie_header(req), state_cookie);
+    let bound =
+        cookie_state.is_some_and(|c| bool::from(c.as_bytes().ct_eq(state_value.as_bytes())));
+    if !bound {
+        return fail("STATE_MISMATCH");
+    }
+    // Single use: whoever deletes the row owns the flow.
+    let key = format!("oauth:{state_value}");
+    let stored: Option<String> = nutrition_store::run(&state.pool, move |conn| {
+        diesel::delete(
+            verification::table
+                .filter(verification::identifier.eq(key))
+                .filter(verification::expires_at.gt(Utc::now())),
+        )
+        .returning(verification::value)
+        .get_result(conn)
+        .optional()
+        .map_err(ApiError::from)
+    })
+    .await
+    .map_err(|_| (Failure("INTERNAL_ERROR"), None))?;
+    let Some(flow) = stored.and_then(|s| serde_json::from_str::<FlowState>(&s).ok()) else {
+        return fail("STATE_EXPIRED");
+    };
+    let error_url = flow.error_url.clone();
+    let with_url = |code| (Failure(code), error_url.clone());
+    if query.error.is_some() {
+        return Err(with_url("ACCESS_DENIED"));
+    }
+    let Some(code) = query
+        .code
+        .as_deref()
+        .filter(|c| !c.is_empty() && c.len() <= 2048)
+    else {
+        return Err(with_url("CODE_MISSING"));
+    };
+    let tokens = google::exchange(
+        &state.http,
+        &google,
+        &auth.base_url,
+        code,
+        &flow.code_verifier,
+    )
+    .await
+    .map_err(|e| {
+        tracing::warn!(error = %e, "Google token exchange failed");
+        with_url("OAUTH_TOKEN_EXCHANGE_FAILED")
+    })?;
+    let profile = google::profile(&state.http, &google, &tokens.access_token)
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "Google profile request failed");
+            with_url("OAUTH_PROFILE_FAILED")
+        })?;
+    let email = profile
+        .email
+        .as_deref()
+        .and_then(domain::email::normalise)
+        .ok_or_else(|| with_url("EMAIL_NOT_FOUND"))?;
+    let origin = client::origin(req, &state.settings.trusted_proxies);
+    let linked = nutrition_store::run(&state.pool, move |conn| {
+        conn.transaction(|conn| link(conn, &profile, &tokens, &email, &origin))
+    })
+    .await
+    .map_err(|e: LinkError| match e {
+        LinkError::NotLinked => with_url("ACCOUNT_NOT_LINKED"),
+        LinkError::Db(cause) => {
+            tracing::error!(%cause, "linking a Google account failed");
+            with_url("INTERNAL_ERROR")
+        }
+    })?;
+    let cookie = session::cookie::set_session(auth, &linked.token, true);
+    let target = if linked.new_user {
+        flow.new_user_url.or(flow.callback_url)
+    } else {
+        flow.callback_url
+    };
+    Ok((target.unwrap_or_else(|| "/".to_owned()), cookie))
+}
+
+struct Linked {
+    token: String,
+    new_user: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum LinkError {
+    #[error("an account with this e-mail exists and Google did not verify the address")]
+    NotLinked,
+    #[error("{0}")]
+    Db(String),
+}
+
+impl From<diesel::result::Error> for LinkError {
+    fn from(e: diesel::result::Error) -> Self {
+        Self::Db(e.to_string())
+    }
+}
+
+impl From<nutrition_store::DbError> for LinkError {
+    fn from(e: nutrition_store::DbError) -> Self {
+        Self::Db(e.to_string())
+    }
+}
+
+/// Finds the user of this Google account, links it to the user with the same verified e-mail
+/// address, or creates the user; then opens a session.
+fn link(
+    conn: &mut PgConnection,
+    profile: &google::Profile,
+    tokens: &google::Tokens,
+    email: &str,
+    origin: &session::store::Origin,
+) -> Result<Linked, LinkError> {
+    let now = Utc::now();
+    let (user, new_user) = if let Some(user) = users::find_by_account(conn, GOOGLE, &profile.sub)? {
+        users::update_tokens(
+            conn,
+            GOOGLE,
+            &profile.sub,
+            Some(&tokens.access_token),
+            tokens.id_token.as_deref(),
+            now,
+        )?;
+        (user, false)
+    } else {
+        let account = |user_id| NewAccount {
+            user_id,
+            provider_id: GOOGLE,
+            account_id: &profile.sub,
+            password: None,
+            access_token: Some(&tokens.access_token),
+            refresh_token: tokens.refresh_token.as_deref(),
+            id_token: tokens.id_token.as_deref(),
+            scope: tokens.scope.as_deref(),
+        };
+        if let Some(user) = users::find_by_email(conn, email)? {
+            // Linking by address is safe only when Google vouches that the address is theirs.
+            if !profile.email_verified {
+                return Err(LinkError::NotLinked);
+            }
+            users::insert_account(conn, &account(&user.id), now)?;
+            if !user.email_verified {
+                users::mark_verified(conn, &user.id, now)?;
+            }
+            (user, false)
+        } else {
+            let name = profile.name.clone().unwrap_or_default();
+            let new = NewUser {
+                name: name.trim(),
+                email,
+                email_verified: profile.email_verified,
+                image: profile.picture.as_deref().filter(|p| p.len() <= 2048),
+            };
+            let user = users::insert(conn, &new, now)?
+                .ok_or_else(|| LinkError::Db("the e-mail address was taken concurrently".into()))?;
+            users::insert_account(conn, &account(&user.id), now)?;
+            (user, true)
+        }
+    };
+    let session = session::store::create(conn, &user.id, true, origin, now)?;
+    Ok(Linked {
+        token: session.token,
+        new_user,
+    })
+}

@@ -1,0 +1,225 @@
+//! The sign-in and sign-up pages: plain HTML forms that post to the API and work without
+//! JavaScript. The API answers a form with a redirect: to the callback on success, back to the
+//! page with `?error=CODE` on failure, which the page shows next to the form.
+
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use serde::Deserialize;
+
+use crate::redirect::q;
+use crate::state::AppState;
+
+#[derive(Debug, Deserialize)]
+pub struct PageQuery {
+    error: Option<String>,
+    email: Option<String>,
+    name: Option<String>,
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Page {
+    SignIn,
+    SignUp,
+}
+
+pub async fn sign_in_page(
+    state: web::Data<AppState>,
+    query: web::Query<PageQuery>,
+) -> HttpResponse {
+    render(&state, &query, Page::SignIn)
+}
+
+pub async fn sign_up_page(
+    state: web::Data<AppState>,
+    query: web::Query<PageQuery>,
+) -> HttpResponse {
+    render(&state, &query, Page::SignUp)
+}
+
+/// What the user reads for each error code.
+fn message(code: &str) -> &'static str {
+    match code {
+        "INVALID_EMAIL_OR_PASSWORD" => "E-mail o password non corretti.",
+        "INVALID_EMAIL" => "L'indirizzo e-mail non è valido.",
+        "PASSWORD_TOO_SHORT" => "La password deve avere almeno 8 caratteri.",
+        "PASSWORD_TOO_LONG" => "La password può avere al massimo 128 caratteri.",
+        "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" => {
+            "Esiste già un account con questa e-mail. Accedi o usa un'altra e-mail."
+        }
+        "RATE_LIMITED" => "Troppi tentativi. Riprova tra qualche secondo.",
+        "INVALID_CALLBACK_URL" => "L'indirizzo di ritorno non è consentito.",
+        "ACCOUNT_NOT_LINKED" => "Esiste già un account con questa e-mail: accedi con la password.",
+        "ACCESS_DENIED" => "Accesso con Google annullato.",
+        "STATE_MISMATCH" | "STATE_EXPIRED" | "STATE_MISSING" => {
+            "La richiesta di accesso è scaduta. Riprova."
+        }
+        "VALIDATION_ERROR" => "Controlla i dati inseriti.",
+        _ => "Qualcosa è andato storto. Riprova.",
+    }
+}
+
+/// Escapes text for HTML content and double-quoted attributes.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
+    let auth = &state.settings.auth;
+    // Only a callback the API would accept is carried along.
+    let callback = crate::redirect::callback(auth, query.callback_url.as_deref())
+        .ok()
+        .flatten();
+    let hidden_callback = callback
+        .as_deref()
+        .map(|c| {
+            format!(
+                r#"<input type="hidden" name="callbackURL" value="{}">"#,
+                esc(c)
+            )
+        })
+        .unwrap_or_default();
+    let error = query
+        .error
+        .as_deref()
+        .map(|code| {
+            format!(
+                r#"<p class="error" role="alert" id="form-error">{}</p>"#,
+                message(code)
+            )
+        })
+        .unwrap_or_default();
+    let email = esc(query.email.as_deref().unwrap_or_default());
+    let (title, action, fields, submit, other) = match page {
+        Page::SignIn => (
+            "Accedi",
+            "/api/auth/sign-in/email",
+            format!(
+                r#"<label for="email">E-mail</label>
+      <input id="email" name="email" type="email" autocomplete="email" required maxlength="254" value="{email}">
+      <label for="password">Password</label>
+      <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="128">
+      <label class="check"><input type="checkbox" name="rememberMe" value="true" checked> Ricordami su questo dispositivo</label>"#
+            ),
+            "Accedi",
+            format!(
+                r#"Non hai un account? <a href="/sign-up{}">Registrati</a>"#,
+                callback
+                    .as_deref()
+                    .map(|c| format!("?callbackURL={}", esc(&q(c))))
+                    .unwrap_or_default()
+            ),
+        ),
+        Page::SignUp => (
+            "Crea un account",
+            "/api/auth/sign-up/email",
+            format!(
+                r#"<label for="name">Nome</label>
+      <input id="name" name="name" type="text" autocomplete="name" required maxlength="200" value="{}">
+      <label for="email">E-mail</label>
+      <input id="email" name="email" type="email" autocomplete="email" required maxlength="254" value="{email}">
+      <label for="password">Password <span class="hint">(almeno 8 caratteri)</span></label>
+      <input id="password" name="password" type="password" autocomplete="new-password" required minlength="8" maxlength="128">
+      <input type="hidden" name="rememberMe" value="true">"#,
+                esc(query.name.as_deref().unwrap_or_default())
+            ),
+            "Registrati",
+            format!(
+                r#"Hai già un account? <a href="/sign-in{}">Accedi</a>"#,
+                callback
+                    .as_deref()
+                    .map(|c| format!("?callbackURL={}", esc(&q(c))))
+                    .unwrap_or_default()
+            ),
+        ),
+    };
+    // The social button and its divider exist only with a configured provider.
+    let social = if state.settings.google.is_some() {
+        format!(
+            r#"<form method="post" action="/api/auth/sign-in/social" class="social">
+      <input type="hidden" name="provider" value="google">{hidden_callback}
+      <button type="submit" class="google">Continua con Google</button>
+    </form>
+    <div class="divider" role="separator"><span>oppure</span></div>"#
+        )
+    } else {
+        String::new()
+    };
+    let html = format!(
+        r#"<!doctype html>
+<html lang="it">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>{title}</title>
+  <style>
+    body {{ font-family: system-ui, sans-serif; background: #f5f5f0; margin: 0; }}
+    main {{ max-width: 24rem; margin: 4rem auto; background: #fff; padding: 2rem; border-radius: 12px; box-shadow: 0 1px 4px #0002; }}
+    h1 {{ font-size: 1.5rem; margin-top: 0; }}
+    label {{ display: block; margin-top: 1rem; font-weight: 600; }}
+    label.check {{ font-weight: normal; }}
+    input[type=email], input[type=password], input[type=text] {{ width: 100%; box-sizing: border-box; padding: .6rem; margin-top: .3rem; border: 1px solid #bbb; border-radius: 6px; font-size: 1rem; }}
+    button {{ width: 100%; margin-top: 1.5rem; padding: .7rem; border: 0; border-radius: 6px; background: #2f6f4f; color: #fff; font-size: 1rem; cursor: pointer; }}
+    button.google {{ background: #fff; color: #222; border: 1px solid #bbb; margin-top: 0; }}
+    .divider {{ display: flex; align-items: center; gap: .5rem; color: #777; margin: 1.2rem 0 0; }}
+    .divider::before, .divider::after {{ content: ""; flex: 1; border-top: 1px solid #ddd; }}
+    .error {{ background: #fde8e8; color: #8a1c1c; padding: .7rem; border-radius: 6px; }}
+    .hint {{ font-weight: normal; color: #777; }}
+  </style>
+</head>
+<body>
+  <main>
+    <h1>{title}</h1>
+    {error}
+    {social}
+    <form method="post" action="{action}" class="credentials">
+      {fields}
+      {hidden_callback}
+      <button type="submit">{submit}</button>
+    </form>
+    <p>{other}</p>
+  </main>
+</body>
+</html>
+"#
+    );
+    let form_action = match &state.settings.google {
+        Some(g) => format!("'self' {}", service_kit::config::origin_of(&g.auth_url)),
+        None => "'self'".to_owned(),
+    };
+    HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .insert_header((
+            header::CONTENT_SECURITY_POLICY,
+            format!("default-src 'none'; style-src 'unsafe-inline'; form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"),
+        ))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header((header::REFERRER_POLICY, "same-origin"))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .body(html)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::esc;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            esc(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+}

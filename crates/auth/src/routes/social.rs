@@ -1,0 +1,95 @@
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use chrono::{Duration, Utc};
+use diesel::prelude::*;
+use nutrition_store::schema::auth::verification;
+use serde::{Deserialize, Serialize};
+
+use crate::body::Body;
+use crate::error::ApiError;
+use crate::google;
+use crate::redirect;
+use crate::state::AppState;
+
+/// How long a started sign-in may take at the provider.
+pub const STATE_LIFETIME_SECS: i64 = 600;
+/// Name suffix of the cookie binding the OAuth state to the browser that started the flow.
+pub const STATE_COOKIE: &str = "oauth_state";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SignInSocial {
+    provider: String,
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+    #[serde(rename = "errorCallbackURL")]
+    error_callback_url: Option<String>,
+    #[serde(rename = "newUserCallbackURL")]
+    new_user_callback_url: Option<String>,
+    disable_redirect: Option<bool>,
+}
+
+/// What the callback needs to finish the flow, stored server-side under the state value.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FlowState {
+    pub code_verifier: String,
+    pub callback_url: Option<String>,
+    pub error_url: Option<String>,
+    pub new_user_url: Option<String>,
+}
+
+/// `POST /api/auth/sign-in/social`: starts Google sign-in.
+#[tracing::instrument(skip_all)]
+pub async fn sign_in_social(
+    state: web::Data<AppState>,
+    body: Body<SignInSocial>,
+) -> Result<HttpResponse, ApiError> {
+    let form = body.form;
+    let input = body.value;
+    let google = match (&state.settings.google, input.provider.as_str()) {
+        (Some(g), "google") => g.clone(),
+        _ => return Err(ApiError::ProviderNotFound),
+    };
+    let auth = &state.settings.auth;
+    let flow = FlowState {
+        code_verifier: session::ids::random_alphanumeric(64),
+        callback_url: redirect::callback(auth, input.callback_url.as_deref())?,
+        error_url: redirect::callback(auth, input.error_callback_url.as_deref())?,
+        new_user_url: redirect::callback(auth, input.new_user_callback_url.as_deref())?,
+    };
+    let state_value = session::ids::random_alphanumeric(32);
+    let url = google::authorization_url(&google, &auth.base_url, &state_value, &flow.code_verifier);
+    let stored = serde_json::to_string(&flow).map_err(ApiError::internal)?;
+    let key = state_value.clone();
+    nutrition_store::run(&state.pool, move |conn| {
+        let now = Utc::now();
+        diesel::insert_into(verification::table)
+            .values((
+                verification::id.eq(session::ids::id()),
+                verification::identifier.eq(format!("oauth:{key}")),
+                verification::value.eq(stored),
+                verification::expires_at.eq(now + Duration::seconds(STATE_LIFETIME_SECS)),
+                verification::created_at.eq(now),
+                verification::updated_at.eq(now),
+            ))
+            .execute(conn)
+            .map_err(ApiError::from)
+    })
+    .await?;
+    let name = session::cookie::cookie_name(auth, STATE_COOKIE);
+    let cookie = session::cookie::set_signed(auth, &name, &state_value, STATE_LIFETIME_SECS);
+    if form {
+        let mut resp = redirect::see_other(&url);
+        resp.headers_mut().append(
+            header::SET_COOKIE,
+            cookie.parse().map_err(ApiError::internal)?,
+        );
+        return Ok(resp);
+    }
+    Ok(HttpResponse::Ok()
+        .insert_header((header::SET_COOKIE, cookie))
+        .json(
+            serde_json::json!({ "url": url, "redirect": !input.disable_redirect.unwrap_or(false) }),
+        ))
+}

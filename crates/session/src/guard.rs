@@ -1,0 +1,164 @@
+//! The request guard: a handler that takes [`CurrentSession`] cannot run without a valid session.
+//!
+//! Verification reads the signed cookie, checks the MAC in constant time, looks the session up
+//! and applies the rolling refresh. A refreshed session's cookie is re-sent by the
+//! [`resend_refreshed_cookie`] middleware, because an extractor cannot touch the response.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
+use chrono::Utc;
+use nutrition_store::{DbError, PgPool};
+
+use crate::cookie;
+use crate::settings::AuthSettings;
+use crate::store::{self, Verified};
+
+/// What the guard needs, registered as `web::Data<SessionLayer>`.
+#[derive(Clone)]
+pub struct SessionLayer {
+    pub settings: Arc<AuthSettings>,
+    pub pool: PgPool,
+}
+
+/// The signed-in user and their session.
+#[derive(Debug, Clone)]
+pub struct CurrentSession(pub Verified);
+
+/// A session when there is one; never rejects (for `get-session`).
+#[derive(Debug, Clone)]
+pub struct MaybeSession(pub Option<Verified>);
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("a valid session is required")]
+    Unauthorized,
+    #[error("the session store is unavailable")]
+    Unavailable,
+    #[error("session verification failed: {0}")]
+    Internal(String),
+}
+
+impl ResponseError for SessionError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            Self::Unauthorized => service_kit::http::error_response(
+                self.status_code(),
+                "UNAUTHORIZED",
+                "sign in to continue",
+            ),
+            Self::Unavailable => service_kit::http::error_response(
+                self.status_code(),
+                "SERVICE_UNAVAILABLE",
+                "please try again shortly",
+            ),
+            Self::Internal(cause) => {
+                tracing::error!(%cause, "session verification failed");
+                service_kit::http::error_response(
+                    self.status_code(),
+                    "INTERNAL_ERROR",
+                    "something went wrong",
+                )
+            }
+        }
+    }
+}
+
+impl From<DbError> for SessionError {
+    fn from(e: DbError) -> Self {
+        match e {
+            DbError::Unavailable(_) => Self::Unavailable,
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+/// Every `Cookie` header of the request joined, as HTTP/2 may split them.
+pub fn cookie_header(req: &HttpRequest) -> String {
+    req.headers()
+        .get_all(header::COOKIE)
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The `Set-Cookie` to add to the response of a request whose session was refreshed.
+#[derive(Debug, Clone)]
+struct ResendCookie(String);
+
+/// Verifies the request's session, if it carries one.
+pub async fn verify_request(req: &HttpRequest) -> Result<Option<Verified>, SessionError> {
+    let layer = req
+        .app_data::<web::Data<SessionLayer>>()
+        .cloned()
+        .ok_or_else(|| SessionError::Internal("SessionLayer is not registered".into()))?;
+    let Some(token) = cookie::token_from_header(&layer.settings, &cookie_header(req)) else {
+        return Ok(None);
+    };
+    let verified = nutrition_store::run(&layer.pool, move |conn| {
+        store::verify(conn, &token, Utc::now()).map_err(|e| SessionError::Internal(e.to_string()))
+    })
+    .await?;
+    if let Some(v) = &verified
+        && v.refreshed
+    {
+        let set = cookie::set_session(&layer.settings, &v.session.token, true);
+        req.extensions_mut().insert(ResendCookie(set));
+    }
+    Ok(verified)
+}
+
+impl FromRequest for CurrentSession {
+    type Error = SessionError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            verify_request(&req)
+                .await?
+                .map(CurrentSession)
+                .ok_or(SessionError::Unauthorized)
+        })
+    }
+}
+
+impl FromRequest for MaybeSession {
+    type Error = SessionError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move { verify_request(&req).await.map(MaybeSession) })
+    }
+}
+
+/// Middleware: adds the refreshed session cookie to the response.
+pub async fn resend_refreshed_cookie(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let mut res = next.call(req).await?;
+    let resend = res.request().extensions().get::<ResendCookie>().cloned();
+    if let Some(ResendCookie(set)) = resend
+        && let Ok(value) = HeaderValue::from_str(&set)
+    {
+        res.headers_mut().append(header::SET_COOKIE, value);
+    }
+    Ok(res)
+}

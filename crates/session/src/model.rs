@@ -1,0 +1,41 @@
+//! Users and sessions as stored, and as the better-auth client receives them.
+
+use chrono::{DateTime, Utc};
+use diesel::{Queryable, Selectable};
+use nutrition_store::schema::auth::{session, user};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Queryable, Selectable, Serialize)]
+#[diesel(table_name = user, check_for_backend(diesel::pg::Pg))]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    pub id: String,
+    pub name: String,
+    pub email: String,
+    pub email_verified: bool,
+    pub image: Option<String>,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A session row. The token is the bearer secret: it never appears in JSON.
+#[derive(Debug, Clone, Queryable, Selectable, Serialize)]
+#[diesel(table_name = session, check_for_backend(diesel::pg::Pg))]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub id: String,
+    #[serde(skip)]
+    pub token: String,
+    pub user_id: String,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    pub expires_at: DateTime<Utc>,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    pub created_at: DateTime<Utc>,
+    /// Also the time of the last rolling refresh.
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    pub updated_at: DateTime<Utc>,
+    pub ip_address: Option<String>,
+    pub user_agent: Option<String>,
+}

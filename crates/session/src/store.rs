@@ -1,0 +1,116 @@
+//! Session rows in Postgres: creation, lookup with expiry and rolling refresh, deletion.
+
+use chrono::{DateTime, Duration, Utc};
+use diesel::prelude::*;
+use nutrition_store::schema::auth::{session, user};
+
+use crate::ids;
+use crate::model::{Session, User};
+
+/// Lifetime of a remembered session.
+pub const SESSION_LIFETIME: Duration = Duration::days(7);
+/// Lifetime of a session whose user asked not to be remembered (browser-session cookie).
+pub const SHORT_SESSION_LIFETIME: Duration = Duration::days(1);
+/// A session last refreshed this long ago is extended on its next verified request.
+pub const REFRESH_AGE: Duration = Duration::hours(24);
+
+/// What a verified request learns about its session.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    pub user: User,
+    pub session: Session,
+    /// The session was extended now; the cookie must be sent again.
+    pub refreshed: bool,
+}
+
+/// Where a new session comes from.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    pub ip_address: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+/// Creates a session for `user_id`; returns it with its token.
+pub fn create(
+    conn: &mut PgConnection,
+    user_id: &str,
+    remember: bool,
+    origin: &Origin,
+    now: DateTime<Utc>,
+) -> QueryResult<Session> {
+    let lifetime = if remember {
+        SESSION_LIFETIME
+    } else {
+        SHORT_SESSION_LIFETIME
+    };
+    diesel::insert_into(session::table)
+        .values((
+            session::id.eq(ids::id()),
+            session::token.eq(ids::session_token()),
+            session::user_id.eq(user_id),
+            session::expires_at.eq(now + lifetime),
+            session::created_at.eq(now),
+            session::updated_at.eq(now),
+            session::ip_address.eq(origin.ip_address.as_deref()),
+            session::user_agent.eq(origin.user_agent.as_deref()),
+        ))
+        .returning(Session::as_returning())
+        .get_result(conn)
+}
+
+/// Looks `token` up. An expired session is deleted and reported as none; a session last
+/// refreshed [`REFRESH_AGE`] or more ago is extended to now + [`SESSION_LIFETIME`].
+pub fn verify(
+    conn: &mut PgConnection,
+    token: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<Verified>> {
+    let found: Option<(Session, User)> = session::table
+        .inner_join(user::table)
+        .filter(session::token.eq(token))
+        .select((Session::as_select(), User::as_select()))
+        .first(conn)
+        .optional()?;
+    let Some((mut current, user)) = found else {
+        return Ok(None);
+    };
+    if current.expires_at <= now {
+        diesel::delete(session::table.filter(session::id.eq(&current.id))).execute(conn)?;
+        return Ok(None);
+    }
+    let mut refreshed = false;
+    if current.updated_at <= now - REFRESH_AGE {
+        // Conditional on the old value: of two parallel requests only one extends.
+        let updated = diesel::update(
+            session::table
+                .filter(session::id.eq(&current.id))
+                .filter(session::updated_at.eq(current.updated_at)),
+        )
+        .set((
+            session::expires_at.eq(now + SESSION_LIFETIME),
+            session::updated_at.eq(now),
+        ))
+        .returning(Session::as_returning())
+        .get_result(conn)
+        .optional()?;
+        if let Some(updated) = updated {
+            current = updated;
+            refreshed = true;
+        }
+    }
+    Ok(Some(Verified {
+        user,
+        session: current,
+        refreshed,
+    }))
+}
+
+/// Deletes the session with `token`, if any.
+pub fn delete_by_token(conn: &mut PgConnection, token: &str) -> QueryResult<usize> {
+    diesel::delete(session::table.filter(session::token.eq(token))).execute(conn)
+}
+
+/// Deletes every expired session; returns how many.
+pub fn delete_expired(conn: &mut PgConnection, now: DateTime<Utc>) -> QueryResult<usize> {
+    diesel::delete(session::table.filter(session::expires_at.le(now))).execute(conn)
+}
