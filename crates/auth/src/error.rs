@@ -21,6 +21,8 @@ pub enum ApiError {
     ProviderNotFound,
     #[error("the callback URL is not on a trusted origin")]
     InvalidCallbackUrl,
+    #[error("request body is larger than {0} bytes")]
+    TooLarge(usize),
     #[error("the service is temporarily unavailable")]
     Unavailable,
     #[error("internal error: {0}")]
@@ -48,6 +50,7 @@ impl ApiError {
             Self::RateLimited { .. } => "RATE_LIMITED",
             Self::ProviderNotFound => "PROVIDER_NOT_FOUND",
             Self::InvalidCallbackUrl => "INVALID_CALLBACK_URL",
+            Self::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             Self::Unavailable => "SERVICE_UNAVAILABLE",
             Self::Internal(_) => "INTERNAL_ERROR",
         }
@@ -63,6 +66,7 @@ impl ResponseError for ApiError {
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::ProviderNotFound => StatusCode::NOT_FOUND,
             Self::InvalidCallbackUrl => StatusCode::FORBIDDEN,
+            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -106,10 +110,7 @@ impl From<service_kit::http::RequestError> for ApiError {
         use service_kit::http::RequestError as R;
         match e {
             R::Validation(m) => Self::bad_request("VALIDATION_ERROR", m),
-            R::TooLarge(n) => Self::bad_request(
-                "PAYLOAD_TOO_LARGE",
-                format!("request body is larger than {n} bytes"),
-            ),
+            R::TooLarge(n) => Self::TooLarge(n),
             R::UnsupportedMediaType => {
                 Self::bad_request("UNSUPPORTED_MEDIA_TYPE", "send JSON or a form")
             }

@@ -103,7 +103,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, RequestError> 
 fn describe_json_error(err: &serde_json::Error) -> String {
     use serde_json::error::Category;
     match err.classify() {
-        Category::Eof => "the JSON body ends too early".to_owned(),
+        Category::Eof => "malformed JSON: the body ends too early".to_owned(),
         Category::Syntax => format!(
             "malformed JSON at line {} column {}",
             err.line(),

@@ -11,6 +11,7 @@
 pub mod checks;
 pub mod http;
 pub mod mariadb;
+pub mod oauth;
 pub mod postgres;
 pub mod process;
 pub mod proxy;

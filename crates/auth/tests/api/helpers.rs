@@ -1,32 +1,216 @@
 use auth::{Application, Settings};
+use reqwest::header::{HeaderMap, SET_COOKIE};
+use serde_json::Value;
 use service_kit::Env;
 use testkit::postgres::TestPostgres;
 use testkit::proxy::TcpProxy;
 
 pub const SECRET: &str = "test-secret-0123456789abcdef-0123456789";
+pub const BASE_URL: &str = "http://localhost:8080";
+pub const COOKIE: &str = "digiuno.session_token";
 
 /// A running auth service on a fresh, migrated database reached through a cuttable proxy.
 pub struct TestApp {
     pub base: String,
     pub proxy: TcpProxy,
     pub db: TestPostgres,
+    pub http: reqwest::Client,
+}
+
+/// A second service on the same database (another auth replica, or nutrition-api).
+pub struct Peer {
+    pub base: String,
+}
+
+pub fn env_for(database_url: &str, extra: &[(String, String)]) -> Env {
+    let mut pairs: Vec<(String, String)> = vec![
+        ("DATABASE_URL".into(), database_url.into()),
+        ("DATABASE_POOL_SIZE".into(), "4".into()),
+        ("LISTEN_ADDR".into(), "127.0.0.1:0".into()),
+        ("AUTH_SECRET".into(), SECRET.into()),
+        ("AUTH_BASE_URL".into(), BASE_URL.into()),
+        // Tests sign in often; the rate-limit tests set their own limits.
+        ("AUTH_RATE_LIMIT_MAX".into(), "10000".into()),
+    ];
+    for (k, v) in extra {
+        pairs.retain(|(key, _)| key != k);
+        pairs.push((k.clone(), v.clone()));
+    }
+    Env::from_pairs(pairs)
 }
 
 pub async fn spawn_app() -> TestApp {
+    spawn_with(&[]).await
+}
+
+pub async fn spawn_with(extra: &[(String, String)]) -> TestApp {
     let db = TestPostgres::migrated(nutrition_store::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
     let url = testkit::with_host_port(db.url(), proxy.addr());
-    let env = Env::from_pairs([
-        ("DATABASE_URL", url.as_str()),
-        ("DATABASE_POOL_SIZE", "4"),
-        ("LISTEN_ADDR", "127.0.0.1:0"),
-        ("AUTH_SECRET", SECRET),
-        ("AUTH_BASE_URL", "http://localhost:8080"),
-    ]);
-    let settings = Settings::from_env(&env).expect("valid test settings");
+    let settings = Settings::from_env(&env_for(&url, extra)).expect("valid test settings");
     let app = Application::build(settings).await.expect("build auth");
     let base = format!("http://127.0.0.1:{}", app.port());
     tokio::spawn(app.run_until_stopped());
-    TestApp { base, proxy, db }
+    TestApp {
+        base,
+        proxy,
+        db,
+        http: testkit::http::client(),
+    }
+}
+
+/// Another auth instance on `app`'s database.
+pub async fn spawn_auth_replica(app: &TestApp, extra: &[(String, String)]) -> Peer {
+    let settings = Settings::from_env(&env_for(app.db.url(), extra)).expect("valid test settings");
+    let replica = Application::build(settings)
+        .await
+        .expect("build auth replica");
+    let base = format!("http://127.0.0.1:{}", replica.port());
+    tokio::spawn(replica.run_until_stopped());
+    Peer { base }
+}
+
+/// nutrition-api on `app`'s database, with the same secret.
+pub async fn spawn_nutrition(app: &TestApp) -> Peer {
+    let settings =
+        nutrition_api::Settings::from_env(&env_for(app.db.url(), &[])).expect("valid settings");
+    let api = nutrition_api::Application::build(settings)
+        .await
+        .expect("build nutrition-api");
+    let base = format!("http://127.0.0.1:{}", api.port());
+    tokio::spawn(api.run_until_stopped());
+    Peer { base }
+}
+
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub text: String,
+    pub body: Value,
+}
+
+impl Resp {
+    pub fn set_cookies(&self) -> Vec<String> {
+        self.headers
+            .get_all(SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The full `Set-Cookie` of the session cookie, if the response sets it.
+    pub fn session_set_cookie(&self) -> Option<String> {
+        self.set_cookies()
+            .into_iter()
+            .find(|c| c.starts_with(&format!("{COOKIE}=")))
+    }
+
+    /// `name=value` of the session cookie, as a browser would send it back.
+    pub fn session_cookie(&self) -> Option<String> {
+        self.session_set_cookie()
+            .and_then(|c| c.split(';').next().map(str::to_owned))
+    }
+
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+}
+
+pub async fn read(resp: reqwest::Response) -> Resp {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let text = resp.text().await.unwrap_or_default();
+    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Resp {
+        status,
+        headers,
+        text,
+        body,
+    }
+}
+
+/// Request helpers against any service base URL. A cookie-carrying write gets the trusted
+/// `Origin`, as a browser on the site would send.
+pub async fn post_json(
+    http: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    cookie: Option<&str>,
+) -> Resp {
+    let mut req = http.post(url).json(body);
+    if let Some(c) = cookie {
+        req = req.header("cookie", c).header("origin", BASE_URL);
+    }
+    read(req.send().await.expect("POST")).await
+}
+
+pub async fn get(http: &reqwest::Client, url: &str, cookie: Option<&str>) -> Resp {
+    let mut req = http.get(url);
+    if let Some(c) = cookie {
+        req = req.header("cookie", c);
+    }
+    read(req.send().await.expect("GET")).await
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn post(&self, path: &str, body: Value, cookie: Option<&str>) -> Resp {
+        post_json(&self.http, &self.url(path), &body, cookie).await
+    }
+
+    pub async fn get(&self, path: &str, cookie: Option<&str>) -> Resp {
+        get(&self.http, &self.url(path), cookie).await
+    }
+
+    /// Signs a new user up; returns the session cookie pair and the response.
+    pub async fn sign_up(&self, email: &str, password: &str) -> (String, Resp) {
+        let resp = self
+            .post(
+                "/api/auth/sign-up/email",
+                serde_json::json!({ "name": "Test User", "email": email, "password": password }),
+                None,
+            )
+            .await;
+        assert_eq!(resp.status, 200, "sign-up failed: {}", resp.text);
+        let cookie = resp
+            .session_cookie()
+            .expect("sign-up sets the session cookie");
+        (cookie, resp)
+    }
+
+    pub fn sql(&self, query: &str) -> usize {
+        use diesel::RunQueryDsl;
+        let mut conn = self.db.connect();
+        diesel::sql_query(query).execute(&mut conn).expect("sql")
+    }
+
+    /// One text value from the database.
+    pub fn scalar(&self, query: &str) -> Option<String> {
+        use diesel::RunQueryDsl;
+        #[derive(diesel::QueryableByName)]
+        struct V {
+            #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+            v: Option<String>,
+        }
+        let mut conn = self.db.connect();
+        diesel::sql_query(query)
+            .get_result::<V>(&mut conn)
+            .ok()
+            .and_then(|r| r.v)
+    }
+
+    pub fn count(&self, table: &str) -> i64 {
+        self.scalar(&format!("SELECT count(*)::text AS v FROM {table}"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(-1)
+    }
 }

@@ -1,4 +1,12 @@
 //! Black-box tests of the auth service against a real Postgres database.
 
 mod helpers;
+mod oauth;
 mod operations;
+mod origin;
+mod pages;
+mod rate_limit;
+mod robustness;
+mod session;
+mod sign_in;
+mod sign_up;

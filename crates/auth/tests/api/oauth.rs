@@ -1,0 +1,249 @@
+//! Google sign-in end to end against the local OAuth provider of the test kit, and its absence
+//! when not configured.
+
+use serde_json::json;
+use testkit::oauth::{FakeOAuth, Identity};
+
+use crate::helpers::{Resp, TestApp, get, read, spawn_app, spawn_with};
+
+fn identity(sub: &str, email: &str, verified: bool) -> Identity {
+    Identity {
+        sub: sub.into(),
+        email: email.into(),
+        email_verified: verified,
+        name: "Gianni Google".into(),
+        picture: Some("https://example.com/p.png".into()),
+    }
+}
+
+/// Runs the browser's part: start, visit the provider, come back to the callback.
+/// Returns the callback's response.
+async fn google_flow(app: &TestApp, callback_url: Option<&str>) -> Resp {
+    let mut body = json!({ "provider": "google" });
+    if let Some(cb) = callback_url {
+        body["callbackURL"] = json!(cb);
+    }
+    let start = app.post("/api/auth/sign-in/social", body, None).await;
+    assert_eq!(start.status, 200, "{}", start.text);
+    assert_eq!(start.body["redirect"], true);
+    let url = start.body["url"].as_str().expect("url");
+    assert!(
+        url.contains("code_challenge_method=S256") && url.contains("state="),
+        "{url}"
+    );
+    let state_cookie = start
+        .set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with("digiuno.oauth_state="))
+        .and_then(|c| c.split(';').next().map(str::to_owned))
+        .expect("state cookie");
+    let at_provider = get(&app.http, url, None).await;
+    assert_eq!(at_provider.status, 302, "{}", at_provider.text);
+    let back = at_provider.header("location").expect("redirect back");
+    let back = url::Url::parse(&back).expect("absolute");
+    assert_eq!(back.path(), "/api/auth/callback/google");
+    let path = format!("{}?{}", back.path(), back.query().unwrap_or_default());
+    read(
+        app.http
+            .get(app.url(&path))
+            .header("cookie", state_cookie)
+            .send()
+            .await
+            .expect("GET"),
+    )
+    .await
+}
+
+fn session_cookie_of(resp: &Resp) -> String {
+    resp.session_cookie()
+        .expect("session cookie set by the callback")
+}
+
+#[tokio::test]
+async fn without_credentials_google_does_not_exist() {
+    let app = spawn_app().await;
+    let providers = app.get("/api/auth/providers", None).await;
+    assert_eq!(providers.body, json!({ "providers": [] }));
+    let social = app
+        .post(
+            "/api/auth/sign-in/social",
+            json!({ "provider": "google" }),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (social.status, social.body["code"].as_str()),
+        (404, Some("PROVIDER_NOT_FOUND"))
+    );
+    let callback = app
+        .get("/api/auth/callback/google?code=x&state=y", None)
+        .await;
+    assert_eq!(callback.status, 302);
+    assert_eq!(
+        callback.header("location").as_deref(),
+        Some("/sign-in?error=PROVIDER_NOT_FOUND")
+    );
+}
+
+#[tokio::test]
+async fn new_google_user_is_created_and_signed_in() {
+    let fake = FakeOAuth::start().await;
+    let app = spawn_with(&fake.env()).await;
+    assert_eq!(
+        app.get("/api/auth/providers", None).await.body,
+        json!({ "providers": ["google"] })
+    );
+    let other = app
+        .post(
+            "/api/auth/sign-in/social",
+            json!({ "provider": "github" }),
+            None,
+        )
+        .await;
+    assert_eq!(other.status, 404);
+
+    fake.sign_in_as(identity("google-sub-1", "New.Person@Gmail.com", true));
+    let done = google_flow(&app, Some("/welcome")).await;
+    assert_eq!(done.status, 302, "{}", done.text);
+    assert_eq!(done.header("location").as_deref(), Some("/welcome"));
+    let cookie = session_cookie_of(&done);
+    assert!(
+        done.set_cookies()
+            .iter()
+            .any(|c| c.starts_with("digiuno.oauth_state=;") && c.contains("Max-Age=0"))
+    );
+    let session = app.get("/api/auth/get-session", Some(&cookie)).await;
+    assert_eq!(session.body["user"]["email"], "new.person@gmail.com");
+    assert_eq!(session.body["user"]["emailVerified"], true);
+    assert_eq!(session.body["user"]["name"], "Gianni Google");
+
+    // The second sign-in finds the same user.
+    let again = google_flow(&app, None).await;
+    assert_eq!(again.header("location").as_deref(), Some("/"));
+    assert_eq!(app.count("auth.\"user\""), 1);
+    assert_eq!(app.count("auth.account"), 1);
+    assert_eq!(app.count("auth.verification"), 0, "states are single use");
+}
+
+#[tokio::test]
+async fn verified_google_address_links_to_the_existing_user() {
+    let fake = FakeOAuth::start().await;
+    let app = spawn_with(&fake.env()).await;
+    let (_, signed_up) = app.sign_up("mix@example.com", "password-123").await;
+    fake.sign_in_as(identity("google-sub-2", "mix@example.com", true));
+    let done = google_flow(&app, Some("/plan")).await;
+    assert_eq!(done.header("location").as_deref(), Some("/plan"));
+    let session = app
+        .get("/api/auth/get-session", Some(&session_cookie_of(&done)))
+        .await;
+    assert_eq!(session.body["user"]["id"], signed_up.body["user"]["id"]);
+    assert_eq!(session.body["user"]["emailVerified"], true);
+    assert_eq!(app.count("auth.account"), 2, "credential and google");
+    // The password still works.
+    let pw = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "mix@example.com", "password": "password-123" }),
+            None,
+        )
+        .await;
+    assert_eq!(pw.status, 200);
+}
+
+#[tokio::test]
+async fn unverified_google_address_does_not_take_over_an_account() {
+    let fake = FakeOAuth::start().await;
+    let app = spawn_with(&fake.env()).await;
+    app.sign_up("victim@example.com", "password-123").await;
+    fake.sign_in_as(identity("attacker", "victim@example.com", false));
+    let done = google_flow(&app, None).await;
+    assert_eq!(done.status, 302);
+    assert_eq!(
+        done.header("location").as_deref(),
+        Some("/sign-in?error=ACCOUNT_NOT_LINKED")
+    );
+    assert!(done.session_cookie().is_none());
+    assert_eq!(app.count("auth.account"), 1);
+    assert_eq!(app.count("auth.session"), 1, "only the sign-up's");
+}
+
+#[tokio::test]
+async fn a_callback_without_the_browsers_state_cookie_fails() {
+    let fake = FakeOAuth::start().await;
+    let app = spawn_with(&fake.env()).await;
+    fake.sign_in_as(identity("sub-3", "c@example.com", true));
+    let start = app
+        .post(
+            "/api/auth/sign-in/social",
+            json!({ "provider": "google" }),
+            None,
+        )
+        .await;
+    let at_provider = get(&app.http, start.body["url"].as_str().expect("url"), None).await;
+    let back = url::Url::parse(&at_provider.header("location").expect("location")).expect("url");
+    let path = format!("{}?{}", back.path(), back.query().unwrap_or_default());
+    // Another browser (no cookie, or a cookie for another flow) presents the code.
+    let stolen = app.get(&path, None).await;
+    assert_eq!(
+        stolen.header("location").as_deref(),
+        Some("/sign-in?error=STATE_MISMATCH")
+    );
+    let forged = read(
+        app.http
+            .get(app.url(&path))
+            .header("cookie", "digiuno.oauth_state=abc.AAAA")
+            .send()
+            .await
+            .expect("GET"),
+    )
+    .await;
+    assert_eq!(
+        forged.header("location").as_deref(),
+        Some("/sign-in?error=STATE_MISMATCH")
+    );
+    assert_eq!(fake.token_requests(), 0, "no code was exchanged");
+    assert_eq!(app.count("auth.\"user\""), 0);
+}
+
+#[tokio::test]
+async fn a_state_works_once() {
+    let fake = FakeOAuth::start().await;
+    let app = spawn_with(&fake.env()).await;
+    fake.sign_in_as(identity("sub-4", "d@example.com", true));
+    let mut body = json!({ "provider": "google" });
+    body["callbackURL"] = json!("/x");
+    let start = app.post("/api/auth/sign-in/social", body, None).await;
+    let state_cookie = start
+        .set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with("digiuno.oauth_state="))
+        .and_then(|c| c.split(';').next().map(str::to_owned))
+        .expect("state cookie");
+    let at_provider = get(&app.http, start.body["url"].as_str().expect("url"), None).await;
+    let back = url::Url::parse(&at_provider.header("location").expect("location")).expect("url");
+    let path = format!("{}?{}", back.path(), back.query().unwrap_or_default());
+    let first = read(
+        app.http
+            .get(app.url(&path))
+            .header("cookie", &state_cookie)
+            .send()
+            .await
+            .expect("GET"),
+    )
+    .await;
+    assert_eq!(first.header("location").as_deref(), Some("/x"));
+    let replay = read(
+        app.http
+            .get(app.url(&path))
+            .header("cookie", &state_cookie)
+            .send()
+            .await
+            .expect("GET"),
+    )
+    .await;
+    assert_eq!(
+        replay.header("location").as_deref(),
+        Some("/sign-in?error=STATE_EXPIRED")
+    );
+    assert_eq!(app.count("auth.session"), 1);
+}

@@ -1,0 +1,145 @@
+//! `POST /api/auth/sign-in/email`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::helpers::spawn_app;
+
+#[tokio::test]
+async fn signs_in_with_the_right_password() {
+    let app = spawn_app().await;
+    app.sign_up("anna@example.com", "correct-horse").await;
+    let resp = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": " ANNA@example.com", "password": "correct-horse" }),
+            None,
+        )
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    assert_eq!(resp.body["redirect"], false);
+    assert!(resp.body.get("url").is_none());
+    assert_eq!(resp.body["user"]["email"], "anna@example.com");
+    let token = resp.body["token"].as_str().expect("token");
+    let cookie = resp.session_cookie().expect("cookie");
+    assert!(cookie.contains(token));
+    assert_eq!(app.count("auth.session"), 2, "a session per sign-in");
+
+    let resp = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "anna@example.com", "password": "correct-horse", "callbackURL": "/plan", "rememberMe": false }),
+            None,
+        )
+        .await;
+    assert_eq!(resp.status, 200);
+    assert_eq!(resp.body["redirect"], true);
+    assert_eq!(resp.body["url"], "/plan");
+    let set = resp.session_set_cookie().expect("cookie");
+    assert!(
+        !set.contains("Max-Age"),
+        "not remembered: a browser-session cookie: {set}"
+    );
+}
+
+#[tokio::test]
+async fn every_credential_failure_is_the_same_401() {
+    let app = spawn_app().await;
+    app.sign_up("bob@example.com", "right-password").await;
+    let wrong = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "bob@example.com", "password": "wrong-password" }),
+            None,
+        )
+        .await;
+    let unknown = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "nobody@example.com", "password": "wrong-password" }),
+            None,
+        )
+        .await;
+    let malformed = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "not an address", "password": "wrong-password" }),
+            None,
+        )
+        .await;
+    for resp in [&wrong, &unknown, &malformed] {
+        assert_eq!(resp.status, 401, "{}", resp.text);
+        assert_eq!(resp.body, wrong.body);
+        assert!(resp.session_set_cookie().is_none());
+    }
+    assert_eq!(wrong.body["code"], "INVALID_EMAIL_OR_PASSWORD");
+    assert_eq!(app.count("auth.session"), 1, "only the sign-up's session");
+}
+
+/// One failed sign-in, timed.
+async fn timed(app: &crate::helpers::TestApp, email: &str) -> Duration {
+    let start = Instant::now();
+    let resp = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": email, "password": "not-the-password" }),
+            None,
+        )
+        .await;
+    assert_eq!(resp.status, 401);
+    start.elapsed()
+}
+
+#[tokio::test]
+async fn an_unknown_address_costs_as_much_as_a_wrong_password() {
+    let app = spawn_app().await;
+    app.sign_up("carla@example.com", "right-password").await;
+    // Interleaved, so that load from other tests slows both kinds alike.
+    let (mut known, mut unknown) = (Vec::new(), Vec::new());
+    for _ in 0..9 {
+        known.push(timed(&app, "carla@example.com").await);
+        unknown.push(timed(&app, "nobody@example.com").await);
+    }
+    known.sort();
+    unknown.sort();
+    let (known, unknown) = (known[4], unknown[4]);
+    // Without the decoy hash an unknown address would answer in a small fraction of the time.
+    let ratio = unknown.as_secs_f64() / known.as_secs_f64();
+    assert!(
+        (0.5..2.0).contains(&ratio),
+        "median known {known:?}, unknown {unknown:?}"
+    );
+}
+
+#[tokio::test]
+async fn callback_urls_must_stay_on_trusted_origins() {
+    let app = spawn_app().await;
+    app.sign_up("dora@example.com", "right-password").await;
+    for bad in [
+        "https://evil.example.com/",
+        "//evil.example.com",
+        "javascript:alert(1)",
+    ] {
+        let resp = app
+            .post(
+                "/api/auth/sign-in/email",
+                json!({ "email": "dora@example.com", "password": "right-password", "callbackURL": bad }),
+                None,
+            )
+            .await;
+        assert_eq!(
+            (resp.status, resp.body["code"].as_str()),
+            (403, Some("INVALID_CALLBACK_URL")),
+            "{bad}"
+        );
+    }
+    let ok = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "dora@example.com", "password": "right-password", "callbackURL": "http://localhost:8080/plan" }),
+            None,
+        )
+        .await;
+    assert_eq!(ok.status, 200);
+}
