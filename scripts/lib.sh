@@ -36,9 +36,15 @@ REQUIRED_PACKAGES=(
   python3-venv curl ca-certificates
 )
 
+# What only the tests need: a real browser and its WebDriver.
+TEST_PACKAGES=(chromium chromium-driver)
+
+# Installs the given packages (default: REQUIRED_PACKAGES) where missing.
 ensure_packages() {
   local missing=() pkg
-  for pkg in "${REQUIRED_PACKAGES[@]}"; do
+  local wanted=("$@")
+  [ ${#wanted[@]} -gt 0 ] || wanted=("${REQUIRED_PACKAGES[@]}")
+  for pkg in "${wanted[@]}"; do
     # nginx counts as present in any flavour.
     if [ "$pkg" = nginx-light ] && { command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; }; then
       continue

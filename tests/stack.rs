@@ -1,140 +1,33 @@
-//! The whole stack as it runs in production, minus containers: the four service binaries as
-//! processes on fresh databases, behind nginx configured from `deploy/nginx.local.conf.template`.
+//! The stack behind nginx: routing, a browser-like sign-up reaching `/me`, and clean stops.
+
+mod common;
 
 use std::time::Duration;
 
-use testkit::http::{get_json, wait_for_status};
-use testkit::mariadb::TestMariaDb;
-use testkit::postgres::TestPostgres;
-use testkit::stack::{Nginx, Process, ScratchDir, bin, free_port};
+use serde_json::json;
+use testkit::http::{client, get_json};
 
-const SECRET: &str = "e2e-secret-0123456789abcdef-0123456789";
-const KEY: &str = "e2e-signing-key-0123456789abcdef-01234";
-
-struct Stack {
-    nginx: Nginx,
-    auth: Process,
-    nutrition: Process,
-    scheduler: Process,
-    licence: Process,
-    ports: [u16; 4],
-    _pg: TestPostgres,
-    _my: TestMariaDb,
-    _dir: ScratchDir,
-}
-
-async fn start_stack() -> Stack {
-    let pg = TestPostgres::empty();
-    let my = TestMariaDb::empty();
-    let dir = ScratchDir::new("stack");
-    let logs = dir.path();
-    let ports = [free_port(), free_port(), free_port(), free_port()];
-    let addr = |i: usize| format!("127.0.0.1:{}", ports[i]);
-    let (a, n, s, l) = (addr(0), addr(1), addr(2), addr(3));
-    let keys = format!("k1:{KEY}");
-    let builds = logs.to_string_lossy().into_owned();
-    let auth_env = [
-        ("DATABASE_URL", pg.url()),
-        ("LISTEN_ADDR", a.as_str()),
-        ("AUTH_SECRET", SECRET),
-        ("AUTH_BASE_URL", "http://localhost:8080"),
-    ];
-    let nutrition_env = [
-        ("DATABASE_URL", pg.url()),
-        ("LISTEN_ADDR", n.as_str()),
-        ("AUTH_SECRET", SECRET),
-        ("AUTH_BASE_URL", "http://localhost:8080"),
-    ];
-    let scheduler_env = [("DATABASE_URL", pg.url()), ("LISTEN_ADDR", s.as_str())];
-    let licence_env = [
-        ("DATABASE_URL", my.url()),
-        ("LISTEN_ADDR", l.as_str()),
-        ("PUBLIC_BASE_URL", "http://localhost:8080"),
-        ("LICENCE_JWT_KEYS", keys.as_str()),
-        ("DOWNLOAD_SIGNING_SECRET", KEY),
-        ("BUILDS_DIR", builds.as_str()),
-        ("PAYMENT_WEBHOOK_SECRET", "e2e-webhook-secret-0123"),
-        ("PAYMENT_VARIANT_BASIC", "1"),
-        ("PAYMENT_VARIANT_PRO", "2"),
-        ("PAYMENT_VARIANT_PREMIUM", "3"),
-        ("PAYMENT_VARIANT_ANNUAL", "4"),
-        ("SMTP_URL", "smtp://127.0.0.1:2525"),
-        ("MAIL_FROM", "Licences <licences@example.com>"),
-    ];
-    // The three Postgres services start together on an empty database: whichever wins the
-    // advisory lock migrates, the others wait and find nothing to do.
-    let auth = Process::start("auth", &bin("auth"), &[], &auth_env, logs);
-    let nutrition = Process::start(
-        "nutrition-api",
-        &bin("nutrition-api"),
-        &[],
-        &nutrition_env,
-        logs,
-    );
-    let scheduler = Process::start(
-        "push-scheduler",
-        &bin("push-scheduler"),
-        &["serve"],
-        &scheduler_env,
-        logs,
-    );
-    let licence = Process::start(
-        "licence-server",
-        &bin("licence-server"),
-        &[],
-        &licence_env,
-        logs,
-    );
-    for (name, port) in ["auth", "nutrition-api", "push-scheduler", "licence-server"]
-        .iter()
-        .zip(ports)
-    {
-        let status = wait_for_status(
-            &format!("http://127.0.0.1:{port}/ready"),
-            200,
-            Duration::from_secs(60),
-        )
-        .await;
-        assert_eq!(status, Some(200), "{name} never became ready");
-    }
-    let nginx = Nginx::start(&a, &n, &l);
-    Stack {
-        nginx,
-        auth,
-        nutrition,
-        scheduler,
-        licence,
-        ports,
-        _pg: pg,
-        _my: my,
-        _dir: dir,
-    }
-}
+use common::start_stack;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn services_answer_behind_nginx_and_stop_cleanly_on_sigterm() {
     let mut stack = start_stack().await;
-    let base = stack.nginx.base();
+    let base = stack.base();
 
-    // auth through nginx.
     let (status, body) = get_json(&format!("{base}/api/auth/ok")).await;
     assert_eq!(
         (status, &body),
-        (200, &serde_json::json!({ "ok": true })),
+        (200, &json!({ "ok": true })),
         "{}",
         stack.auth.log()
     );
-
-    // licence-server's historical health route through nginx.
     let (status, body) = get_json(&format!("{base}/api/health")).await;
-    assert_eq!(status, 200, "{body}");
-
-    // /me reaches nutrition-api: the service's own answer while it runs, nginx's 503 once it stops.
+    assert_eq!(status, 200, "licence-server's historical probe: {body}");
     let (status, body) = get_json(&format!("{base}/me")).await;
-    assert_ne!(status, 503, "{body}");
-    assert!(
-        body["code"].is_string(),
-        "nutrition-api answers in the contract's shape: {body}"
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (401, Some("UNAUTHORIZED")),
+        "nutrition-api's guard answers"
     );
 
     // Routes the proxy does not know, and the services' internal probes, are not exposed.
@@ -174,4 +67,64 @@ async fn services_answer_behind_nginx_and_stop_cleanly_on_sigterm() {
             "port {port} still open"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_up_through_nginx_then_me_with_the_browsers_cookie() {
+    let stack = start_stack().await;
+    let base = stack.base();
+    let http = client();
+    let resp = http
+        .post(format!("{base}/api/auth/sign-up/email"))
+        .header("origin", &base)
+        .header("user-agent", "e2e-browser/1.0")
+        .json(&json!({ "name": "End To End", "email": "E2E@Example.com", "password": "through-nginx" }))
+        .send()
+        .await
+        .expect("sign up");
+    assert_eq!(resp.status(), 200);
+    let set_cookie = resp
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("cookie")
+        .to_owned();
+    assert!(
+        set_cookie.starts_with("digiuno.session_token="),
+        "{set_cookie}"
+    );
+    let cookie = set_cookie.split(';').next().expect("pair").to_owned();
+
+    let me = http
+        .get(format!("{base}/me"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("GET /me");
+    assert_eq!(me.status(), 200);
+    let body: serde_json::Value = me.json().await.expect("JSON");
+    assert_eq!(body["user"]["email"], "e2e@example.com");
+    assert_eq!(body["session"]["userAgent"], "e2e-browser/1.0");
+    assert_eq!(
+        body["session"]["ipAddress"], "127.0.0.1",
+        "the address nginx saw, via X-Forwarded-For"
+    );
+
+    // Sign-out through nginx ends the session for the API too.
+    let out = http
+        .post(format!("{base}/api/auth/sign-out"))
+        .header("cookie", &cookie)
+        .header("origin", &base)
+        .send()
+        .await
+        .expect("sign out");
+    assert_eq!(out.status(), 200);
+    let me = http
+        .get(format!("{base}/me"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("GET /me");
+    assert_eq!(me.status(), 401);
+    assert!(!stack.pg.url().is_empty());
 }

@@ -4,6 +4,7 @@
 //!   database per test, dropped afterwards, on the machine's real servers.
 //! - [`proxy::TcpProxy`]: a TCP relay that can be cut, to see a service lose its database.
 //! - [`process`]: running the real binaries with a chosen environment.
+//! - [`smtp::SmtpServer`]: a real SMTP server that records messages and can be switched off.
 //!
 //! The admin connections come from `TEST_POSTGRES_URL` and `TEST_MYSQL_URL`, which the
 //! project's test command sets up; the defaults match it.

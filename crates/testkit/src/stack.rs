@@ -149,8 +149,12 @@ pub struct Nginx {
 impl Nginx {
     /// Starts nginx on a free port, routing to the given `host:port` upstreams.
     pub fn start(auth: &str, nutrition: &str, licence: &str) -> Self {
+        Self::start_on(free_port(), auth, nutrition, licence)
+    }
+
+    /// Starts nginx on `port` (chosen beforehand, when the services must know the public address).
+    pub fn start_on(port: u16, auth: &str, nutrition: &str, licence: &str) -> Self {
         let dir = ScratchDir::new("nginx");
-        let port = free_port();
         let template_path =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/nginx.local.conf.template");
         let template = fs::read_to_string(&template_path).expect("read nginx template");

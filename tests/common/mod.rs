@@ -1,0 +1,123 @@
+//! The whole stack as it runs in production, minus containers: the four service binaries as
+//! processes on fresh databases, behind nginx configured from `deploy/nginx.local.conf.template`.
+
+use std::time::Duration;
+
+use testkit::http::wait_for_status;
+use testkit::mariadb::TestMariaDb;
+use testkit::postgres::TestPostgres;
+use testkit::stack::{Nginx, Process, ScratchDir, bin, free_port};
+
+const SECRET: &str = "e2e-secret-0123456789abcdef-0123456789";
+const KEY: &str = "e2e-signing-key-0123456789abcdef-01234";
+
+pub struct Stack {
+    pub nginx: Nginx,
+    pub auth: Process,
+    pub nutrition: Process,
+    pub scheduler: Process,
+    pub licence: Process,
+    pub ports: [u16; 4],
+    pub pg: TestPostgres,
+    _my: TestMariaDb,
+    _dir: ScratchDir,
+}
+
+impl Stack {
+    /// The public address, as a browser sees it.
+    pub fn base(&self) -> String {
+        self.nginx.base()
+    }
+}
+
+pub async fn start_stack() -> Stack {
+    let pg = TestPostgres::empty();
+    let my = TestMariaDb::empty();
+    let dir = ScratchDir::new("stack");
+    let logs = dir.path();
+    let ports = [free_port(), free_port(), free_port(), free_port()];
+    let proxy_port = free_port();
+    let public = format!("http://127.0.0.1:{proxy_port}");
+    let addr = |i: usize| format!("127.0.0.1:{}", ports[i]);
+    let (a, n, s, l) = (addr(0), addr(1), addr(2), addr(3));
+    let keys = format!("k1:{KEY}");
+    let builds = logs.to_string_lossy().into_owned();
+    let auth_env = [
+        ("DATABASE_URL", pg.url()),
+        ("LISTEN_ADDR", a.as_str()),
+        ("AUTH_SECRET", SECRET),
+        ("AUTH_BASE_URL", public.as_str()),
+        // nginx on loopback tells auth the client's address.
+        ("TRUSTED_PROXIES", "127.0.0.1"),
+    ];
+    let nutrition_env = [
+        ("DATABASE_URL", pg.url()),
+        ("LISTEN_ADDR", n.as_str()),
+        ("AUTH_SECRET", SECRET),
+        ("AUTH_BASE_URL", public.as_str()),
+    ];
+    let scheduler_env = [("DATABASE_URL", pg.url()), ("LISTEN_ADDR", s.as_str())];
+    let licence_env = [
+        ("DATABASE_URL", my.url()),
+        ("LISTEN_ADDR", l.as_str()),
+        ("PUBLIC_BASE_URL", public.as_str()),
+        ("LICENCE_JWT_KEYS", keys.as_str()),
+        ("DOWNLOAD_SIGNING_SECRET", KEY),
+        ("BUILDS_DIR", builds.as_str()),
+        ("PAYMENT_WEBHOOK_SECRET", "e2e-webhook-secret-0123"),
+        ("PAYMENT_VARIANT_BASIC", "1"),
+        ("PAYMENT_VARIANT_PRO", "2"),
+        ("PAYMENT_VARIANT_PREMIUM", "3"),
+        ("PAYMENT_VARIANT_ANNUAL", "4"),
+        ("SMTP_URL", "smtp://127.0.0.1:2525"),
+        ("MAIL_FROM", "Licences <licences@example.com>"),
+    ];
+    // The three Postgres services start together on an empty database: whichever wins the
+    // advisory lock migrates, the others wait and find nothing to do.
+    let auth = Process::start("auth", &bin("auth"), &[], &auth_env, logs);
+    let nutrition = Process::start(
+        "nutrition-api",
+        &bin("nutrition-api"),
+        &[],
+        &nutrition_env,
+        logs,
+    );
+    let scheduler = Process::start(
+        "push-scheduler",
+        &bin("push-scheduler"),
+        &["serve"],
+        &scheduler_env,
+        logs,
+    );
+    let licence = Process::start(
+        "licence-server",
+        &bin("licence-server"),
+        &[],
+        &licence_env,
+        logs,
+    );
+    for (name, port) in ["auth", "nutrition-api", "push-scheduler", "licence-server"]
+        .iter()
+        .zip(ports)
+    {
+        let status = wait_for_status(
+            &format!("http://127.0.0.1:{port}/ready"),
+            200,
+            Duration::from_secs(60),
+        )
+        .await;
+        assert_eq!(status, Some(200), "{name} never became ready");
+    }
+    let nginx = Nginx::start_on(proxy_port, &a, &n, &l);
+    Stack {
+        nginx,
+        auth,
+        nutrition,
+        scheduler,
+        licence,
+        ports,
+        pg,
+        _my: my,
+        _dir: dir,
+    }
+}
