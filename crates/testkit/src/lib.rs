@@ -17,6 +17,7 @@ pub mod postgres;
 pub mod process;
 pub mod proxy;
 pub mod stack;
+pub mod webdriver;
 
 use rand::Rng;
 
