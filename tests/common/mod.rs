@@ -11,6 +11,8 @@ use testkit::stack::{Nginx, Process, ScratchDir, bin, free_port};
 const SECRET: &str = "e2e-secret-0123456789abcdef-0123456789";
 const KEY: &str = "e2e-signing-key-0123456789abcdef-01234";
 
+// Each test binary includes this module and uses a different part of it.
+#[allow(dead_code)]
 pub struct Stack {
     pub nginx: Nginx,
     pub auth: Process,
@@ -23,6 +25,7 @@ pub struct Stack {
     _dir: ScratchDir,
 }
 
+#[allow(dead_code)]
 impl Stack {
     /// The public address, as a browser sees it.
     pub fn base(&self) -> String {
