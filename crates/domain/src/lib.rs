@@ -5,5 +5,8 @@
 //! Europe/Rome, whose daylight-saving changes make some days 23 or 25 hours long.
 
 pub mod email;
+pub mod fasting;
+pub mod meals;
 pub mod protocol;
 pub mod rome;
+pub mod stats;
