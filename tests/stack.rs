@@ -128,3 +128,78 @@ async fn sign_up_through_nginx_then_me_with_the_browsers_cookie() {
     assert_eq!(me.status(), 401);
     assert!(!stack.pg.url().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dinner_through_nginx_starts_the_preferred_fast() {
+    let stack = start_stack().await;
+    let base = stack.base();
+    let http = client();
+    let resp = http
+        .post(format!("{base}/api/auth/sign-up/email"))
+        .json(&json!({ "name": "Cena", "email": "cena@example.com", "password": "through-nginx" }))
+        .send()
+        .await
+        .expect("sign up");
+    let cookie = resp
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|c| c.split(';').next())
+        .expect("cookie")
+        .to_owned();
+    let send = |method: reqwest::Method, path: &str, body: Option<serde_json::Value>| {
+        let mut req = http
+            .request(method, format!("{base}{path}"))
+            .header("cookie", &cookie)
+            .header("origin", &base);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        async move {
+            let r = req.send().await.expect("request");
+            let status = r.status().as_u16();
+            (
+                status,
+                r.json::<serde_json::Value>().await.unwrap_or_default(),
+            )
+        }
+    };
+    let (status, prefs) = send(
+        reqwest::Method::PATCH,
+        "/me/preferences",
+        Some(json!({ "fastingProtocol": "16:8" })),
+    )
+    .await;
+    assert_eq!(
+        (status, prefs["fastingProtocol"].as_str()),
+        (200, Some("16:8"))
+    );
+    let today = domain::rome::local_date(chrono::Utc::now()).to_string();
+    let (status, plan) = send(
+        reqwest::Method::POST,
+        "/me/meal-plans",
+        Some(json!({ "intermittentFasting": false, "days": [{ "date": today, "slots": [{ "category": "PRA" }, { "category": "CENA", "title": "Minestrone" }] }] })),
+    )
+    .await;
+    assert_eq!(status, 201, "{plan}");
+    let dinner = plan["days"][0]["slots"][1]["id"]
+        .as_str()
+        .expect("slot")
+        .to_owned();
+    let (status, consumed) = send(
+        reqwest::Method::POST,
+        &format!("/me/meal-plans/slots/{dinner}/consumed"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{consumed}");
+    let fast_id = consumed["autoStartedFast"]["id"]
+        .as_str()
+        .expect("the dinner started a fast")
+        .to_owned();
+    let (status, current) = send(reqwest::Method::GET, "/me/fast-events/current", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(current["id"], json!(fast_id));
+    assert_eq!(current["protocol"], "16:8");
+    assert_eq!(current["autoStarted"], true);
+}

@@ -6,7 +6,9 @@
 
 pub mod email;
 pub mod fasting;
+pub mod licensing;
 pub mod meals;
 pub mod protocol;
+pub mod recipes;
 pub mod rome;
 pub mod stats;

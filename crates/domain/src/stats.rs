@@ -383,10 +383,11 @@ mod tests {
             let (ms, me) = rome::month_range(now);
             #[allow(clippy::cast_precision_loss)]
             let month_hours = (me - ms).num_seconds() as f64 / 3600.0;
-            prop_assert!(s.monthly_hours <= month_hours + 0.05);
+            prop_assert!(s.monthly_hours <= month_hours + 0.05 + 1e-9);
             #[allow(clippy::cast_precision_loss)]
             let own: f64 = fasts.iter().map(|f| (f.ended_at.unwrap_or(now).min(now) - f.started_at).num_seconds().max(0) as f64 / 3600.0).sum();
-            prop_assert!(s.monthly_hours <= own + 0.05);
+            // One-decimal rounding may add up to 0.05 h.
+            prop_assert!(s.monthly_hours <= own + 0.05 + 1e-9);
             prop_assert!(s.weekly_hours <= 7.0 * 25.0);
             prop_assert!(s.current_streak <= s.longest_streak);
             prop_assert!(s.completed_sessions <= s.total_sessions);

@@ -67,6 +67,14 @@ pub fn migrate(conn: &mut MysqlConnection) -> anyhow::Result<Vec<String>> {
     )
 }
 
+/// One connection in UTC, for the admin subcommands.
+pub fn connect(url: &Secret) -> anyhow::Result<MysqlConnection> {
+    let mut conn = MysqlConnection::establish(url.expose())
+        .map_err(|e| anyhow::anyhow!("cannot connect to MariaDB: {e}"))?;
+    utc_session(&mut conn)?;
+    Ok(conn)
+}
+
 /// Connects (waiting up to `wait` for MariaDB) and migrates.
 pub fn connect_and_migrate(url: &Secret, wait: Duration) -> anyhow::Result<Vec<String>> {
     let mut conn = service_kit::db::retry_for(wait, "connecting to MariaDB", || {

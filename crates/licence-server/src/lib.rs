@@ -1,8 +1,21 @@
-//! licence-server: licences of the desktop app on MariaDB.
+//! licence-server: licences of the desktop app on MariaDB: activation, tokens, releases and
+//! signed downloads, the Lemon Squeezy webhook, plans and the daily quota, licence e-mails.
 
+pub mod admin;
+pub mod clock;
 pub mod db;
+pub mod error;
+pub mod mail;
+pub mod payments;
+pub mod releases;
+pub mod repo;
+pub mod routes;
+pub mod schema;
 pub mod settings;
+pub mod signing;
 pub mod startup;
+pub mod tokens;
+pub mod wire;
 
 pub use settings::Settings;
-pub use startup::Application;
+pub use startup::{Application, Options};

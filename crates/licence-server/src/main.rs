@@ -1,6 +1,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use licence_server::admin::{self, AdminCommand};
 use licence_server::{Application, Settings};
 use service_kit::{Env, cli};
 
@@ -20,6 +21,9 @@ enum Command {
     Migrate,
     /// Exit 0 when the running service answers /ready.
     Healthcheck,
+    /// Licence administration (needs only DATABASE_URL).
+    #[command(subcommand)]
+    Admin(AdminCommand),
 }
 
 #[actix_web::main]
@@ -40,6 +44,10 @@ async fn main() -> ExitCode {
                 &url,
                 licence_server::startup::DATABASE_WAIT,
             )),
+        },
+        Command::Admin(command) => match licence_server::settings::database_url(&env) {
+            Err(err) => cli::config_failure(&err),
+            Ok(url) => admin::run(&url, command),
         },
         Command::Serve => match Settings::from_env(&env) {
             Err(err) => cli::config_failure(&err),

@@ -8,8 +8,13 @@ use actix_web::dev::Server;
 use actix_web::web;
 use service_kit::db::PoolReadiness;
 
-use crate::db::{self, MyPool};
+use crate::clock::{SharedClock, SystemClock};
+use crate::db;
+use crate::mail::{self, MailWaker, MailerOptions};
+use crate::releases::Builds;
+use crate::routes::{self, AppState};
 use crate::settings::Settings;
+use crate::tokens::KeyRing;
 
 /// How long start-up waits for MariaDB before giving up.
 pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
@@ -19,16 +24,29 @@ pub struct Application {
     server: Server,
 }
 
-/// What handlers share.
-#[derive(Clone)]
-pub struct AppState {
-    pub settings: Arc<Settings>,
-    pub pool: MyPool,
+/// What production takes from the system and tests choose: the clock and the mail timings.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub clock: SharedClock,
+    pub mailer: MailerOptions,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            mailer: MailerOptions::default(),
+        }
+    }
 }
 
 impl Application {
     /// Migrates the database, binds `settings.listen_addr` and prepares the server.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        Self::build_with(settings, Options::default()).await
+    }
+
+    pub async fn build_with(settings: Settings, options: Options) -> anyhow::Result<Self> {
         let url = settings.database_url.clone();
         let applied =
             tokio::task::spawn_blocking(move || db::connect_and_migrate(&url, DATABASE_WAIT))
@@ -39,15 +57,32 @@ impl Application {
         let pool = db::pool(&settings.database_url, settings.pool_size);
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
+
+        // SMTP is only contacted when there is mail: an unreachable server delays mail, never
+        // the start.
+        let waker = MailWaker::default();
+        mail::spawn_sender(
+            pool.clone(),
+            &settings.smtp_url,
+            settings.mail_from.clone(),
+            options.mailer,
+            waker.clone(),
+        );
+
         let state = AppState {
+            keys: Arc::new(KeyRing::new(&settings.jwt_keys)),
+            builds: Builds::new(settings.builds_dir.clone()),
             settings: Arc::new(settings),
             pool: pool.clone(),
+            clock: options.clock,
+            mail: waker,
         };
         let server =
             service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     // The desktop app's historical probe; same meaning as /ready.
-                    .route("/api/health", web::get().to(service_kit::http::ready));
+                    .route("/api/health", web::get().to(service_kit::http::ready))
+                    .configure(routes::config);
             })?;
         tracing::info!(port, "licence-server listening");
         Ok(Self { port, server })

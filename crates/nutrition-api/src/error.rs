@@ -11,6 +11,22 @@ pub enum ApiError {
     Validation(String),
     #[error("not found")]
     NotFound,
+    /// 409 with a specific code (`FAST_ALREADY_RUNNING`, `FAST_NOT_RUNNING`).
+    #[error("{message}")]
+    Conflict {
+        code: &'static str,
+        message: &'static str,
+    },
+    /// 422 with a specific code (`FAST_TOO_SHORT`).
+    #[error("{message}")]
+    Unprocessable {
+        code: &'static str,
+        message: &'static str,
+    },
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("request body must be application/json")]
+    UnsupportedMediaType,
     #[error("the service is temporarily unavailable")]
     Unavailable,
     #[error("internal error: {0}")]
@@ -28,6 +44,10 @@ impl ResponseError for ApiError {
         match self {
             Self::Validation(_) => StatusCode::BAD_REQUEST,
             Self::NotFound => StatusCode::NOT_FOUND,
+            Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -37,6 +57,11 @@ impl ResponseError for ApiError {
         let (code, message) = match self {
             Self::Validation(m) => ("VALIDATION_ERROR", m.clone()),
             Self::NotFound => ("NOT_FOUND", "no such resource".to_owned()),
+            Self::Conflict { code, message } | Self::Unprocessable { code, message } => {
+                (*code, (*message).to_owned())
+            }
+            Self::TooLarge(m) => ("PAYLOAD_TOO_LARGE", m.clone()),
+            Self::UnsupportedMediaType => ("UNSUPPORTED_MEDIA_TYPE", self.to_string()),
             Self::Unavailable => ("SERVICE_UNAVAILABLE", "please try again shortly".to_owned()),
             Self::Internal(cause) => {
                 tracing::error!(%cause, "request failed");
@@ -64,4 +89,20 @@ impl From<diesel::result::Error> for ApiError {
             other => Self::internal(other),
         }
     }
+}
+
+impl From<service_kit::http::RequestError> for ApiError {
+    fn from(e: service_kit::http::RequestError) -> Self {
+        use service_kit::http::RequestError as R;
+        match e {
+            R::Validation(m) => Self::Validation(m),
+            R::TooLarge(_) => Self::TooLarge(e.to_string()),
+            R::UnsupportedMediaType => Self::UnsupportedMediaType,
+        }
+    }
+}
+
+/// `field: rule`, the message of a 400 that names the field.
+pub fn invalid(field: &str, rule: impl std::fmt::Display) -> ApiError {
+    ApiError::Validation(format!("{field}: {rule}"))
 }

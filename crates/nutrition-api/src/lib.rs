@@ -1,6 +1,8 @@
 //! nutrition-api: the signed-in user's routes under `/me`.
 
 pub mod error;
+pub mod model;
+pub mod repo;
 pub mod routes;
 pub mod settings;
 pub mod startup;

@@ -32,9 +32,12 @@ impl Application {
             settings: Arc::new(settings.auth.clone()),
             pool: pool.clone(),
         };
+        let catalogue = domain::recipes::Catalogue::load()
+            .map_err(|e| anyhow::anyhow!("recipe catalogue: {e}"))?;
         let state = AppState {
             settings: Arc::new(settings),
             pool: pool.clone(),
+            catalogue: Arc::new(catalogue),
         };
         let server =
             service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {

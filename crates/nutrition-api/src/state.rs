@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use domain::recipes::Catalogue;
 use nutrition_store::PgPool;
 
 use crate::settings::Settings;
@@ -10,4 +11,6 @@ use crate::settings::Settings;
 pub struct AppState {
     pub settings: Arc<Settings>,
     pub pool: PgPool,
+    /// The recipes shipped with the product, loaded and checked at start-up.
+    pub catalogue: Arc<Catalogue>,
 }

@@ -139,13 +139,23 @@ pub mod nutrition {
         }
     }
 
+    diesel::table! {
+        nutrition.pause_period (id) {
+            id -> Int8,
+            user_id -> Text,
+            starts_at -> Timestamptz,
+            ends_at -> Timestamptz,
+        }
+    }
+
     diesel::joinable!(meal_slot -> meal_plan (plan_id));
     diesel::allow_tables_to_appear_in_same_query!(
         profile,
         fast_event,
         meal_plan,
         meal_slot,
-        device_token
+        device_token,
+        pause_period
     );
 }
 

@@ -108,6 +108,11 @@ fn schema_rs_names_only_existing_columns() {
         .limit(0)
         .execute(&mut conn)
         .expect("device_token");
+    nutrition::pause_period::table
+        .select(nutrition::pause_period::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("pause_period");
     scheduler::job_run::table
         .select(scheduler::job_run::all_columns)
         .limit(0)

@@ -190,6 +190,40 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
     }
 }
 
+/// Like [`Json`], but an empty body stands for `T::default()`: for endpoints whose body is optional.
+#[derive(Debug)]
+pub struct JsonOrEmpty<T>(pub T);
+
+impl<T: DeserializeOwned + Default + 'static> FromRequest for JsonOrEmpty<T> {
+    type Error = RequestError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        let mut payload = payload.take();
+        Box::pin(async move {
+            let bytes = read_body(&req, &mut payload, body_limit(&req)).await?;
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                return Ok(JsonOrEmpty(T::default()));
+            }
+            if !is_json_content_type(&req) {
+                return Err(RequestError::UnsupportedMediaType);
+            }
+            parse_json(&bytes).map(JsonOrEmpty)
+        })
+    }
+}
+
+/// Deserialises a field that may be absent (`None`), `null` (`Some(None)`) or a value: the three
+/// meanings a PATCH or an optional-null body field needs. Use with `#[serde(default)]`.
+pub fn double_option<'de, T, D>(de: D) -> Result<Option<Option<T>>, D::Error>
+where
+    T: serde::Deserialize<'de>,
+    D: serde::Deserializer<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(de).map(Some)
+}
+
 /// Query strings and path segments that do not parse answer like bad bodies do.
 pub fn extractor_config(cfg: &mut web::ServiceConfig) {
     cfg.app_data(

@@ -16,6 +16,7 @@ pub mod oauth;
 pub mod postgres;
 pub mod process;
 pub mod proxy;
+pub mod smtp;
 pub mod stack;
 pub mod webdriver;
 

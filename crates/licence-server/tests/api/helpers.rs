@@ -1,21 +1,47 @@
-use licence_server::{Application, Settings};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use licence_server::clock::ManualClock;
+use licence_server::mail::MailerOptions;
+use licence_server::repo::licences::{self, NewLicence};
+use licence_server::{Application, Options, Settings};
+use serde_json::{Value, json};
 use service_kit::Env;
+use sha2::Digest;
 use testkit::mariadb::TestMariaDb;
 use testkit::proxy::TcpProxy;
+use testkit::smtp::SmtpServer;
+use testkit::stack::ScratchDir;
 
 pub const KEY: &str = "test-signing-key-0123456789abcdef-0123";
+pub const WEBHOOK_SECRET: &str = "webhook-secret-0123456789";
+pub const VARIANT_BASIC: u64 = 1001;
+pub const VARIANT_PRO: u64 = 1002;
+pub const VARIANT_PREMIUM: u64 = 1003;
+pub const VARIANT_ANNUAL: u64 = 1004;
+
+/// The release files of every test's builds directory.
+pub const MAC_BUILD: &str = "App-1.8.0.dmg";
+pub const WIN_BUILD: &str = "App Setup 1.8.0.exe";
+/// In the builds directory but not in the manifest.
+pub const UNLISTED: &str = "App-1.7.0.dmg";
+/// Next to the builds directory, outside it.
+pub const OUTSIDE: &str = "outside-secret.txt";
 
 /// The settings every test starts from, with the database at `database_url`.
 pub fn base_env(database_url: &str, builds_dir: &str) -> Vec<(String, String)> {
     [
         ("DATABASE_URL", database_url),
-        ("DATABASE_POOL_SIZE", "4"),
+        ("DATABASE_POOL_SIZE", "8"),
         ("LISTEN_ADDR", "127.0.0.1:0"),
         ("PUBLIC_BASE_URL", "http://127.0.0.1:8083"),
         ("LICENCE_JWT_KEYS", &format!("k1:{KEY}")),
         ("DOWNLOAD_SIGNING_SECRET", KEY),
         ("BUILDS_DIR", builds_dir),
-        ("PAYMENT_WEBHOOK_SECRET", "webhook-secret-0123456789"),
+        ("PAYMENT_WEBHOOK_SECRET", WEBHOOK_SECRET),
         ("PAYMENT_VARIANT_BASIC", "1001"),
         ("PAYMENT_VARIANT_PRO", "1002"),
         ("PAYMENT_VARIANT_PREMIUM", "1003"),
@@ -28,25 +54,340 @@ pub fn base_env(database_url: &str, builds_dir: &str) -> Vec<(String, String)> {
     .collect()
 }
 
-/// A running licence-server on a fresh, migrated database reached through a cuttable proxy.
+/// Mail timings short enough for a test to watch a retry happen.
+pub fn quick_mailer() -> MailerOptions {
+    MailerOptions {
+        poll_interval: Duration::from_millis(100),
+        retry_base: Duration::from_millis(200),
+        retry_max: Duration::from_secs(1),
+        lease: Duration::from_secs(10),
+        smtp_timeout: Duration::from_secs(3),
+    }
+}
+
+/// A running licence-server on a fresh, migrated database reached through a cuttable proxy, with
+/// a real SMTP server, a builds directory holding a release, and a clock the test controls.
 pub struct TestApp {
     pub base: String,
     pub proxy: TcpProxy,
     pub db: TestMariaDb,
+    pub smtp: SmtpServer,
+    pub builds: ScratchDir,
+    pub clock: Arc<ManualClock>,
+    pub client: reqwest::Client,
+    database_url: String,
+    outside: std::path::PathBuf,
 }
 
 pub async fn spawn_app() -> TestApp {
+    spawn_app_at(Utc::now()).await
+}
+
+/// The same, with the application's clock standing at `now`.
+pub async fn spawn_app_at(now: DateTime<Utc>) -> TestApp {
     let db = TestMariaDb::migrated(licence_server::db::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
-    let url = testkit::with_host_port(db.url(), proxy.addr());
-    let builds = std::env::temp_dir().to_string_lossy().into_owned();
-    let settings =
-        Settings::from_env(&Env::from_pairs(base_env(&url, &builds))).expect("valid test settings");
-    let app = Application::build(settings)
+    let database_url = testkit::with_host_port(db.url(), proxy.addr());
+    let smtp = SmtpServer::start().await.expect("start SMTP server");
+    let builds = ScratchDir::new("builds");
+    let outside = write_builds(builds.path());
+    let clock = ManualClock::new(now);
+    let mut app = TestApp {
+        base: String::new(),
+        proxy,
+        db,
+        smtp,
+        builds,
+        clock,
+        client: testkit::http::client(),
+        database_url,
+        outside,
+    };
+    app.base = app.start_instance(&format!("k1:{KEY}")).await;
+    app
+}
+
+fn write_builds(dir: &Path) -> std::path::PathBuf {
+    let manifest = json!({
+        "version": "1.8.0",
+        "pubDate": "2026-11-20T10:00:00Z",
+        "notes": "Faster exports.",
+        "files": [
+            {"platform": "macos-universal", "name": MAC_BUILD},
+            {"platform": "windows-x86_64", "name": WIN_BUILD},
+        ],
+    });
+    std::fs::write(dir.join("latest.json"), manifest.to_string()).expect("write manifest");
+    std::fs::write(dir.join(MAC_BUILD), build_bytes(300_000, 7)).expect("write build");
+    std::fs::write(dir.join(WIN_BUILD), build_bytes(120_000, 11)).expect("write build");
+    std::fs::write(dir.join(UNLISTED), build_bytes(1000, 3)).expect("write build");
+    let outside = dir
+        .parent()
+        .expect("scratch directories have a parent")
+        .join(format!(
+            "{}-{OUTSIDE}",
+            dir.file_name().and_then(|n| n.to_str()).unwrap_or("x")
+        ));
+    std::fs::write(&outside, b"never serve this").expect("write outside file");
+    outside
+}
+
+/// Deterministic, non-repeating content, so that a misplaced byte changes the digest.
+pub fn build_bytes(len: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761).max(1);
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x.to_le_bytes()[0]
+        })
+        .collect()
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    licence_server::signing::to_hex(&sha2::Sha256::digest(bytes))
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.outside);
+    }
+}
+
+impl TestApp {
+    /// Starts another instance of the service on the same database, SMTP server, builds and
+    /// clock, with the key ring `keys`; returns its base address.
+    pub async fn start_instance(&self, keys: &str) -> String {
+        let builds = self.builds.path().to_string_lossy().into_owned();
+        let mut env = base_env(&self.database_url, &builds);
+        for (k, v) in &mut env {
+            match k.as_str() {
+                "LICENCE_JWT_KEYS" => *v = keys.to_owned(),
+                "SMTP_URL" => *v = self.smtp.url(),
+                _ => {}
+            }
+        }
+        let settings = Settings::from_env(&Env::from_pairs(env)).expect("valid test settings");
+        let app = Application::build_with(
+            settings,
+            Options {
+                clock: self.clock.clone(),
+                mailer: quick_mailer(),
+            },
+        )
         .await
         .expect("build licence-server");
-    let base = format!("http://127.0.0.1:{}", app.port());
-    tokio::spawn(app.run_until_stopped());
-    TestApp { base, proxy, db }
+        let base = format!("http://127.0.0.1:{}", app.port());
+        tokio::spawn(app.run_until_stopped());
+        base
+    }
+
+    pub fn outside_path(&self) -> &Path {
+        &self.outside
+    }
+
+    pub fn conn(&self) -> MysqlConnection {
+        self.db.connect()
+    }
+
+    /// A licence made directly in the database, as a purchase would leave it.
+    pub fn licence(&self, plan: &str, status: &str) -> String {
+        let mut conn = self.conn();
+        let key = licence_server::repo::new_licence_key();
+        licences::insert(
+            &mut conn,
+            &NewLicence {
+                id: licence_server::repo::new_id(),
+                license_key: key.clone(),
+                status: status.to_owned(),
+                plan: plan.to_owned(),
+                customer_email: "buyer@example.com".to_owned(),
+                customer_name: Some("Ada Buyer".to_owned()),
+                order_id: None,
+                subscription_id: None,
+                variant_id: None,
+                subscription_synced_at: None,
+                expires_at: None,
+            },
+        )
+        .expect("insert licence");
+        key
+    }
+
+    pub async fn post(&self, path: &str, body: &Value, bearer: Option<&str>) -> (u16, Value) {
+        let mut req = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(token) = bearer {
+            req = req.bearer_auth(token);
+        }
+        answer(req.send().await.expect("POST")).await
+    }
+
+    pub async fn post_raw(&self, path: &str, body: &str) -> (u16, Value) {
+        let req = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        answer(req.send().await.expect("POST")).await
+    }
+
+    pub async fn get(&self, path: &str, bearer: Option<&str>) -> (u16, Value) {
+        let mut req = self.client.get(format!("{}{path}", self.base));
+        if let Some(token) = bearer {
+            req = req.bearer_auth(token);
+        }
+        answer(req.send().await.expect("GET")).await
+    }
+
+    /// Activates `instance` on `key`; the answer.
+    pub async fn activate(&self, key: &str, instance: &str) -> (u16, Value) {
+        self.post(
+            "/api/license/activate",
+            &json!({"licenseKey": key, "instanceId": instance, "instanceName": "Test Mac"}),
+            None,
+        )
+        .await
+    }
+
+    /// A token for a fresh activation of `key` on `instance`.
+    pub async fn token(&self, key: &str, instance: &str) -> String {
+        let (status, body) = self.activate(key, instance).await;
+        assert_eq!(status, 200, "{body}");
+        body["token"].as_str().expect("token").to_owned()
+    }
+
+    /// Delivers a webhook body signed as the payment provider signs it.
+    pub async fn webhook(&self, body: &Value) -> (u16, Value) {
+        let raw = body.to_string();
+        let sig =
+            licence_server::signing::webhook_signature(WEBHOOK_SECRET.as_bytes(), raw.as_bytes());
+        self.webhook_raw(&raw, &sig).await
+    }
+
+    pub async fn webhook_raw(&self, raw: &str, signature: &str) -> (u16, Value) {
+        let resp = self
+            .client
+            .post(format!("{}/api/webhook/lemonsqueezy", self.base))
+            .header("content-type", "application/json")
+            .header("x-event-name", "order_created")
+            .header("x-signature", signature)
+            .body(raw.to_owned())
+            .send()
+            .await
+            .expect("POST webhook");
+        answer(resp).await
+    }
+
+    pub fn count(&self, table: &str) -> i64 {
+        #[derive(QueryableByName)]
+        struct N {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            n: i64,
+        }
+        let n: N = diesel::sql_query(format!("SELECT COUNT(*) AS n FROM {table}"))
+            .get_result(&mut self.conn())
+            .expect("count");
+        n.n
+    }
+
+    pub fn key_of_order(&self, order_id: &str) -> Option<String> {
+        use licence_server::schema::licence;
+        licence::table
+            .filter(licence::order_id.eq(order_id))
+            .select(licence::license_key)
+            .first(&mut self.conn())
+            .optional()
+            .expect("read licence")
+    }
+}
+
+pub async fn answer(resp: reqwest::Response) -> (u16, Value) {
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap_or_default();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, body)
+}
+
+/// Asserts the contract's error shape and code.
+pub fn assert_error(status: u16, body: &Value, want_status: u16, code: &str) {
+    assert_eq!(status, want_status, "{body}");
+    assert_eq!(body["code"], code, "{body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+}
+
+/// A Lemon Squeezy `order_created` payload, trimmed to realistic fields.
+pub fn order_created(order_id: u64, variant_id: u64, email: &str) -> Value {
+    json!({
+        "meta": {"test_mode": true, "event_name": "order_created", "webhook_id": "wh_1"},
+        "data": {
+            "type": "orders",
+            "id": order_id.to_string(),
+            "attributes": {
+                "store_id": 1,
+                "customer_id": 42,
+                "identifier": "104e18a2-d755-4d4b-80c4-a6c1dcbe1c10",
+                "order_number": order_id,
+                "user_name": "Ada <Lovelace>",
+                "user_email": email,
+                "currency": "EUR",
+                "status": "paid",
+                "refunded": false,
+                "first_order_item": {
+                    "id": 7,
+                    "order_id": order_id,
+                    "product_id": 3,
+                    "variant_id": variant_id,
+                    "product_name": "Desktop App",
+                    "price": 4990
+                },
+                "created_at": "2026-11-22T06:00:00.000000Z",
+                "updated_at": "2026-11-22T06:00:00.000000Z"
+            }
+        }
+    })
+}
+
+/// A `subscription_*` payload.
+#[allow(clippy::too_many_arguments)]
+pub fn subscription_event(
+    event: &str,
+    subscription_id: u64,
+    order_id: u64,
+    variant_id: u64,
+    status: &str,
+    ends_at: Option<&str>,
+    updated_at: &str,
+    email: &str,
+) -> Value {
+    json!({
+        "meta": {"test_mode": true, "event_name": event},
+        "data": {
+            "type": "subscriptions",
+            "id": subscription_id.to_string(),
+            "attributes": {
+                "store_id": 1,
+                "customer_id": 42,
+                "order_id": order_id,
+                "product_id": 3,
+                "variant_id": variant_id,
+                "user_name": "Grace Hopper",
+                "user_email": email,
+                "status": status,
+                "cancelled": status == "cancelled",
+                "renews_at": "2026-12-22T06:00:00.000000Z",
+                "ends_at": ends_at,
+                "created_at": "2026-11-22T06:00:00.000000Z",
+                "updated_at": updated_at
+            }
+        }
+    })
 }

@@ -1,5 +1,11 @@
-//! Black-box tests of licence-server against a real MariaDB database.
+//! Black-box tests of licence-server against a real MariaDB database and a real SMTP server.
 
+mod admin;
 mod helpers;
+mod licences;
 mod migrations;
 mod operations;
+mod releases;
+mod tokens;
+mod usage;
+mod webhook;

@@ -4,14 +4,58 @@ use actix_web::middleware::from_fn;
 use actix_web::web;
 use service_kit::http::method_not_allowed;
 
+mod fasts;
 mod me;
+mod pause;
+mod plans;
+mod preferences;
+mod recipes;
+mod stats;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/me")
             .wrap(from_fn(session::guard::resend_refreshed_cookie))
             .wrap(from_fn(session::origin::check_origin))
-            .service(resource("").route(web::get().to(me::me))),
+            .service(resource("").route(web::get().to(me::me)))
+            .service(
+                resource("/preferences")
+                    .route(web::get().to(preferences::get))
+                    .route(web::patch().to(preferences::patch)),
+            )
+            .service(
+                resource("/fast-events")
+                    .route(web::get().to(fasts::list))
+                    .route(web::post().to(fasts::start)),
+            )
+            // Registered before "/fast-events/{id}" so that "current" is not taken for an id.
+            .service(resource("/fast-events/current").route(web::get().to(fasts::current)))
+            .service(
+                resource("/fast-events/{id}")
+                    .route(web::get().to(fasts::one))
+                    .route(web::patch().to(fasts::patch)),
+            )
+            .service(resource("/fast-events/{id}/end").route(web::post().to(fasts::end)))
+            .service(
+                resource("/fast-events/{id}/break-fast-suggestions")
+                    .route(web::get().to(fasts::suggestions)),
+            )
+            .service(resource("/fasting/stats").route(web::get().to(stats::stats)))
+            .service(
+                resource("/fasting/pause")
+                    .route(web::get().to(pause::get))
+                    .route(web::post().to(pause::set)),
+            )
+            .service(resource("/meal-plans").route(web::post().to(plans::create)))
+            .service(resource("/meal-plans/today").route(web::get().to(plans::today)))
+            .service(resource("/meal-plans/{id}").route(web::get().to(plans::one)))
+            .service(
+                resource("/meal-plans/slots/{id}/consumed")
+                    .route(web::post().to(plans::consume))
+                    .route(web::delete().to(plans::unconsume)),
+            )
+            .service(resource("/recipes").route(web::get().to(recipes::list)))
+            .service(resource("/recipes/{id}").route(web::get().to(recipes::one))),
     );
 }
 

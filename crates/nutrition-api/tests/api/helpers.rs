@@ -1,15 +1,40 @@
+use chrono::Utc;
+use diesel::RunQueryDsl;
 use nutrition_api::{Application, Settings};
+use reqwest::Method;
+use serde_json::Value;
 use service_kit::Env;
+use session::AuthSettings;
 use testkit::postgres::TestPostgres;
 use testkit::proxy::TcpProxy;
 
 pub const SECRET: &str = "test-secret-0123456789abcdef-0123456789";
+pub const BASE_URL: &str = "http://localhost:8080";
 
 /// A running nutrition-api on a fresh, migrated database reached through a cuttable proxy.
 pub struct TestApp {
     pub base: String,
     pub proxy: TcpProxy,
     pub db: TestPostgres,
+    pub http: reqwest::Client,
+    auth: AuthSettings,
+}
+
+/// A signed-in user: the session cookie a browser would hold.
+#[derive(Clone)]
+pub struct User {
+    pub id: String,
+    pub cookie: String,
+}
+
+pub fn env_pairs(database_url: &str) -> Vec<(String, String)> {
+    vec![
+        ("DATABASE_URL".into(), database_url.into()),
+        ("DATABASE_POOL_SIZE".into(), "8".into()),
+        ("LISTEN_ADDR".into(), "127.0.0.1:0".into()),
+        ("AUTH_SECRET".into(), SECRET.into()),
+        ("AUTH_BASE_URL".into(), BASE_URL.into()),
+    ]
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -17,18 +42,113 @@ pub async fn spawn_app() -> TestApp {
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
     let url = testkit::with_host_port(db.url(), proxy.addr());
-    let env = Env::from_pairs([
-        ("DATABASE_URL", url.as_str()),
-        ("DATABASE_POOL_SIZE", "4"),
-        ("LISTEN_ADDR", "127.0.0.1:0"),
-        ("AUTH_SECRET", SECRET),
-        ("AUTH_BASE_URL", "http://localhost:8080"),
-    ]);
+    let env = Env::from_pairs(env_pairs(&url));
     let settings = Settings::from_env(&env).expect("valid test settings");
+    let auth = settings.auth.clone();
     let app = Application::build(settings)
         .await
         .expect("build nutrition-api");
     let base = format!("http://127.0.0.1:{}", app.port());
     tokio::spawn(app.run_until_stopped());
-    TestApp { base, proxy, db }
+    TestApp {
+        base,
+        proxy,
+        db,
+        http: testkit::http::client(),
+        auth,
+    }
+}
+
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub body: Value,
+    pub text: String,
+}
+
+impl TestApp {
+    /// A user with a session, as auth would have created them.
+    pub fn user(&self, email: &str) -> User {
+        let mut conn = self.db.connect();
+        let id = session::ids::id();
+        diesel::sql_query(format!(
+            "INSERT INTO auth.\"user\" (id, name, email) VALUES ('{id}', 'Test', '{email}')"
+        ))
+        .execute(&mut conn)
+        .expect("insert user");
+        let s = session::store::create(&mut conn, &id, true, &Default::default(), Utc::now())
+            .expect("session");
+        let set = session::cookie::set_session(&self.auth, &s.token, true);
+        let cookie = set.split(';').next().expect("pair").to_owned();
+        User { id, cookie }
+    }
+
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        user: Option<&User>,
+        body: Option<Value>,
+    ) -> Resp {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(u) = user {
+            req = req.header("cookie", &u.cookie).header("origin", BASE_URL);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Resp { status, body, text }
+    }
+
+    pub async fn get(&self, path: &str, user: &User) -> Resp {
+        self.call(Method::GET, path, Some(user), None).await
+    }
+
+    pub async fn post(&self, path: &str, user: &User, body: Value) -> Resp {
+        self.call(Method::POST, path, Some(user), Some(body)).await
+    }
+
+    pub async fn patch(&self, path: &str, user: &User, body: Value) -> Resp {
+        self.call(Method::PATCH, path, Some(user), Some(body)).await
+    }
+
+    /// Sends a raw body (malformed JSON tests).
+    pub async fn raw(&self, method: Method, path: &str, user: &User, body: &str) -> Resp {
+        let resp = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("cookie", &user.cookie)
+            .header("origin", BASE_URL)
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+            .await
+            .expect("request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Resp { status, body, text }
+    }
+
+    pub fn sql(&self, query: &str) -> usize {
+        let mut conn = self.db.connect();
+        diesel::sql_query(query).execute(&mut conn).expect("sql")
+    }
+
+    pub fn count(&self, query: &str) -> i64 {
+        #[derive(diesel::QueryableByName)]
+        struct C {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            n: i64,
+        }
+        let mut conn = self.db.connect();
+        diesel::sql_query(query)
+            .get_result::<C>(&mut conn)
+            .map(|c| c.n)
+            .unwrap_or(-1)
+    }
 }

@@ -1,0 +1,133 @@
+//! The `activation` table and the activation flow, whose limit holds under concurrent requests.
+
+use chrono::NaiveDateTime;
+use diesel::mysql::MysqlConnection;
+use diesel::prelude::*;
+use domain::licensing::ACTIVATION_LIMIT;
+
+use super::licences::{self, LicenceRow};
+use crate::schema::activation;
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = activation, check_for_backend(diesel::mysql::Mysql))]
+pub struct ActivationRow {
+    pub id: String,
+    pub licence_id: String,
+    pub instance_id: String,
+    pub instance_name: Option<String>,
+    pub created_at: NaiveDateTime,
+    pub last_validated_at: NaiveDateTime,
+}
+
+pub fn list(conn: &mut MysqlConnection, licence_id: &str) -> QueryResult<Vec<ActivationRow>> {
+    activation::table
+        .filter(activation::licence_id.eq(licence_id))
+        .order(activation::created_at.asc())
+        .select(ActivationRow::as_select())
+        .load(conn)
+}
+
+pub fn count(conn: &mut MysqlConnection, licence_id: &str) -> QueryResult<u32> {
+    let n: i64 = activation::table
+        .filter(activation::licence_id.eq(licence_id))
+        .count()
+        .get_result(conn)?;
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+pub fn find(
+    conn: &mut MysqlConnection,
+    licence_id: &str,
+    instance_id: &str,
+) -> QueryResult<Option<ActivationRow>> {
+    activation::table
+        .filter(activation::licence_id.eq(licence_id))
+        .filter(activation::instance_id.eq(instance_id))
+        .select(ActivationRow::as_select())
+        .first(conn)
+        .optional()
+}
+
+/// Records a successful validation.
+pub fn touch(conn: &mut MysqlConnection, id: &str, at: NaiveDateTime) -> QueryResult<()> {
+    diesel::update(activation::table.find(id))
+        .set(activation::last_validated_at.eq(at))
+        .execute(conn)?;
+    Ok(())
+}
+
+/// Frees the slot of `instance_id`; the number of rows removed (0 or 1).
+pub fn delete(
+    conn: &mut MysqlConnection,
+    licence_id: &str,
+    instance_id: &str,
+) -> QueryResult<usize> {
+    diesel::delete(
+        activation::table
+            .filter(activation::licence_id.eq(licence_id))
+            .filter(activation::instance_id.eq(instance_id)),
+    )
+    .execute(conn)
+}
+
+pub enum Activated {
+    Done {
+        licence: Box<LicenceRow>,
+        activation: ActivationRow,
+        usage: u32,
+    },
+    LicenceNotFound,
+    Inactive,
+    LimitReached,
+}
+
+/// Activates `instance_id` on the licence `key`. The licence row is locked first, so concurrent
+/// activations of one licence run one after the other and each sees the others' slots; the same
+/// instance again reuses its slot (and takes the new name, if one is given).
+pub fn activate(
+    conn: &mut MysqlConnection,
+    key: &str,
+    instance_id: &str,
+    instance_name: Option<&str>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> QueryResult<Activated> {
+    conn.transaction(|conn| {
+        let Some(licence) = licences::find_by_key_for_update(conn, key)? else {
+            return Ok(Activated::LicenceNotFound);
+        };
+        if !licence.has_access(now) {
+            return Ok(Activated::Inactive);
+        }
+        let at = now.naive_utc();
+        if let Some(existing) = find(conn, &licence.id, instance_id)? {
+            let name = instance_name.map(str::to_owned).or(existing.instance_name);
+            diesel::update(activation::table.find(&existing.id))
+                .set((
+                    activation::instance_name.eq(&name),
+                    activation::last_validated_at.eq(at),
+                ))
+                .execute(conn)?;
+        } else {
+            if count(conn, &licence.id)? >= ACTIVATION_LIMIT {
+                return Ok(Activated::LimitReached);
+            }
+            diesel::insert_into(activation::table)
+                .values((
+                    activation::id.eq(super::new_id()),
+                    activation::licence_id.eq(&licence.id),
+                    activation::instance_id.eq(instance_id),
+                    activation::instance_name.eq(instance_name),
+                    activation::created_at.eq(at),
+                    activation::last_validated_at.eq(at),
+                ))
+                .execute(conn)?;
+        }
+        let activation = find(conn, &licence.id, instance_id)?.ok_or(diesel::NotFound)?;
+        let usage = count(conn, &licence.id)?;
+        Ok(Activated::Done {
+            licence: Box::new(licence),
+            activation,
+            usage,
+        })
+    })
+}

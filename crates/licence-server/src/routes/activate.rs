@@ -1,0 +1,82 @@
+use actix_web::web;
+use serde::{Deserialize, Serialize};
+use service_kit::http::Json;
+
+use super::{AppState, instance_field, issue, licence_key_field};
+use crate::error::ApiError;
+use crate::repo::activations::{self, Activated};
+use crate::wire::{IssuedToken, LicenceView};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Body {
+    #[serde(alias = "license_key")]
+    license_key: String,
+    #[serde(alias = "instance_id")]
+    instance_id: String,
+    #[serde(default, alias = "instance_name")]
+    instance_name: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer {
+    activated: bool,
+    #[serde(flatten)]
+    token: IssuedToken,
+    instance: Instance,
+    license: LicenceView,
+}
+
+#[derive(Serialize)]
+struct Instance {
+    id: String,
+    name: Option<String>,
+}
+
+/// `POST /api/license/activate`
+#[tracing::instrument(skip_all)]
+pub async fn activate(
+    state: web::Data<AppState>,
+    body: Json<Body>,
+) -> Result<web::Json<Answer>, ApiError> {
+    let body = body.into_inner();
+    let key = licence_key_field(&body.license_key)?;
+    let instance_id = instance_field(&body.instance_id)?;
+    let name = match body.instance_name.as_deref().map(str::trim) {
+        Some(n) if n.chars().count() > 255 || n.chars().any(char::is_control) => {
+            return Err(ApiError::Validation(
+                "instanceName: must be at most 255 printable characters".into(),
+            ));
+        }
+        Some("") | None => None,
+        Some(n) => Some(n.to_owned()),
+    };
+    let now = state.clock.now();
+    let (licence, activation, usage) = service_kit::db::run(&state.pool, {
+        let instance_id = instance_id.clone();
+        move |conn| match activations::activate(conn, &key, &instance_id, name.as_deref(), now)? {
+            Activated::Done {
+                licence,
+                activation,
+                usage,
+            } => Ok((*licence, activation, usage)),
+            Activated::LicenceNotFound => Err(ApiError::LicenceNotFound),
+            Activated::Inactive => Err(ApiError::LicenceInactive),
+            Activated::LimitReached => Err(ApiError::ActivationLimitReached {
+                limit: domain::licensing::ACTIVATION_LIMIT,
+            }),
+        }
+    })
+    .await?;
+    let token = issue(&state, &licence, &instance_id)?;
+    Ok(web::Json(Answer {
+        activated: true,
+        token,
+        instance: Instance {
+            id: activation.instance_id,
+            name: activation.instance_name,
+        },
+        license: LicenceView::new(&licence, usage),
+    }))
+}

@@ -1,0 +1,204 @@
+//! `GET /api/download?file=&expires=&sig=`: a signed address of a manifest file, streamed with
+//! `Range` (one range; several are answered with the whole file, as RFC 9110 allows), a strong
+//! `ETag` (the file's SHA-256, identical on every replica) and `If-Range`.
+
+use std::io::SeekFrom;
+
+use actix_web::body::SizedStream;
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpRequest, HttpResponse, web};
+use futures_util::stream;
+use serde::Deserialize;
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+
+use super::AppState;
+use crate::error::ApiError;
+use crate::signing;
+
+#[derive(Debug, Deserialize)]
+pub struct Query {
+    file: Option<String>,
+    expires: Option<String>,
+    sig: Option<String>,
+}
+
+const CHUNK: usize = 256 * 1024;
+
+#[tracing::instrument(skip_all)]
+pub async fn download(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    query: web::Query<Query>,
+) -> Result<HttpResponse, ApiError> {
+    let Query { file, expires, sig } = query.into_inner();
+    let (Some(file), Some(expires), Some(sig)) = (file, expires, sig) else {
+        return Err(ApiError::InvalidDownloadSignature);
+    };
+    let expires: i64 = expires
+        .parse()
+        .map_err(|_| ApiError::InvalidDownloadSignature)?;
+    let secret = state.settings.download_signing_secret.expose().as_bytes();
+    if !signing::verify_download(secret, &file, expires, &sig, state.clock.now()) {
+        return Err(ApiError::InvalidDownloadSignature);
+    }
+    let builds = state.builds.clone();
+    let info = web::block(move || builds.listed_file(&file))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::ReleasesUnavailable)?
+        .ok_or(ApiError::FileNotFound)?;
+
+    let etag = format!("\"{}\"", info.sha256);
+    let size = info.size;
+    let range = match req.headers().get(header::RANGE) {
+        Some(value) if if_range_allows(&req, &etag) => parse_range(value, size)?,
+        _ => None,
+    };
+    let (status, start, len) = match range {
+        Some((start, end)) => (StatusCode::PARTIAL_CONTENT, start, end - start + 1),
+        None => (StatusCode::OK, 0, size),
+    };
+
+    let mut resp = HttpResponse::build(status);
+    resp.insert_header((header::CONTENT_TYPE, "application/octet-stream"))
+        .insert_header((header::ACCEPT_RANGES, "bytes"))
+        .insert_header((header::ETAG, etag))
+        .insert_header((header::CACHE_CONTROL, "private, no-transform"))
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            content_disposition(info.path.file_name().and_then(|n| n.to_str())),
+        ));
+    if status == StatusCode::PARTIAL_CONTENT {
+        resp.insert_header((
+            header::CONTENT_RANGE,
+            format!("bytes {start}-{}/{size}", start + len - 1),
+        ));
+    }
+    let mut f = tokio::fs::File::open(&info.path)
+        .await
+        .map_err(|_| ApiError::FileNotFound)?;
+    f.seek(SeekFrom::Start(start))
+        .await
+        .map_err(ApiError::internal)?;
+    let body = stream::unfold((f, len), |(mut f, left)| async move {
+        if left == 0 {
+            return None;
+        }
+        let want = usize::try_from(left).map_or(CHUNK, |l| l.min(CHUNK));
+        let mut buf = vec![0u8; want];
+        match f.read(&mut buf).await {
+            Ok(0) => Some((
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "file shrank while being sent",
+                )),
+                (f, 0),
+            )),
+            Ok(n) => {
+                buf.truncate(n);
+                let sent = u64::try_from(n).unwrap_or(left);
+                Some((Ok(web::Bytes::from(buf)), (f, left.saturating_sub(sent))))
+            }
+            Err(e) => Some((Err(e), (f, 0))),
+        }
+    });
+    // Sized, so that Content-Length is sent and HEAD answers carry it without a body.
+    Ok(resp.body(SizedStream::new(len, body)))
+}
+
+/// `If-Range` with the current ETag (or absent) lets the range apply; anything else (an old
+/// ETag, a date, which a strong validator never matches) asks for the whole, changed file.
+fn if_range_allows(req: &HttpRequest, etag: &str) -> bool {
+    match req.headers().get(header::IF_RANGE) {
+        None => true,
+        Some(v) => v.to_str().ok().map(str::trim) == Some(etag),
+    }
+}
+
+/// One byte range of a file of `size` bytes as inclusive `(start, end)`. `Ok(None)` means "send
+/// the whole file" (several ranges, other units, unparsable headers are ignored as RFC 9110
+/// permits); a well-formed range entirely outside the file is 416.
+fn parse_range(value: &HeaderValue, size: u64) -> Result<Option<(u64, u64)>, ApiError> {
+    let Ok(value) = value.to_str() else {
+        return Ok(None);
+    };
+    let Some(spec) = value.trim().strip_prefix("bytes=") else {
+        return Ok(None);
+    };
+    if spec.contains(',') {
+        return Ok(None);
+    }
+    let Some((first, last)) = spec.trim().split_once('-') else {
+        return Ok(None);
+    };
+    let (first, last) = (first.trim(), last.trim());
+    let unsatisfiable = ApiError::RangeNotSatisfiable { size };
+    if first.is_empty() {
+        // A suffix: the last N bytes.
+        let Ok(n) = last.parse::<u64>() else {
+            return Ok(None);
+        };
+        if n == 0 || size == 0 {
+            return Err(unsatisfiable);
+        }
+        return Ok(Some((size.saturating_sub(n), size - 1)));
+    }
+    let Ok(start) = first.parse::<u64>() else {
+        return Ok(None);
+    };
+    let end = if last.is_empty() {
+        size.saturating_sub(1)
+    } else {
+        match last.parse::<u64>() {
+            Ok(end) if end >= start => end.min(size.saturating_sub(1)),
+            _ => return Ok(None),
+        }
+    };
+    if start >= size {
+        return Err(unsatisfiable);
+    }
+    Ok(Some((start, end)))
+}
+
+fn content_disposition(name: Option<&str>) -> String {
+    let safe: String = name
+        .unwrap_or("download")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._- ".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("attachment; filename=\"{safe}\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(s: &str, size: u64) -> Result<Option<(u64, u64)>, ApiError> {
+        parse_range(&HeaderValue::from_str(s).expect("header"), size)
+    }
+
+    #[test]
+    fn ranges() {
+        assert!(matches!(range("bytes=0-9", 100), Ok(Some((0, 9)))));
+        assert!(matches!(range("bytes=90-", 100), Ok(Some((90, 99)))));
+        assert!(matches!(range("bytes=-10", 100), Ok(Some((90, 99)))));
+        assert!(matches!(range("bytes=-500", 100), Ok(Some((0, 99)))));
+        assert!(matches!(range("bytes=50-500", 100), Ok(Some((50, 99)))));
+        assert!(matches!(range("bytes=0-1,5-6", 100), Ok(None)));
+        assert!(matches!(range("items=0-1", 100), Ok(None)));
+        assert!(matches!(range("bytes=9-1", 100), Ok(None)));
+        assert!(matches!(range("bytes=x-1", 100), Ok(None)));
+        assert!(matches!(
+            range("bytes=100-", 100),
+            Err(ApiError::RangeNotSatisfiable { size: 100 })
+        ));
+        assert!(range("bytes=-0", 100).is_err());
+    }
+}

@@ -1,0 +1,34 @@
+use actix_web::{HttpRequest, web};
+use serde::Serialize;
+
+use super::{AppState, authorise, claims};
+use crate::error::ApiError;
+use crate::repo::usage;
+use crate::wire::UsageReport;
+
+#[derive(Serialize)]
+pub struct Answer {
+    features: &'static [&'static str],
+    #[serde(flatten)]
+    usage: UsageReport,
+}
+
+/// `GET /api/usage/status`: today's usage against the plan, with the plan's features.
+#[tracing::instrument(skip_all)]
+pub async fn status(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+) -> Result<web::Json<Answer>, ApiError> {
+    let auth = authorise(&state, claims(&state, &req)?).await?;
+    let now = state.clock.now();
+    let plan = auth.licence.plan();
+    let day = domain::licensing::quota_day(now);
+    let used = service_kit::db::run(&state.pool, move |conn| {
+        usage::used(conn, &auth.licence.id, day).map_err(ApiError::from)
+    })
+    .await?;
+    Ok(web::Json(Answer {
+        features: plan.features(),
+        usage: UsageReport::new(plan, used, now),
+    }))
+}

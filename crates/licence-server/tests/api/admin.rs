@@ -1,0 +1,155 @@
+//! The admin subcommands, run as the real binary against the database of a running service.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use testkit::process;
+
+use crate::helpers::{TestApp, assert_error, spawn_app};
+
+fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_licence-server"))
+}
+
+fn admin(app: &TestApp, args: &[&str]) -> (bool, Value, String) {
+    let mut all = vec!["admin"];
+    all.extend_from_slice(args);
+    let out = process::run(
+        bin(),
+        &all,
+        &[("DATABASE_URL", app.db.url()), ("RUST_LOG", "warn")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+    (
+        out.status.success(),
+        value,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_manage_licences_from_the_command_line() {
+    let app = spawn_app().await;
+    let (ok, created, err) = admin(
+        &app,
+        &[
+            "create",
+            "--email",
+            "shop@example.com",
+            "--name",
+            "Shop Buyer",
+            "--plan",
+            "premium",
+        ],
+    );
+    assert!(ok, "{err}");
+    let key = created["key"].as_str().expect("key").to_owned();
+    assert_eq!(created["plan"], "premium");
+    assert_eq!(created["status"], "active");
+    assert_eq!(created["dailyQuota"], 150);
+    assert_eq!(created["emails"].as_array().map(Vec::len), Some(1));
+
+    // The running service sends the queued e-mail.
+    let mails = app.smtp.wait_for(1, Duration::from_secs(10)).await;
+    assert_eq!(mails.len(), 1);
+    assert_eq!(mails[0].rcpt_to, vec!["shop@example.com".to_owned()]);
+
+    assert_eq!(app.activate(&key, "office-pc").await.0, 200);
+    assert_eq!(app.activate(&key, "home-pc").await.0, 200);
+    let (ok, shown, err) = admin(&app, &["show", &key.to_lowercase()]);
+    assert!(ok, "{err}");
+    let instances: Vec<&str> = shown["activations"]
+        .as_array()
+        .expect("activations")
+        .iter()
+        .filter_map(|a| a["instanceId"].as_str())
+        .collect();
+    assert_eq!(instances, ["office-pc", "home-pc"]);
+    assert!(shown["emails"][0]["sentAt"].is_string(), "{shown}");
+
+    let (ok, released, err) = admin(&app, &["release", &key, "office-pc"]);
+    assert!(ok, "{err}");
+    assert_eq!(released["activations"].as_array().map(Vec::len), Some(1));
+    let (s, b) = app
+        .post(
+            "/api/license/validate",
+            &json!({"licenseKey": key, "instanceId": "office-pc"}),
+            None,
+        )
+        .await;
+    assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
+    let (ok, _, err) = admin(&app, &["release", &key, "office-pc"]);
+    assert!(!ok && err.contains("office-pc"), "{err}");
+
+    let (ok, disabled, err) = admin(&app, &["disable", &key]);
+    assert!(ok, "{err}");
+    assert!(disabled["disabledAt"].is_string());
+    assert_eq!(disabled["hasAccess"], false);
+    let (s, b) = app.activate(&key, "home-pc").await;
+    assert_error(s, &b, 403, "LICENSE_INACTIVE");
+    assert_eq!(b["valid"], false);
+
+    let (ok, enabled, err) = admin(&app, &["enable", &key]);
+    assert!(ok, "{err}");
+    assert_eq!(enabled["disabledAt"], Value::Null);
+    assert_eq!(app.activate(&key, "home-pc").await.0, 200);
+
+    let (ok, _, err) = admin(&app, &["resend-email", &key]);
+    assert!(ok, "{err}");
+    let mails = app.smtp.wait_for(2, Duration::from_secs(10)).await;
+    assert_eq!(mails.len(), 2, "the e-mail went out again");
+
+    let (ok, _, err) = admin(&app, &["show", "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ"]);
+    assert!(!ok);
+    assert!(err.contains("no licence"), "{err}");
+    let (ok, _, err) = admin(
+        &app,
+        &["create", "--email", "x@example.com", "--plan", "gold"],
+    );
+    assert!(!ok && err.contains("gold"), "{err}");
+    let (ok, _, err) = admin(
+        &app,
+        &["create", "--email", "not-an-address", "--plan", "basic"],
+    );
+    assert!(!ok && err.contains("not-an-address"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refunded_licence_can_be_enabled_again_and_annual_lasts_a_year() {
+    let app = spawn_app().await;
+    let (ok, created, err) = admin(
+        &app,
+        &[
+            "create",
+            "--email",
+            "a@example.com",
+            "--plan",
+            "annual",
+            "--no-email",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(created["emails"], json!([]));
+    let expires =
+        chrono::DateTime::parse_from_rfc3339(created["expiresAt"].as_str().expect("expiry"))
+            .expect("RFC 3339");
+    let days = (expires.with_timezone(&chrono::Utc) - chrono::Utc::now()).num_hours();
+    assert!((365 * 24 - 1..=365 * 24).contains(&days), "{days}");
+    let key = created["key"].as_str().expect("key").to_owned();
+    use diesel::prelude::*;
+    use licence_server::schema::licence;
+    diesel::update(licence::table.filter(licence::license_key.eq(&key)))
+        .set((
+            licence::status.eq("refunded"),
+            licence::disabled_at.eq(Some(chrono::Utc::now().naive_utc())),
+        ))
+        .execute(&mut app.conn())
+        .expect("refund");
+    assert_eq!(app.activate(&key, "pc").await.0, 403);
+    let (ok, enabled, err) = admin(&app, &["enable", &key]);
+    assert!(ok, "{err}");
+    assert_eq!(enabled["status"], "active");
+    assert_eq!(app.activate(&key, "pc").await.0, 200);
+}

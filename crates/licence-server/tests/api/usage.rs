@@ -1,0 +1,156 @@
+//! Plans, features and the daily quota per Europe/Rome day.
+
+use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
+use serde_json::json;
+
+use crate::helpers::{TestApp, assert_error, spawn_app, spawn_app_at};
+
+fn utc(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s)
+        .expect("valid instant")
+        .with_timezone(&Utc)
+}
+
+async fn consume(app: &TestApp, token: &str) -> (u16, serde_json::Value, Option<String>) {
+    let resp = app
+        .client
+        .post(format!("{}/api/usage/consume", app.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("POST");
+    let retry_after = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let (s, b) = crate::helpers::answer(resp).await;
+    (s, b, retry_after)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_concurrent_consumes_on_basic_take_exactly_ten() {
+    let app = spawn_app_at(utc("2026-06-10T08:00:00Z")).await;
+    let key = app.licence("basic", "active");
+    let token = app.token(&key, "pc").await;
+    let results = join_all((0..30).map(|_| consume(&app, &token))).await;
+    let ok: Vec<_> = results.iter().filter(|r| r.0 == 200).collect();
+    let refused: Vec<_> = results.iter().filter(|r| r.0 == 429).collect();
+    assert_eq!((ok.len(), refused.len()), (10, 20), "{results:?}");
+    let mut used: Vec<u64> = ok.iter().filter_map(|r| r.1["used"].as_u64()).collect();
+    used.sort_unstable();
+    assert_eq!(
+        used,
+        (1..=10).collect::<Vec<u64>>(),
+        "each success counted once"
+    );
+    for (_, body, retry_after) in refused {
+        assert_eq!(body["code"], "DAILY_QUOTA_EXCEEDED", "{body}");
+        assert!(body["message"].is_string());
+        assert_eq!(body["plan"], "basic");
+        assert_eq!(body["used"], 10);
+        assert_eq!(body["limit"], 10);
+        assert_eq!(body["remaining"], 0);
+        // 10:00 in Rome (CEST): the quota resets at 22:00 UTC, 14 hours later.
+        assert_eq!(body["resetsAt"], "2026-06-10T22:00:00Z");
+        assert_eq!(retry_after.as_deref(), Some("50400"));
+    }
+    let (s, b) = app.get("/api/usage/status", Some(&token)).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(
+        b,
+        json!({"plan": "basic", "features": ["audio"], "used": 10, "limit": 10, "remaining": 0,
+               "resetsAt": "2026-06-10T22:00:00Z"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_day_resets_at_rome_midnight_on_the_spring_dst_day() {
+    // Sunday 29 March 2026: Rome moves from CET to CEST, the day has 23 hours.
+    let app = spawn_app_at(utc("2026-03-28T23:00:00Z")).await; // 00:00 in Rome, 29 March
+    let key = app.licence("basic", "active");
+    let token = app.token(&key, "pc").await;
+    for i in 1..=10 {
+        let (s, b, _) = consume(&app, &token).await;
+        assert_eq!((s, b["used"].as_u64()), (200, Some(i)), "{b}");
+        assert_eq!(b["resetsAt"], "2026-03-29T22:00:00Z");
+    }
+    // 23:59:59 in Rome (CEST): still the same day.
+    app.clock.set(utc("2026-03-29T21:59:59Z"));
+    let (s, b, _) = consume(&app, &token).await;
+    assert_error(s, &b, 429, "DAILY_QUOTA_EXCEEDED");
+    let token = app.token(&key, "pc").await;
+    // Midnight in Rome: 23 hours after the day began.
+    app.clock.set(utc("2026-03-29T22:00:00Z"));
+    let (s, b, _) = consume(&app, &token).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["used"], 1);
+    assert_eq!(b["remaining"], 9);
+    assert_eq!(b["resetsAt"], "2026-03-30T22:00:00Z");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_day_resets_at_rome_midnight_on_the_autumn_dst_day() {
+    // Sunday 25 October 2026: CEST back to CET, the day has 25 hours.
+    let app = spawn_app_at(utc("2026-10-24T22:00:00Z")).await; // 00:00 in Rome, 25 October
+    let key = app.licence("basic", "active");
+    let token = app.token(&key, "pc").await;
+    for _ in 0..10 {
+        assert_eq!(consume(&app, &token).await.0, 200);
+    }
+    // 24 hours later it is only 23:00 in Rome: the same day, still exhausted.
+    app.clock.set(utc("2026-10-25T22:00:00Z"));
+    let token = app.token(&key, "pc").await;
+    let (s, b, retry_after) = consume(&app, &token).await;
+    assert_error(s, &b, 429, "DAILY_QUOTA_EXCEEDED");
+    assert_eq!(b["resetsAt"], "2026-10-25T23:00:00Z");
+    assert_eq!(retry_after.as_deref(), Some("3600"));
+    app.clock.set(utc("2026-10-25T23:00:00Z"));
+    let (s, b, _) = consume(&app, &token).await;
+    assert_eq!((s, &b["used"]), (200, &json!(1)), "{b}");
+    assert_eq!(b["resetsAt"], "2026-10-26T23:00:00Z");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_reports_each_plan() {
+    let app = spawn_app().await;
+    for (plan, limit, features) in [
+        ("basic", 10, json!(["audio"])),
+        ("pro", 30, json!(["audio", "video", "image", "export"])),
+        ("premium", 150, json!(["audio", "video", "image", "export"])),
+        ("annual", 30, json!(["audio", "video", "image", "export"])),
+    ] {
+        let key = app.licence(plan, "active");
+        let token = app.token(&key, "pc").await;
+        let (s, b) = app.get("/api/usage/status", Some(&token)).await;
+        assert_eq!(s, 200, "{b}");
+        assert_eq!(b["plan"], plan);
+        assert_eq!(b["limit"], limit);
+        assert_eq!(b["used"], 0);
+        assert_eq!(b["remaining"], limit);
+        assert_eq!(b["features"], features);
+        assert!(b["resetsAt"].as_str().is_some_and(|t| t.ends_with('Z')));
+        let (s, b, _) = consume(&app, &token).await;
+        assert_eq!((s, &b["remaining"]), (200, &json!(limit - 1)), "{b}");
+    }
+    let (s, b) = app.get("/api/usage/status", None).await;
+    assert_error(s, &b, 401, "INVALID_TOKEN");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consuming_needs_an_active_licence_and_installation() {
+    let app = spawn_app().await;
+    let key = app.licence("pro", "active");
+    let token = app.token(&key, "pc").await;
+    let (s, _) = app
+        .post(
+            "/api/license/deactivate",
+            &json!({"licenseKey": key, "instanceId": "pc"}),
+            None,
+        )
+        .await;
+    assert_eq!(s, 200);
+    let (s, b, _) = consume(&app, &token).await;
+    assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
+}

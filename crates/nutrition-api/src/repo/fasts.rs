@@ -1,0 +1,177 @@
+//! Fast events.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use domain::fasting::FastStatus;
+use domain::protocol::Protocol;
+use nutrition_store::schema::nutrition::fast_event;
+
+use crate::model::{FastRow, Symptoms};
+
+/// Starts a fast, unless one is running (`Ok(None)`): the partial unique index decides, so of
+/// parallel starts exactly one wins.
+pub fn start(
+    conn: &mut PgConnection,
+    user_id: &str,
+    protocol: Protocol,
+    started_at: DateTime<Utc>,
+    auto_started: bool,
+) -> QueryResult<Option<FastRow>> {
+    let now = Utc::now();
+    diesel::insert_into(fast_event::table)
+        .values((
+            fast_event::id.eq(session::ids::id()),
+            fast_event::user_id.eq(user_id),
+            fast_event::status.eq(FastStatus::InProgress.as_str()),
+            fast_event::protocol.eq(protocol.to_string()),
+            fast_event::started_at.eq(started_at),
+            fast_event::planned_end_at.eq(started_at + protocol.planned_duration()),
+            fast_event::auto_started.eq(auto_started),
+            fast_event::created_at.eq(now),
+            fast_event::updated_at.eq(now),
+        ))
+        .on_conflict_do_nothing()
+        .returning(FastRow::as_returning())
+        .get_result(conn)
+        .optional()
+}
+
+/// When the user's latest ended fast ended.
+pub fn last_end(conn: &mut PgConnection, user_id: &str) -> QueryResult<Option<DateTime<Utc>>> {
+    fast_event::table
+        .filter(fast_event::user_id.eq(user_id))
+        .select(diesel::dsl::max(fast_event::ended_at))
+        .first(conn)
+}
+
+pub fn get(conn: &mut PgConnection, user_id: &str, id: &str) -> QueryResult<Option<FastRow>> {
+    fast_event::table
+        .filter(fast_event::id.eq(id))
+        .filter(fast_event::user_id.eq(user_id))
+        .select(FastRow::as_select())
+        .first(conn)
+        .optional()
+}
+
+pub fn current(conn: &mut PgConnection, user_id: &str) -> QueryResult<Option<FastRow>> {
+    fast_event::table
+        .filter(fast_event::user_id.eq(user_id))
+        .filter(fast_event::status.eq(FastStatus::InProgress.as_str()))
+        .select(FastRow::as_select())
+        .first(conn)
+        .optional()
+}
+
+/// The user's fasts started before `before`, newest first.
+pub fn list(
+    conn: &mut PgConnection,
+    user_id: &str,
+    before: Option<DateTime<Utc>>,
+    limit: i64,
+) -> QueryResult<Vec<FastRow>> {
+    let mut q = fast_event::table
+        .filter(fast_event::user_id.eq(user_id))
+        .select(FastRow::as_select())
+        .order((fast_event::started_at.desc(), fast_event::id.desc()))
+        .limit(limit)
+        .into_boxed();
+    if let Some(b) = before {
+        q = q.filter(fast_event::started_at.lt(b));
+    }
+    q.load(conn)
+}
+
+/// Every fast of the user, for statistics.
+pub fn all(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<FastRow>> {
+    fast_event::table
+        .filter(fast_event::user_id.eq(user_id))
+        .select(FastRow::as_select())
+        .load(conn)
+}
+
+/// Why a fast could not be ended.
+pub enum EndOutcome {
+    Ended(Box<FastRow>),
+    NotFound,
+    NotRunning,
+    BeforeStart,
+}
+
+/// Ends a running fast at `ended_at`; the status follows from its planned end.
+pub fn end(
+    conn: &mut PgConnection,
+    user_id: &str,
+    id: &str,
+    ended_at: Option<DateTime<Utc>>,
+) -> QueryResult<EndOutcome> {
+    conn.transaction(|conn| {
+        let Some(fast) = fast_event::table
+            .filter(fast_event::id.eq(id))
+            .filter(fast_event::user_id.eq(user_id))
+            .select(FastRow::as_select())
+            .for_update()
+            .first(conn)
+            .optional()?
+        else {
+            return Ok(EndOutcome::NotFound);
+        };
+        if fast.status != FastStatus::InProgress.as_str() {
+            return Ok(EndOutcome::NotRunning);
+        }
+        let now = Utc::now();
+        let ended_at = ended_at.unwrap_or(now);
+        if ended_at < fast.started_at {
+            return Ok(EndOutcome::BeforeStart);
+        }
+        let status = FastStatus::on_end(fast.planned_end_at, ended_at);
+        let row = diesel::update(fast_event::table.find(&fast.id))
+            .set((
+                fast_event::status.eq(status.as_str()),
+                fast_event::ended_at.eq(ended_at),
+                fast_event::updated_at.eq(now),
+            ))
+            .returning(FastRow::as_returning())
+            .get_result(conn)?;
+        Ok(EndOutcome::Ended(Box::new(row)))
+    })
+}
+
+/// Merges `patch` into the symptom diary (given fields replace stored ones); status and timer
+/// are untouched. The row is locked so that two diary edits cannot lose each other's fields.
+pub fn patch_symptoms(
+    conn: &mut PgConnection,
+    user_id: &str,
+    id: &str,
+    patch: &Symptoms,
+) -> QueryResult<Option<FastRow>> {
+    conn.transaction(|conn| {
+        let Some(stored) = fast_event::table
+            .filter(fast_event::id.eq(id))
+            .filter(fast_event::user_id.eq(user_id))
+            .select(fast_event::symptoms)
+            .for_update()
+            .first::<Option<serde_json::Value>>(conn)
+            .optional()?
+        else {
+            return Ok(None);
+        };
+        let mut merged: Symptoms = stored
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        merged.headache = patch.headache.or(merged.headache);
+        merged.energy = patch.energy.or(merged.energy);
+        merged.hunger = patch.hunger.or(merged.hunger);
+        merged.clarity = patch.clarity.or(merged.clarity);
+        merged.note = patch.note.clone().or(merged.note);
+        let value = serde_json::to_value(&merged)
+            .map_err(|e| diesel::result::Error::SerializationError(Box::new(e)))?;
+        diesel::update(fast_event::table.find(id))
+            .set((
+                fast_event::symptoms.eq(value),
+                fast_event::updated_at.eq(Utc::now()),
+            ))
+            .returning(FastRow::as_returning())
+            .get_result(conn)
+            .map(Some)
+    })
+}

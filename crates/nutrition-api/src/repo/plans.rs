@@ -1,0 +1,209 @@
+//! Meal plans and their slots, and the final-meal rule that auto-starts a fast.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use diesel::prelude::*;
+use domain::meals::{MealCategory, is_final_meal};
+use domain::protocol::Protocol;
+use nutrition_store::schema::nutrition::{meal_plan, meal_slot};
+
+use crate::model::{FastRow, SlotRow};
+use crate::repo::{fasts, profile};
+
+pub struct NewSlot {
+    pub category: MealCategory,
+    pub recipe_id: Option<String>,
+    pub title: Option<String>,
+}
+
+pub struct NewDay {
+    pub date: NaiveDate,
+    pub slots: Vec<NewSlot>,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = meal_plan, check_for_backend(diesel::pg::Pg))]
+pub struct PlanRow {
+    pub id: String,
+    pub user_id: String,
+    pub intermittent_fasting: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A plan with its slots, ordered by date and position.
+pub struct Plan {
+    pub plan: PlanRow,
+    pub slots: Vec<SlotRow>,
+}
+
+pub fn create(
+    conn: &mut PgConnection,
+    user_id: &str,
+    intermittent_fasting: bool,
+    days: &[NewDay],
+) -> QueryResult<Plan> {
+    conn.transaction(|conn| {
+        let plan: PlanRow = diesel::insert_into(meal_plan::table)
+            .values((
+                meal_plan::id.eq(session::ids::id()),
+                meal_plan::user_id.eq(user_id),
+                meal_plan::intermittent_fasting.eq(intermittent_fasting),
+                meal_plan::created_at.eq(Utc::now()),
+            ))
+            .returning(PlanRow::as_returning())
+            .get_result(conn)?;
+        for day in days {
+            for (position, slot) in day.slots.iter().enumerate() {
+                diesel::insert_into(meal_slot::table)
+                    .values((
+                        meal_slot::id.eq(session::ids::id()),
+                        meal_slot::plan_id.eq(&plan.id),
+                        meal_slot::user_id.eq(user_id),
+                        meal_slot::date.eq(day.date),
+                        meal_slot::category.eq(slot.category.as_str()),
+                        meal_slot::position.eq(i16::try_from(position).unwrap_or(i16::MAX)),
+                        meal_slot::recipe_id.eq(slot.recipe_id.as_deref()),
+                        meal_slot::title.eq(slot.title.as_deref()),
+                    ))
+                    .execute(conn)?;
+            }
+        }
+        let slots = slots_of(conn, &plan.id)?;
+        Ok(Plan { plan, slots })
+    })
+}
+
+fn slots_of(conn: &mut PgConnection, plan_id: &str) -> QueryResult<Vec<SlotRow>> {
+    meal_slot::table
+        .filter(meal_slot::plan_id.eq(plan_id))
+        .select(SlotRow::as_select())
+        .order((meal_slot::date.asc(), meal_slot::position.asc()))
+        .load(conn)
+}
+
+pub fn get(conn: &mut PgConnection, user_id: &str, plan_id: &str) -> QueryResult<Option<Plan>> {
+    let Some(plan) = meal_plan::table
+        .filter(meal_plan::id.eq(plan_id))
+        .filter(meal_plan::user_id.eq(user_id))
+        .select(PlanRow::as_select())
+        .first(conn)
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let slots = slots_of(conn, &plan.id)?;
+    Ok(Some(Plan { plan, slots }))
+}
+
+/// The newest plan with slots on `date`, with only that day's slots.
+pub fn for_day(
+    conn: &mut PgConnection,
+    user_id: &str,
+    date: NaiveDate,
+) -> QueryResult<Option<Plan>> {
+    let Some(plan) = meal_plan::table
+        .inner_join(meal_slot::table)
+        .filter(meal_plan::user_id.eq(user_id))
+        .filter(meal_slot::date.eq(date))
+        .select(PlanRow::as_select())
+        .order((meal_plan::created_at.desc(), meal_plan::id.desc()))
+        .first(conn)
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let slots = meal_slot::table
+        .filter(meal_slot::plan_id.eq(&plan.id))
+        .filter(meal_slot::date.eq(date))
+        .select(SlotRow::as_select())
+        .order(meal_slot::position.asc())
+        .load(conn)?;
+    Ok(Some(Plan { plan, slots }))
+}
+
+pub enum ConsumeOutcome {
+    NotFound,
+    Consumed {
+        slot: Box<SlotRow>,
+        auto_started: Option<Box<FastRow>>,
+    },
+}
+
+/// Marks a slot consumed. Only the first consumption counts: it may auto-start a fast when the
+/// slot is the final meal of its day, the user has a preferred protocol and no fast runs.
+pub fn consume(
+    conn: &mut PgConnection,
+    user_id: &str,
+    slot_id: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<ConsumeOutcome> {
+    conn.transaction(|conn| {
+        let Some(slot) = meal_slot::table
+            .filter(meal_slot::id.eq(slot_id))
+            .filter(meal_slot::user_id.eq(user_id))
+            .select(SlotRow::as_select())
+            .for_update()
+            .first(conn)
+            .optional()?
+        else {
+            return Ok(ConsumeOutcome::NotFound);
+        };
+        if slot.consumed_at.is_some() {
+            return Ok(ConsumeOutcome::Consumed {
+                slot: Box::new(slot),
+                auto_started: None,
+            });
+        }
+        let slot: SlotRow = diesel::update(meal_slot::table.find(&slot.id))
+            .set(meal_slot::consumed_at.eq(now))
+            .returning(SlotRow::as_returning())
+            .get_result(conn)?;
+        let intermittent: bool = meal_plan::table
+            .find(&slot.plan_id)
+            .select(meal_plan::intermittent_fasting)
+            .first(conn)?;
+        let day: Vec<String> = meal_slot::table
+            .filter(meal_slot::plan_id.eq(&slot.plan_id))
+            .filter(meal_slot::date.eq(slot.date))
+            .select(meal_slot::category)
+            .load(conn)?;
+        let day: Vec<MealCategory> = day.iter().filter_map(|c| c.parse().ok()).collect();
+        let Ok(category) = slot.category.parse::<MealCategory>() else {
+            return Ok(ConsumeOutcome::Consumed {
+                slot: Box::new(slot),
+                auto_started: None,
+            });
+        };
+        let mut auto_started = None;
+        if is_final_meal(category, intermittent, &day) {
+            let preferred = profile::get(conn, user_id)?
+                .fasting_protocol
+                .and_then(|p| p.parse::<Protocol>().ok());
+            if let Some(protocol) = preferred {
+                // Conflicts with a running fast (also one started a moment ago in parallel) are
+                // resolved by the unique index: nothing is inserted then.
+                auto_started = fasts::start(conn, user_id, protocol, now, true)?.map(Box::new);
+            }
+        }
+        Ok(ConsumeOutcome::Consumed {
+            slot: Box::new(slot),
+            auto_started,
+        })
+    })
+}
+
+/// Marks a slot not consumed. A fast it started keeps running.
+pub fn unconsume(
+    conn: &mut PgConnection,
+    user_id: &str,
+    slot_id: &str,
+) -> QueryResult<Option<SlotRow>> {
+    diesel::update(
+        meal_slot::table
+            .filter(meal_slot::id.eq(slot_id))
+            .filter(meal_slot::user_id.eq(user_id)),
+    )
+    .set(meal_slot::consumed_at.eq(None::<DateTime<Utc>>))
+    .returning(SlotRow::as_returning())
+    .get_result(conn)
+    .optional()
+}

@@ -1,0 +1,254 @@
+use actix_web::{HttpResponse, web};
+use chrono::{DateTime, Duration, Utc};
+use domain::fasting::MAX_BACKDATE;
+use domain::protocol::Protocol;
+use serde::Deserialize;
+use service_kit::http::{Json, JsonOrEmpty};
+use session::CurrentSession;
+
+use crate::error::{ApiError, invalid};
+use crate::model::{Fast, MAX_NOTE, Symptoms};
+use crate::repo::fasts::{self, EndOutcome};
+use crate::repo::profile;
+use crate::state::AppState;
+
+/// How far ahead of the server's clock a client's "now" may be; later is a future time.
+const CLOCK_SKEW: Duration = Duration::seconds(60);
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StartFast {
+    protocol: Option<String>,
+    started_at: Option<DateTime<Utc>>,
+}
+
+/// `POST /me/fast-events`: starts a fast with the given protocol (default: the preferred one),
+/// now or up to 7 days in the past.
+#[tracing::instrument(skip_all)]
+pub async fn start(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    body: JsonOrEmpty<StartFast>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let now = Utc::now();
+    let explicit = body
+        .protocol
+        .as_deref()
+        .map(|p| p.parse::<Protocol>().map_err(|e| invalid("protocol", e)))
+        .transpose()?;
+    let started_at = match body.started_at {
+        None => now,
+        Some(t) if t > now + CLOCK_SKEW => {
+            return Err(invalid("startedAt", "must not be in the future"));
+        }
+        Some(t) if t < now - MAX_BACKDATE => {
+            return Err(invalid("startedAt", "may lie at most 7 days in the past"));
+        }
+        Some(t) => t.min(now),
+    };
+    let user_id = current.0.user.id;
+    let fast = nutrition_store::run(&state.pool, move |conn| {
+        let protocol = match explicit {
+            Some(p) => p,
+            None => profile::get(conn, &user_id)?
+                .fasting_protocol
+                .and_then(|p| p.parse().ok())
+                .ok_or_else(|| {
+                    invalid("protocol", "is required when no preferred protocol is set")
+                })?,
+        };
+        if fasts::last_end(conn, &user_id)?.is_some_and(|end| end > started_at) {
+            return Err(invalid(
+                "startedAt",
+                "must not be before the end of the previous fast",
+            ));
+        }
+        fasts::start(conn, &user_id, protocol, started_at, false)?.ok_or(ApiError::Conflict {
+            code: "FAST_ALREADY_RUNNING",
+            message: "a fast is already running",
+        })
+    })
+    .await?;
+    Ok(HttpResponse::Created().json(Fast::from(fast)))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EndFast {
+    ended_at: Option<DateTime<Utc>>,
+}
+
+/// `POST /me/fast-events/<id>/end`: COMPLETED at or after the planned end, else ENDED_EARLY.
+#[tracing::instrument(skip_all)]
+pub async fn end(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: JsonOrEmpty<EndFast>,
+) -> Result<HttpResponse, ApiError> {
+    let now = Utc::now();
+    let ended_at = match body.0.ended_at {
+        Some(t) if t > now + CLOCK_SKEW => {
+            return Err(invalid("endedAt", "must not be in the future"));
+        }
+        other => other.map(|t| t.min(now)),
+    };
+    let user_id = current.0.user.id;
+    let id = path.into_inner();
+    let outcome = nutrition_store::run(&state.pool, move |conn| {
+        fasts::end(conn, &user_id, &id, ended_at).map_err(ApiError::from)
+    })
+    .await?;
+    match outcome {
+        EndOutcome::Ended(row) => Ok(HttpResponse::Ok().json(Fast::from(*row))),
+        EndOutcome::NotFound => Err(ApiError::NotFound),
+        EndOutcome::NotRunning => Err(ApiError::Conflict {
+            code: "FAST_NOT_RUNNING",
+            message: "this fast is not running",
+        }),
+        EndOutcome::BeforeStart => Err(invalid("endedAt", "must not be before the fast started")),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ListQuery {
+    limit: Option<String>,
+    before: Option<String>,
+}
+
+pub const DEFAULT_PAGE: i64 = 20;
+pub const MAX_PAGE: i64 = 100;
+
+/// `GET /me/fast-events?limit=&before=`: newest first; `nextBefore` fetches the next page.
+pub async fn list(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let limit = match query.limit.as_deref() {
+        None | Some("") => DEFAULT_PAGE,
+        Some(raw) => raw
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=MAX_PAGE).contains(n))
+            .ok_or_else(|| invalid("limit", "must be a whole number from 1 to 100"))?,
+    };
+    let before = match query.before.as_deref() {
+        None | Some("") => None,
+        Some(raw) => Some(
+            DateTime::parse_from_rfc3339(raw)
+                .map_err(|_| invalid("before", "must be an RFC 3339 timestamp"))?
+                .with_timezone(&Utc),
+        ),
+    };
+    let user_id = current.0.user.id;
+    let mut rows = nutrition_store::run(&state.pool, move |conn| {
+        fasts::list(conn, &user_id, before, limit + 1).map_err(ApiError::from)
+    })
+    .await?;
+    let more = i64::try_from(rows.len()).unwrap_or(i64::MAX) > limit;
+    rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    let next_before = if more {
+        rows.last()
+            .map(|r| service_kit::time::format(&r.started_at))
+    } else {
+        None
+    };
+    let items: Vec<Fast> = rows.into_iter().map(Fast::from).collect();
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "items": items, "nextBefore": next_before })))
+}
+
+/// `GET /me/fast-events/current`: the running fast, or 404.
+pub async fn current(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let user_id = current.0.user.id;
+    let row = nutrition_store::run(&state.pool, move |conn| {
+        fasts::current(conn, &user_id).map_err(ApiError::from)
+    })
+    .await?;
+    row.map(|r| HttpResponse::Ok().json(Fast::from(r)))
+        .ok_or(ApiError::NotFound)
+}
+
+/// `GET /me/fast-events/<id>`: another user's fast is reported like a missing one.
+pub async fn one(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let user_id = current.0.user.id;
+    let id = path.into_inner();
+    let row = nutrition_store::run(&state.pool, move |conn| {
+        fasts::get(conn, &user_id, &id).map_err(ApiError::from)
+    })
+    .await?;
+    row.map(|r| HttpResponse::Ok().json(Fast::from(r)))
+        .ok_or(ApiError::NotFound)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatchFast {
+    symptoms: Symptoms,
+}
+
+/// `PATCH /me/fast-events/<id>`: the symptom diary. Status and timer are untouched.
+pub async fn patch(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Json<PatchFast>,
+) -> Result<HttpResponse, ApiError> {
+    let s = body.into_inner().symptoms;
+    for (name, value) in [
+        ("energy", s.energy),
+        ("hunger", s.hunger),
+        ("clarity", s.clarity),
+    ] {
+        if value.is_some_and(|v| !(1..=10).contains(&v)) {
+            return Err(invalid(&format!("symptoms.{name}"), "must be from 1 to 10"));
+        }
+    }
+    if s.note
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > MAX_NOTE)
+    {
+        return Err(invalid("symptoms.note", "must be at most 2000 characters"));
+    }
+    let user_id = current.0.user.id;
+    let id = path.into_inner();
+    let row = nutrition_store::run(&state.pool, move |conn| {
+        fasts::patch_symptoms(conn, &user_id, &id, &s).map_err(ApiError::from)
+    })
+    .await?;
+    row.map(|r| HttpResponse::Ok().json(Fast::from(r)))
+        .ok_or(ApiError::NotFound)
+}
+
+/// `GET /me/fast-events/<id>/break-fast-suggestions`: three easy-to-digest recipes after a fast
+/// of 24 hours or more (the running one counted up to now).
+pub async fn suggestions(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let user_id = current.0.user.id;
+    let id = path.into_inner();
+    let row = nutrition_store::run(&state.pool, move |conn| {
+        fasts::get(conn, &user_id, &id).map_err(ApiError::from)
+    })
+    .await?
+    .ok_or(ApiError::NotFound)?;
+    let length = row.ended_at.unwrap_or_else(Utc::now) - row.started_at;
+    if length < Duration::hours(24) {
+        return Err(ApiError::Unprocessable {
+            code: "FAST_TOO_SHORT",
+            message: "break-fast suggestions are for fasts of 24 hours or more",
+        });
+    }
+    let recipes = state.catalogue.break_fast_suggestions();
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "recipes": recipes })))
+}

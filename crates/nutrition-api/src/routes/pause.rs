@@ -1,0 +1,60 @@
+use actix_web::{HttpResponse, web};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use service_kit::http::JsonOrEmpty;
+use session::CurrentSession;
+
+use crate::error::{ApiError, invalid};
+use crate::repo::profile;
+use crate::state::AppState;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseBody {
+    /// Absent: the next day at 06:00 Rome; `null`: the pause ends now.
+    #[serde(default, deserialize_with = "service_kit::http::double_option")]
+    until: Option<Option<DateTime<Utc>>>,
+}
+
+fn view(until: Option<DateTime<Utc>>, now: DateTime<Utc>) -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({
+        "fastingPausedUntil": until.map(|t| service_kit::time::format(&t)),
+        "paused": until.is_some_and(|t| t > now),
+    }))
+}
+
+/// `POST /me/fasting/pause`: a free day. Fasting notifications are skipped while paused, and
+/// paused days neither break nor extend a streak.
+pub async fn set(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    body: JsonOrEmpty<PauseBody>,
+) -> Result<HttpResponse, ApiError> {
+    let now = Utc::now();
+    let until = match body.0.until {
+        Some(None) => None,
+        requested => Some(
+            domain::fasting::pause_until(now, requested.flatten())
+                .map_err(|e| invalid("until", e))?,
+        ),
+    };
+    let user_id = current.0.user.id;
+    let p = nutrition_store::run(&state.pool, move |conn| {
+        profile::set_pause(conn, &user_id, until, now).map_err(ApiError::from)
+    })
+    .await?;
+    Ok(view(p.fasting_paused_until, now))
+}
+
+/// `GET /me/fasting/pause`.
+pub async fn get(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let user_id = current.0.user.id;
+    let p = nutrition_store::run(&state.pool, move |conn| {
+        profile::get(conn, &user_id).map_err(ApiError::from)
+    })
+    .await?;
+    Ok(view(p.fasting_paused_until, Utc::now()))
+}

@@ -1,0 +1,71 @@
+use actix_web::{HttpResponse, web};
+use domain::protocol::Protocol;
+use serde::{Deserialize, Serialize};
+use service_kit::http::Json;
+use session::CurrentSession;
+
+use crate::error::{ApiError, invalid};
+use crate::repo::profile;
+use crate::state::AppState;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Preferences {
+    fasting_protocol: Option<String>,
+    fasting_milestones: bool,
+}
+
+impl From<profile::Profile> for Preferences {
+    fn from(p: profile::Profile) -> Self {
+        Self {
+            fasting_protocol: p.fasting_protocol,
+            fasting_milestones: p.fasting_milestones,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PatchPreferences {
+    #[serde(default, deserialize_with = "service_kit::http::double_option")]
+    fasting_protocol: Option<Option<String>>,
+    fasting_milestones: Option<bool>,
+}
+
+/// `GET /me/preferences`.
+pub async fn get(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let user_id = current.0.user.id;
+    let p = nutrition_store::run(&state.pool, move |conn| {
+        profile::get(conn, &user_id).map_err(ApiError::from)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(Preferences::from(p)))
+}
+
+/// `PATCH /me/preferences`: sets what is given; `fastingProtocol: null` clears the protocol.
+pub async fn patch(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    body: Json<PatchPreferences>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    if let Some(Some(p)) = &body.fasting_protocol {
+        p.parse::<Protocol>()
+            .map_err(|e| invalid("fastingProtocol", e))?;
+    }
+    let user_id = current.0.user.id;
+    let p = nutrition_store::run(&state.pool, move |conn| {
+        profile::set_preferences(
+            conn,
+            &user_id,
+            body.fasting_protocol,
+            body.fasting_milestones,
+        )
+        .map_err(ApiError::from)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(Preferences::from(p)))
+}

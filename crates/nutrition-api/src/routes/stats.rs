@@ -1,0 +1,34 @@
+use actix_web::{HttpResponse, web};
+use chrono::Utc;
+use domain::stats::{FastSpan, compute};
+use session::CurrentSession;
+
+use crate::error::ApiError;
+use crate::repo::{fasts, profile};
+use crate::state::AppState;
+
+/// `GET /me/fasting/stats`: see `domain::stats` for every rule.
+pub async fn stats(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let user_id = current.0.user.id;
+    let (rows, pauses) = nutrition_store::run(&state.pool, move |conn| {
+        Ok::<_, ApiError>((
+            fasts::all(conn, &user_id)?,
+            profile::pauses(conn, &user_id)?,
+        ))
+    })
+    .await?;
+    let spans: Vec<FastSpan> = rows
+        .iter()
+        .filter_map(|r| {
+            Some(FastSpan {
+                status: r.status.parse().ok()?,
+                started_at: r.started_at,
+                ended_at: r.ended_at,
+            })
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(compute(&spans, &pauses, Utc::now())))
+}

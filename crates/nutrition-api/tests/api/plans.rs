@@ -1,0 +1,350 @@
+//! Meal plans, consumption and the auto-start of a fast by the final meal; the recipe catalogue.
+
+use chrono::{Duration, Utc};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, User, spawn_app};
+
+fn today() -> String {
+    domain::rome::local_date(Utc::now()).to_string()
+}
+
+fn tomorrow() -> String {
+    (domain::rome::local_date(Utc::now()) + Duration::days(1)).to_string()
+}
+
+/// Creates a plan with one day of the given categories; returns (plan, slot ids).
+async fn plan(
+    app: &TestApp,
+    u: &User,
+    intermittent: bool,
+    categories: &[&str],
+) -> (Value, Vec<String>) {
+    let slots: Vec<Value> = categories
+        .iter()
+        .map(|c| json!({ "category": c, "title": format!("pasto {c}") }))
+        .collect();
+    let r = app
+        .post("/me/meal-plans", u, json!({ "intermittentFasting": intermittent, "days": [{ "date": today(), "slots": slots }] }))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let ids = r.body["days"][0]["slots"]
+        .as_array()
+        .expect("slots")
+        .iter()
+        .map(|s| s["id"].as_str().expect("id").to_owned())
+        .collect();
+    (r.body, ids)
+}
+
+async fn consume(app: &TestApp, u: &User, slot: &str) -> Value {
+    let r = app
+        .call(
+            Method::POST,
+            &format!("/me/meal-plans/slots/{slot}/consumed"),
+            Some(u),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body
+}
+
+fn running_fasts(app: &TestApp, u: &User) -> i64 {
+    app.count(&format!(
+        "SELECT count(*) AS n FROM nutrition.fast_event WHERE user_id = '{}' AND status = 'IN_PROGRESS'",
+        u.id
+    ))
+}
+
+#[tokio::test]
+async fn create_read_and_today() {
+    let app = spawn_app().await;
+    let u = app.user("plan@example.com");
+    let recipe_id = app.get("/me/recipes?category=CENA", &u).await.body["recipes"][0]["id"]
+        .as_str()
+        .expect("recipe")
+        .to_owned();
+    let r = app
+        .post(
+            "/me/meal-plans",
+            &u,
+            json!({ "intermittentFasting": false, "days": [
+                { "date": tomorrow(), "slots": [{ "category": "COL" }] },
+                { "date": today(), "slots": [{ "category": "PRA", "title": "Insalata" }, { "category": "CENA", "recipeId": recipe_id }] }
+            ] }),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let plan = r.body.clone();
+    assert_eq!(plan["intermittentFasting"], false);
+    let days = plan["days"].as_array().expect("days");
+    assert_eq!(days.len(), 2);
+    assert_eq!(days[0]["date"], today(), "days in date order");
+    let slot = &days[0]["slots"][1];
+    for field in [
+        "id",
+        "date",
+        "category",
+        "recipe",
+        "title",
+        "consumed",
+        "consumedAt",
+    ] {
+        assert!(slot.get(field).is_some(), "{field}: {slot}");
+    }
+    assert_eq!(slot["recipe"]["id"], json!(recipe_id));
+    assert_eq!(slot["consumed"], false);
+    assert_eq!(days[0]["slots"][0]["title"], "Insalata");
+
+    let id = plan["id"].as_str().expect("id");
+    assert_eq!(
+        app.get(&format!("/me/meal-plans/{id}"), &u).await.body,
+        plan
+    );
+    let t = app.get("/me/meal-plans/today", &u).await.body;
+    assert_eq!(t["date"], today());
+    assert_eq!(t["planId"], plan["id"]);
+    assert_eq!(t["slots"].as_array().map(Vec::len), Some(2));
+
+    let other = app.user("plan2@example.com");
+    assert_eq!(
+        app.get(&format!("/me/meal-plans/{id}"), &other)
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        app.get("/me/meal-plans/today", &other).await.body["slots"],
+        json!([])
+    );
+    let slot_id = slot["id"].as_str().expect("slot");
+    let r = app
+        .call(
+            Method::POST,
+            &format!("/me/meal-plans/slots/{slot_id}/consumed"),
+            Some(&other),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 404, "another user's slot");
+    let r = app
+        .call(
+            Method::DELETE,
+            &format!("/me/meal-plans/slots/{slot_id}/consumed"),
+            Some(&other),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 404);
+}
+
+#[tokio::test]
+async fn invalid_plans_are_400_and_write_nothing() {
+    let app = spawn_app().await;
+    let u = app.user("bad@example.com");
+    for body in [
+        json!({ "intermittentFasting": false, "days": [] }),
+        json!({ "days": [{ "date": today(), "slots": [{ "category": "BRUNCH" }] }] }),
+        json!({ "days": [{ "date": "2026-13-01", "slots": [] }] }),
+        json!({ "days": [{ "date": today(), "slots": [] }, { "date": today(), "slots": [] }] }),
+        json!({ "days": [{ "date": today(), "slots": [{ "category": "COL", "recipeId": "no-such-recipe" }] }] }),
+        json!({ "days": [{ "date": today(), "slots": [{ "category": "COL", "title": "x".repeat(201) }] }] }),
+        json!({ "days": [{ "date": today(), "slots": [{ "category": "COL", "calories": 3 }] }] }),
+        json!({ "intermittentFasting": "yes", "days": [] }),
+    ] {
+        let r = app.post("/me/meal-plans", &u, body.clone()).await;
+        assert_eq!(
+            (r.status, r.body["code"].as_str()),
+            (400, Some("VALIDATION_ERROR")),
+            "{body}: {}",
+            r.text
+        );
+    }
+    assert_eq!(
+        app.count("SELECT count(*) AS n FROM nutrition.meal_plan"),
+        0
+    );
+}
+
+#[tokio::test]
+async fn dinner_starts_a_fast_with_the_preferred_protocol_once() {
+    let app = spawn_app().await;
+    let u = app.user("dinner@example.com");
+    let (_, slots) = plan(&app, &u, false, &["COL", "PRA", "CENA"]).await;
+
+    // No preference: nothing starts.
+    let r = consume(&app, &u, &slots[2]).await;
+    assert_eq!(r["autoStartedFast"], Value::Null);
+    assert_eq!(r["slot"]["consumed"], true);
+    assert!(r["slot"]["consumedAt"].is_string());
+    app.call(
+        Method::DELETE,
+        &format!("/me/meal-plans/slots/{}/consumed", slots[2]),
+        Some(&u),
+        None,
+    )
+    .await;
+
+    app.patch("/me/preferences", &u, json!({ "fastingProtocol": "18:6" }))
+        .await;
+    // Not the final meal: nothing starts.
+    assert_eq!(
+        consume(&app, &u, &slots[1]).await["autoStartedFast"],
+        Value::Null
+    );
+    let r = consume(&app, &u, &slots[2]).await;
+    let fast_id = r["autoStartedFast"]["id"]
+        .as_str()
+        .expect("a fast started")
+        .to_owned();
+    let fast = app
+        .get(&format!("/me/fast-events/{fast_id}"), &u)
+        .await
+        .body;
+    assert_eq!(
+        (
+            fast["protocol"].as_str(),
+            fast["autoStarted"].as_bool(),
+            fast["status"].as_str()
+        ),
+        (Some("18:6"), Some(true), Some("IN_PROGRESS"))
+    );
+
+    // Consuming again is harmless.
+    let again = consume(&app, &u, &slots[2]).await;
+    assert_eq!(again["autoStartedFast"], Value::Null);
+    assert_eq!(
+        again["slot"]["consumedAt"], r["slot"]["consumedAt"],
+        "the first time stays"
+    );
+    assert_eq!(running_fasts(&app, &u), 1);
+
+    // Un-consuming does not stop the fast; consuming again while it runs starts nothing.
+    let un = app
+        .call(
+            Method::DELETE,
+            &format!("/me/meal-plans/slots/{}/consumed", slots[2]),
+            Some(&u),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (un.status, un.body["slot"]["consumed"].as_bool()),
+        (200, Some(false))
+    );
+    assert_eq!(
+        consume(&app, &u, &slots[2]).await["autoStartedFast"],
+        Value::Null
+    );
+    assert_eq!(running_fasts(&app, &u), 1);
+}
+
+#[tokio::test]
+async fn in_an_intermittent_plan_the_last_meal_of_the_day_is_final() {
+    let app = spawn_app().await;
+    let u = app.user("if@example.com");
+    app.patch("/me/preferences", &u, json!({ "fastingProtocol": "16:8" }))
+        .await;
+    let (_, slots) = plan(&app, &u, true, &["PRA", "SPU"]).await;
+    assert_eq!(
+        consume(&app, &u, &slots[0]).await["autoStartedFast"],
+        Value::Null
+    );
+    assert!(consume(&app, &u, &slots[1]).await["autoStartedFast"]["id"].is_string());
+
+    // The same day shape in a plain plan: a snack is not dinner.
+    let v = app.user("plain@example.com");
+    app.patch("/me/preferences", &v, json!({ "fastingProtocol": "16:8" }))
+        .await;
+    let (_, slots) = plan(&app, &v, false, &["PRA", "SPU"]).await;
+    assert_eq!(
+        consume(&app, &v, &slots[1]).await["autoStartedFast"],
+        Value::Null
+    );
+    assert_eq!(running_fasts(&app, &v), 0);
+}
+
+#[tokio::test]
+async fn a_running_fast_is_not_replaced() {
+    let app = spawn_app().await;
+    let u = app.user("running@example.com");
+    app.patch("/me/preferences", &u, json!({ "fastingProtocol": "16:8" }))
+        .await;
+    let manual = app
+        .post("/me/fast-events", &u, json!({ "protocol": "20:4" }))
+        .await
+        .body;
+    let (_, slots) = plan(&app, &u, false, &["CENA"]).await;
+    assert_eq!(
+        consume(&app, &u, &slots[0]).await["autoStartedFast"],
+        Value::Null
+    );
+    assert_eq!(
+        app.get("/me/fast-events/current", &u).await.body["id"],
+        manual["id"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_final_meals_start_one_fast() {
+    let app = spawn_app().await;
+    let u = app.user("parallel@example.com");
+    app.patch("/me/preferences", &u, json!({ "fastingProtocol": "16:8" }))
+        .await;
+    let (_, first) = plan(&app, &u, false, &["CENA"]).await;
+    let (_, second) = plan(&app, &u, false, &["CENA"]).await;
+    let (a, b) = tokio::join!(consume(&app, &u, &first[0]), consume(&app, &u, &second[0]));
+    let started = [a, b]
+        .iter()
+        .filter(|r| r["autoStartedFast"]["id"].is_string())
+        .count();
+    assert_eq!(started, 1);
+    assert_eq!(running_fasts(&app, &u), 1);
+}
+
+#[tokio::test]
+async fn recipes_by_category_and_id() {
+    let app = spawn_app().await;
+    let u = app.user("r@example.com");
+    let all = app.get("/me/recipes", &u).await.body["recipes"]
+        .as_array()
+        .cloned()
+        .expect("recipes");
+    assert!(all.len() >= 60, "{}", all.len());
+    for category in ["COLAZIONE", "PRANZO", "SPUNTINO", "CENA"] {
+        let list = app
+            .get(&format!("/me/recipes?category={category}"), &u)
+            .await
+            .body["recipes"]
+            .as_array()
+            .cloned()
+            .expect("recipes");
+        assert!(list.len() >= 10, "{category}");
+        assert!(list.iter().all(|r| r["category"] == category));
+    }
+    let first = &all[0];
+    for field in [
+        "id",
+        "name",
+        "category",
+        "kcal",
+        "prepMinutes",
+        "proteinG",
+        "carbsG",
+        "fatG",
+        "fibreG",
+        "sugarsG",
+        "tags",
+        "ingredients",
+    ] {
+        assert!(first.get(field).is_some(), "{field}: {first}");
+    }
+    let id = first["id"].as_str().expect("id");
+    assert_eq!(&app.get(&format!("/me/recipes/{id}"), &u).await.body, first);
+    assert_eq!(app.get("/me/recipes/no-such-recipe", &u).await.status, 404);
+    assert_eq!(app.get("/me/recipes?category=BRUNCH", &u).await.status, 400);
+    let anonymous = app.call(Method::GET, "/me/recipes", None, None).await;
+    assert_eq!(anonymous.status, 401);
+}
