@@ -8,6 +8,7 @@ pub mod email;
 pub mod fasting;
 pub mod licensing;
 pub mod meals;
+pub mod notifications;
 pub mod protocol;
 pub mod recipes;
 pub mod rome;

@@ -34,10 +34,21 @@ impl Application {
         };
         let catalogue = domain::recipes::Catalogue::load()
             .map_err(|e| anyhow::anyhow!("recipe catalogue: {e}"))?;
+        let push = match &settings.vapid {
+            Some(vapid) => Some(push::Sender::new(
+                vapid.clone(),
+                settings.allow_http_endpoints,
+            )?),
+            None => {
+                tracing::info!("push is off: no VAPID keys configured");
+                None
+            }
+        };
         let state = AppState {
             settings: Arc::new(settings),
             pool: pool.clone(),
             catalogue: Arc::new(catalogue),
+            push,
         };
         let server =
             service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {

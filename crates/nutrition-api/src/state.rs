@@ -13,4 +13,6 @@ pub struct AppState {
     pub pool: PgPool,
     /// The recipes shipped with the product, loaded and checked at start-up.
     pub catalogue: Arc<Catalogue>,
+    /// `None` when push is switched off (no VAPID keys).
+    pub push: Option<push::Sender>,
 }

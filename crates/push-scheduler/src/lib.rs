@@ -1,7 +1,15 @@
 //! push-scheduler: the scheduled Web Push notifications of the nutrition product.
+//!
+//! Jobs claim their slot, queue messages in an outbox in the same transaction, and a sender
+//! drains the outbox; see ARCHITECTURE.md ("Scheduled pushes").
 
+pub mod deliver;
+pub mod jobs;
+pub mod run;
+pub mod scheduler;
 pub mod settings;
 pub mod startup;
 
+pub use scheduler::Scheduler;
 pub use settings::Settings;
 pub use startup::Application;

@@ -11,6 +11,20 @@ use nutrition_store::{PgPool, PoolReadiness};
 
 use crate::settings::Settings;
 
+/// The scheduler for these settings; `None` when push is off.
+pub fn scheduler(
+    settings: &Settings,
+    pool: &nutrition_store::PgPool,
+) -> anyhow::Result<Option<crate::Scheduler>> {
+    let Some(vapid) = settings.vapid.clone() else {
+        return Ok(None);
+    };
+    let sender = push::Sender::new(vapid, settings.allow_http_endpoints)?;
+    // Each send in flight holds a pooled connection; leave two for runs and the probe.
+    let workers = usize::try_from(settings.pool_size.saturating_sub(2).max(1)).unwrap_or(1);
+    Ok(Some(crate::Scheduler::new(pool.clone(), sender, workers)))
+}
+
 /// How long start-up waits for Postgres before giving up.
 pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
 
@@ -32,6 +46,12 @@ impl Application {
         let pool =
             nutrition_store::start(&settings.database_url, settings.pool_size, DATABASE_WAIT)
                 .await?;
+        match scheduler(&settings, &pool)? {
+            Some(s) => {
+                tokio::spawn(s.serve());
+            }
+            None => tracing::warn!("push is off (no VAPID keys): no job runs and nothing is sent"),
+        }
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
         let state = AppState {

@@ -1,5 +1,14 @@
-//! Web Push for the product: VAPID configuration (RFC 8292) and key handling.
+//! Web Push for the product: VAPID configuration (RFC 8292), subscription and endpoint checks,
+//! and delivery of encrypted messages (RFC 8291) with every outcome classified.
 
+pub mod endpoint;
+mod jwt;
+pub mod sender;
+pub mod subscription;
 pub mod vapid;
 
+pub use endpoint::{EndpointError, check_endpoint, is_public_ip};
+pub use jwt::{REFRESH_BEFORE, TOKEN_LIFETIME};
+pub use sender::{MAX_PAYLOAD, Outcome, SendSetupError, Sender, Urgency};
+pub use subscription::{KeyError, Subscription, check_keys};
 pub use vapid::{VapidConfig, VapidKeyPair};

@@ -5,6 +5,8 @@
 //! - [`proxy::TcpProxy`]: a TCP relay that can be cut, to see a service lose its database.
 //! - [`process`]: running the real binaries with a chosen environment.
 //! - [`smtp::SmtpServer`]: a real SMTP server that records messages and can be switched off.
+//! - [`push_service::FakePushService`]: a Web Push service that verifies VAPID, decrypts and
+//!   records every message, and answers as a test scripts it.
 //!
 //! The admin connections come from `TEST_POSTGRES_URL` and `TEST_MYSQL_URL`, which the
 //! project's test command sets up; the defaults match it.
@@ -16,6 +18,7 @@ pub mod oauth;
 pub mod postgres;
 pub mod process;
 pub mod proxy;
+pub mod push_service;
 pub mod smtp;
 pub mod stack;
 pub mod webdriver;

@@ -108,6 +108,31 @@ pub fn set_pause(
     })
 }
 
+/// Sets the notification toggles that are given.
+pub fn set_notifications(
+    conn: &mut PgConnection,
+    user_id: &str,
+    meal_reminders: Option<bool>,
+    weekly_weigh_in: Option<bool>,
+) -> QueryResult<Profile> {
+    ensure(conn, user_id)?;
+    let target = profile::table.find(user_id);
+    if let Some(v) = meal_reminders {
+        diesel::update(target)
+            .set(profile::meal_reminders.eq(v))
+            .execute(conn)?;
+    }
+    if let Some(v) = weekly_weigh_in {
+        diesel::update(target)
+            .set(profile::weekly_weigh_in.eq(v))
+            .execute(conn)?;
+    }
+    diesel::update(target)
+        .set(profile::updated_at.eq(Utc::now()))
+        .execute(conn)?;
+    get(conn, user_id)
+}
+
 pub fn pauses(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<PauseSpan>> {
     let rows: Vec<(DateTime<Utc>, DateTime<Utc>)> = pause_period::table
         .filter(pause_period::user_id.eq(user_id))

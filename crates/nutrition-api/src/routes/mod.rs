@@ -6,6 +6,7 @@ use service_kit::http::method_not_allowed;
 
 mod fasts;
 mod me;
+mod notifications;
 mod pause;
 mod plans;
 mod preferences;
@@ -53,6 +54,18 @@ pub fn config(cfg: &mut web::ServiceConfig) {
                 resource("/meal-plans/slots/{id}/consumed")
                     .route(web::post().to(plans::consume))
                     .route(web::delete().to(plans::unconsume)),
+            )
+            .service(resource("/notifications/config").route(web::get().to(notifications::config)))
+            .service(
+                resource("/notifications/settings")
+                    .route(web::get().to(notifications::get_settings))
+                    .route(web::patch().to(notifications::patch_settings)),
+            )
+            .service(resource("/notifications/test").route(web::post().to(notifications::test)))
+            .service(
+                resource("/device-tokens")
+                    .route(web::post().to(notifications::register))
+                    .route(web::delete().to(notifications::remove)),
             )
             .service(resource("/recipes").route(web::get().to(recipes::list)))
             .service(resource("/recipes/{id}").route(web::get().to(recipes::one))),

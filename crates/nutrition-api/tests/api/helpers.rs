@@ -38,11 +38,18 @@ pub fn env_pairs(database_url: &str) -> Vec<(String, String)> {
 }
 
 pub async fn spawn_app() -> TestApp {
+    spawn_with(&[]).await
+}
+
+/// A service with extra settings (VAPID keys, the push endpoint policy).
+pub async fn spawn_with(extra: &[(String, String)]) -> TestApp {
     let db = TestPostgres::migrated(nutrition_store::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
     let url = testkit::with_host_port(db.url(), proxy.addr());
-    let env = Env::from_pairs(env_pairs(&url));
+    let mut pairs = env_pairs(&url);
+    pairs.extend(extra.iter().cloned());
+    let env = Env::from_pairs(pairs);
     let settings = Settings::from_env(&env).expect("valid test settings");
     let auth = settings.auth.clone();
     let app = Application::build(settings)

@@ -2,5 +2,6 @@
 
 mod fasting;
 mod helpers;
+mod notifications;
 mod operations;
 mod plans;

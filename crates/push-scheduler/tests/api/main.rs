@@ -1,4 +1,5 @@
 //! Black-box tests of push-scheduler against a real Postgres database.
 
 mod helpers;
+mod jobs;
 mod operations;

@@ -1,0 +1,94 @@
+//! Registered push devices.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use nutrition_store::schema::nutrition::device_token;
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = device_token, check_for_backend(diesel::pg::Pg))]
+pub struct DeviceRow {
+    pub id: String,
+    pub user_id: String,
+    pub platform: String,
+    pub endpoint: String,
+    pub p256dh: String,
+    pub auth: String,
+    pub token: Option<String>,
+    pub user_agent: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub last_seen_at: DateTime<Utc>,
+}
+
+pub struct NewDevice<'a> {
+    pub platform: &'a str,
+    pub endpoint: &'a str,
+    pub p256dh: &'a str,
+    pub auth: &'a str,
+    pub token: Option<&'a str>,
+    pub user_agent: Option<&'a str>,
+}
+
+/// Registers a device, or refreshes the one with the same endpoint. A browser subscription
+/// belongs to whoever registered it last: the same endpoint under another user is removed, so a
+/// shared browser does not keep receiving the previous user's reminders.
+pub fn upsert(
+    conn: &mut PgConnection,
+    user_id: &str,
+    new: &NewDevice<'_>,
+    now: DateTime<Utc>,
+) -> QueryResult<DeviceRow> {
+    conn.transaction(|conn| {
+        diesel::delete(
+            device_token::table
+                .filter(device_token::endpoint.eq(new.endpoint))
+                .filter(device_token::user_id.ne(user_id)),
+        )
+        .execute(conn)?;
+        diesel::insert_into(device_token::table)
+            .values((
+                device_token::id.eq(session::ids::id()),
+                device_token::user_id.eq(user_id),
+                device_token::platform.eq(new.platform),
+                device_token::endpoint.eq(new.endpoint),
+                device_token::p256dh.eq(new.p256dh),
+                device_token::auth.eq(new.auth),
+                device_token::token.eq(new.token),
+                device_token::user_agent.eq(new.user_agent),
+                device_token::created_at.eq(now),
+                device_token::last_seen_at.eq(now),
+            ))
+            .on_conflict((device_token::user_id, device_token::endpoint))
+            .do_update()
+            .set((
+                device_token::platform.eq(new.platform),
+                device_token::p256dh.eq(new.p256dh),
+                device_token::auth.eq(new.auth),
+                device_token::token.eq(new.token),
+                device_token::user_agent.eq(new.user_agent),
+                device_token::last_seen_at.eq(now),
+            ))
+            .returning(DeviceRow::as_returning())
+            .get_result(conn)
+    })
+}
+
+pub fn remove(conn: &mut PgConnection, user_id: &str, endpoint: &str) -> QueryResult<usize> {
+    diesel::delete(
+        device_token::table
+            .filter(device_token::user_id.eq(user_id))
+            .filter(device_token::endpoint.eq(endpoint)),
+    )
+    .execute(conn)
+}
+
+pub fn of_user(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<DeviceRow>> {
+    device_token::table
+        .filter(device_token::user_id.eq(user_id))
+        .select(DeviceRow::as_select())
+        .load(conn)
+}
+
+/// Removes a device whose push service said it is gone.
+pub fn remove_by_id(conn: &mut PgConnection, id: &str) -> QueryResult<usize> {
+    diesel::delete(device_token::table.find(id)).execute(conn)
+}

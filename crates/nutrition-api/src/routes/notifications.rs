@@ -1,0 +1,262 @@
+use std::time::Duration;
+
+use actix_web::http::StatusCode;
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use chrono::{DateTime, Utc};
+use domain::notifications::{Kind, payload};
+use serde::{Deserialize, Serialize};
+use service_kit::http::Json;
+use session::CurrentSession;
+
+use crate::error::{ApiError, invalid};
+use crate::repo::devices::{self, DeviceRow, NewDevice};
+use crate::repo::profile;
+use crate::state::AppState;
+
+/// How long a push service keeps a test notification for an offline device.
+const TEST_TTL: Duration = Duration::from_secs(60 * 60);
+const MAX_PLATFORM: usize = 32;
+const MAX_TOKEN: usize = 4096;
+const MAX_USER_AGENT: usize = 512;
+
+/// `GET /me/notifications/config`: what the client needs to subscribe.
+pub async fn config(_current: CurrentSession, state: web::Data<AppState>) -> HttpResponse {
+    let key = state.settings.vapid.as_ref().map(|v| v.public_key.clone());
+    HttpResponse::Ok()
+        .json(serde_json::json!({ "pushEnabled": key.is_some(), "vapidPublicKey": key }))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Settings {
+    meal_reminders: bool,
+    weekly_weigh_in: bool,
+}
+
+impl From<profile::Profile> for Settings {
+    fn from(p: profile::Profile) -> Self {
+        Self {
+            meal_reminders: p.meal_reminders,
+            weekly_weigh_in: p.weekly_weigh_in,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PatchSettings {
+    meal_reminders: Option<bool>,
+    weekly_weigh_in: Option<bool>,
+}
+
+/// `GET /me/notifications/settings`: meal reminders default off, the weekly weigh-in on.
+pub async fn get_settings(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let user_id = current.0.user.id;
+    let p = nutrition_store::run(&state.pool, move |conn| {
+        profile::get(conn, &user_id).map_err(ApiError::from)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(Settings::from(p)))
+}
+
+/// `PATCH /me/notifications/settings`.
+pub async fn patch_settings(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    body: Json<PatchSettings>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let user_id = current.0.user.id;
+    let p = nutrition_store::run(&state.pool, move |conn| {
+        profile::set_notifications(conn, &user_id, body.meal_reminders, body.weekly_weigh_in)
+            .map_err(ApiError::from)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(Settings::from(p)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Keys {
+    p256dh: String,
+    auth: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterDevice {
+    platform: String,
+    endpoint: String,
+    keys: Keys,
+    token: Option<String>,
+}
+
+/// A device as the client sees it; its keys are not echoed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Device {
+    id: String,
+    platform: String,
+    endpoint: String,
+    token: Option<String>,
+    user_agent: Option<String>,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    created_at: DateTime<Utc>,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    last_seen_at: DateTime<Utc>,
+}
+
+impl From<DeviceRow> for Device {
+    fn from(d: DeviceRow) -> Self {
+        Self {
+            id: d.id,
+            platform: d.platform,
+            endpoint: d.endpoint,
+            token: d.token,
+            user_agent: d.user_agent,
+            created_at: d.created_at,
+            last_seen_at: d.last_seen_at,
+        }
+    }
+}
+
+/// `POST /me/device-tokens`: registers the browser's push subscription; the same endpoint again
+/// updates the device (keys, user agent, `lastSeenAt`).
+#[tracing::instrument(skip_all)]
+pub async fn register(
+    req: HttpRequest,
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    body: Json<RegisterDevice>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let platform = body.platform.trim().to_owned();
+    if platform.is_empty()
+        || platform.len() > MAX_PLATFORM
+        || !platform
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(invalid(
+            "platform",
+            "1 to 32 letters, digits, '-', '_' or '.'",
+        ));
+    }
+    let endpoint = push::check_endpoint(body.endpoint.trim(), state.settings.allow_http_endpoints)
+        .map_err(|e| invalid("endpoint", e))?
+        .to_string();
+    push::check_keys(&body.keys.p256dh, &body.keys.auth).map_err(|e| invalid("keys", e))?;
+    if body.token.as_ref().is_some_and(|t| t.len() > MAX_TOKEN) {
+        return Err(invalid("token", "at most 4096 characters"));
+    }
+    let user_agent: Option<String> = req
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(|ua| ua.chars().take(MAX_USER_AGENT).collect());
+    let user_id = current.0.user.id;
+    let row = nutrition_store::run(&state.pool, move |conn| {
+        let new = NewDevice {
+            platform: &platform,
+            endpoint: &endpoint,
+            p256dh: body.keys.p256dh.trim(),
+            auth: body.keys.auth.trim(),
+            token: body.token.as_deref(),
+            user_agent: user_agent.as_deref(),
+        };
+        devices::upsert(conn, &user_id, &new, Utc::now()).map_err(ApiError::from)
+    })
+    .await?;
+    Ok(HttpResponse::Created().json(Device::from(row)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveDevice {
+    endpoint: String,
+}
+
+/// `DELETE /me/device-tokens`: 204, also when the device is already gone.
+pub async fn remove(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    body: Json<RemoveDevice>,
+) -> Result<HttpResponse, ApiError> {
+    let endpoint = body.into_inner().endpoint;
+    if endpoint.len() > 4096 {
+        return Err(invalid("endpoint", "too long"));
+    }
+    let user_id = current.0.user.id;
+    let trimmed = endpoint.trim().to_owned();
+    // Registration stores the parsed form; accept either spelling when removing.
+    let normalised = url::Url::parse(&trimmed)
+        .map(|u| u.to_string())
+        .unwrap_or_else(|_| trimmed.clone());
+    nutrition_store::run(&state.pool, move |conn| {
+        devices::remove(conn, &user_id, &trimmed)?;
+        devices::remove(conn, &user_id, &normalised).map_err(ApiError::from)
+    })
+    .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// `POST /me/notifications/test`: a test push to every device of the user. Devices whose push
+/// service answers 404 or 410 are removed.
+#[tracing::instrument(skip_all)]
+pub async fn test(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(sender) = state.push.clone() else {
+        return Ok(service_kit::http::error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "PUSH_DISABLED",
+            "push notifications are not configured on this server",
+        ));
+    };
+    let user_id = current.0.user.id;
+    let devices = nutrition_store::run(&state.pool, move |conn| {
+        devices::of_user(conn, &user_id).map_err(ApiError::from)
+    })
+    .await?;
+    let body = serde_json::to_vec(&payload(Kind::Test)).map_err(ApiError::internal)?;
+    let sends = devices.iter().map(|d| {
+        let sub = push::Subscription {
+            endpoint: d.endpoint.clone(),
+            p256dh: d.p256dh.clone(),
+            auth: d.auth.clone(),
+        };
+        let sender = sender.clone();
+        let body = body.clone();
+        async move { sender.send(&sub, &body, TEST_TTL).await }
+    });
+    let outcomes = futures_util::future::join_all(sends).await;
+    let (mut sent, mut failed) = (0u32, 0u32);
+    let mut gone = Vec::new();
+    for (device, outcome) in devices.iter().zip(outcomes) {
+        match outcome {
+            push::Outcome::Delivered => sent += 1,
+            push::Outcome::Gone => gone.push(device.id.clone()),
+            push::Outcome::RetryAfter(_) | push::Outcome::Failed { .. } => {
+                tracing::warn!(device_id = %device.id, ?outcome, "test push not delivered");
+                failed += 1;
+            }
+        }
+    }
+    let removed = u32::try_from(gone.len()).unwrap_or(u32::MAX);
+    if !gone.is_empty() {
+        nutrition_store::run(&state.pool, move |conn| {
+            for id in &gone {
+                devices::remove_by_id(conn, id)?;
+            }
+            Ok::<_, ApiError>(())
+        })
+        .await?;
+    }
+    Ok(HttpResponse::Ok()
+        .json(serde_json::json!({ "sent": sent, "removed": removed, "failed": failed })))
+}

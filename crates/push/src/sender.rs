@@ -1,0 +1,382 @@
+//! Delivering one message to one subscription, and telling the caller what happened.
+//!
+//! The message is encrypted by the `web-push` crate (aes128gcm, RFC 8291), whose built request
+//! (method, URI, headers, body) is copied onto one shared `reqwest` client: connection reuse to
+//! the few big push services matters more than anything else for fan-out. The VAPID header is
+//! built here instead of by `web-push` so that it can be cached per push service (see `jwt`).
+//!
+//! Callers never see status codes: every answer and every transport failure becomes an
+//! [`Outcome`] that says what to do next.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use p256::ecdsa::SigningKey;
+use reqwest::header::{AUTHORIZATION, CONTENT_LENGTH, HeaderMap, HeaderName, HeaderValue};
+use web_push::{ContentEncoding, SubscriptionInfo, WebPushMessageBuilder};
+
+use crate::endpoint::{NonPublicHost, PublicOnlyResolver, check_endpoint};
+use crate::jwt::VapidSigner;
+use crate::subscription::{Subscription, check_keys, unpadded};
+use crate::vapid::VapidConfig;
+
+/// Largest plaintext that `send` accepts.
+///
+/// With the 4096-byte record size and the 128-byte padding blocks used for aes128gcm, up to 3967
+/// bytes would fit one record, but the `web-push` crate refuses anything over 3052 bytes (a margin
+/// for push services that cap bodies below 4096), so that is the real limit.
+pub const MAX_PAYLOAD: usize = 3052;
+
+/// How long one request may take, connecting included.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Wait suggested after a 429 without a usable `Retry-After`.
+pub const DEFAULT_RATE_LIMIT_BACKOFF: Duration = Duration::from_secs(60);
+/// Wait suggested after a 5xx, a time-out or a connection failure without `Retry-After`: none of
+/// its own, so that the caller's backoff (which knows how often it already tried) decides.
+pub const DEFAULT_BACKOFF: Duration = Duration::ZERO;
+/// A `Retry-After` longer than this is taken as this: a push service asking for days is broken.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
+/// Bytes of an error answer kept for the failure reason.
+const MAX_REASON_BODY: usize = 512;
+
+/// What became of one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The push service accepted it (2xx).
+    Delivered,
+    /// The subscription no longer exists (404, 410): delete the device.
+    Gone,
+    /// Try again after this long: rate limited (429), push service trouble (5xx), time-out or
+    /// connection failure.
+    RetryAfter(Duration),
+    /// Sending this message this way will not work: refused before sending (`status: None`:
+    /// payload too large, bad endpoint or keys) or rejected by the push service (400, 401, 403,
+    /// 413, other 4xx).
+    Failed { status: Option<u16>, reason: String },
+}
+
+/// How soon the push service should deliver (RFC 8030 `Urgency`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Urgency {
+    VeryLow,
+    Low,
+    Normal,
+    High,
+}
+
+impl From<Urgency> for web_push::Urgency {
+    fn from(u: Urgency) -> Self {
+        match u {
+            Urgency::VeryLow => web_push::Urgency::VeryLow,
+            Urgency::Low => web_push::Urgency::Low,
+            Urgency::Normal => web_push::Urgency::Normal,
+            Urgency::High => web_push::Urgency::High,
+        }
+    }
+}
+
+/// Why a [`Sender`] could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SendSetupError {
+    #[error("the VAPID private key is not a base64url P-256 private key")]
+    PrivateKey,
+    #[error("the VAPID public key does not belong to the private key")]
+    KeyMismatch,
+    #[error("the HTTP client could not be built: {0}")]
+    Client(#[source] reqwest::Error),
+}
+
+/// Sends Web Push messages. Cheap to clone; clones share the HTTP connections and the VAPID
+/// tokens.
+#[derive(Clone)]
+pub struct Sender {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: reqwest::Client,
+    vapid: VapidSigner,
+    allow_http_endpoints: bool,
+}
+
+impl std::fmt::Debug for Sender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sender")
+            .field("vapid_public_key", &self.inner.vapid.public_key())
+            .field("allow_http_endpoints", &self.inner.allow_http_endpoints)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sender {
+    /// A sender with the default request time-out ([`DEFAULT_TIMEOUT`]).
+    ///
+    /// `allow_http_endpoints` (tests only) accepts `http://` endpoints and private addresses.
+    pub fn new(vapid: VapidConfig, allow_http_endpoints: bool) -> Result<Self, SendSetupError> {
+        Self::with_timeout(vapid, allow_http_endpoints, DEFAULT_TIMEOUT)
+    }
+
+    /// A sender whose requests give up after `timeout`.
+    pub fn with_timeout(
+        vapid: VapidConfig,
+        allow_http_endpoints: bool,
+        timeout: Duration,
+    ) -> Result<Self, SendSetupError> {
+        let private = URL_SAFE_NO_PAD
+            .decode(vapid.private_key.expose().trim_end_matches('='))
+            .map_err(|_| SendSetupError::PrivateKey)?;
+        let key = SigningKey::from_slice(&private).map_err(|_| SendSetupError::PrivateKey)?;
+        let signer = VapidSigner::new(key, vapid.subject);
+        if signer.public_key() != unpadded(&vapid.public_key) {
+            return Err(SendSetupError::KeyMismatch);
+        }
+        let mut builder = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
+            .redirect(reqwest::redirect::Policy::none())
+            // A proxy would resolve the host itself, around the resolver below.
+            .no_proxy()
+            .pool_idle_timeout(Duration::from_secs(90))
+            .user_agent(concat!("push/", env!("CARGO_PKG_VERSION")));
+        if !allow_http_endpoints {
+            builder = builder.dns_resolver(PublicOnlyResolver).https_only(true);
+        }
+        let client = builder.build().map_err(SendSetupError::Client)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                client,
+                vapid: signer,
+                allow_http_endpoints,
+            }),
+        })
+    }
+
+    /// Encrypts `payload` for `sub` and posts it with the given time to live.
+    pub async fn send(&self, sub: &Subscription, payload: &[u8], ttl: Duration) -> Outcome {
+        self.send_with_urgency(sub, payload, ttl, None).await
+    }
+
+    /// [`Sender::send`] with an `Urgency` header.
+    pub async fn send_with_urgency(
+        &self,
+        sub: &Subscription,
+        payload: &[u8],
+        ttl: Duration,
+        urgency: Option<Urgency>,
+    ) -> Outcome {
+        let request = match self.build(sub, payload, ttl, urgency) {
+            Ok(request) => request,
+            Err(reason) => {
+                return Outcome::Failed {
+                    status: None,
+                    reason,
+                };
+            }
+        };
+        let outcome = match self.inner.client.execute(request).await {
+            Ok(response) => classify(response).await,
+            Err(err) => transport_failure(&err),
+        };
+        tracing::debug!(outcome = ?outcome, "push message sent");
+        outcome
+    }
+
+    /// How many VAPID tokens this sender has signed (one per push service and token lifetime).
+    pub fn jwt_signings(&self) -> u64 {
+        self.inner.vapid.signings()
+    }
+
+    /// The VAPID public key, base64url, as subscriptions must name it (`applicationServerKey`).
+    pub fn vapid_public_key(&self) -> &str {
+        self.inner.vapid.public_key()
+    }
+
+    fn build(
+        &self,
+        sub: &Subscription,
+        payload: &[u8],
+        ttl: Duration,
+        urgency: Option<Urgency>,
+    ) -> Result<reqwest::Request, String> {
+        if payload.is_empty() {
+            // VAPID and the encryption both need a body; an empty push says nothing anyway.
+            return Err("empty payload".to_owned());
+        }
+        if payload.len() > MAX_PAYLOAD {
+            return Err(format!(
+                "payload of {} bytes exceeds the limit of {MAX_PAYLOAD} bytes",
+                payload.len()
+            ));
+        }
+        let url = check_endpoint(&sub.endpoint, self.inner.allow_http_endpoints)
+            .map_err(|e| e.to_string())?;
+        check_keys(&sub.p256dh, &sub.auth).map_err(|e| e.to_string())?;
+
+        let info = SubscriptionInfo::new(url.as_str(), unpadded(&sub.p256dh), unpadded(&sub.auth));
+        let mut message = WebPushMessageBuilder::new(&info);
+        message.set_payload(ContentEncoding::Aes128Gcm, payload);
+        message.set_ttl(u32::try_from(ttl.as_secs()).unwrap_or(u32::MAX));
+        if let Some(urgency) = urgency {
+            message.set_urgency(urgency.into());
+        }
+        let message = message
+            .build()
+            .map_err(|e| format!("message could not be encrypted: {e}"))?;
+        let built = web_push::request_builder::build_request::<Vec<u8>>(message);
+
+        let method = reqwest::Method::from_bytes(built.method().as_str().as_bytes())
+            .map_err(|_| "unexpected request method".to_owned())?;
+        let uri = reqwest::Url::parse(&built.uri().to_string())
+            .map_err(|_| "endpoint could not be encoded".to_owned())?;
+        let mut headers = HeaderMap::new();
+        for (name, value) in built.headers() {
+            let name = HeaderName::from_bytes(name.as_str().as_bytes())
+                .map_err(|_| "unexpected request header".to_owned())?;
+            // reqwest sets the length from the body itself.
+            if name == CONTENT_LENGTH {
+                continue;
+            }
+            let value = HeaderValue::from_bytes(value.as_bytes())
+                .map_err(|_| "unexpected request header".to_owned())?;
+            headers.append(name, value);
+        }
+        let authorization = self.inner.vapid.header(&url.origin().ascii_serialization());
+        let mut authorization = HeaderValue::from_str(&authorization)
+            .map_err(|_| "VAPID header could not be encoded".to_owned())?;
+        authorization.set_sensitive(true);
+        headers.insert(AUTHORIZATION, authorization);
+
+        let mut request = reqwest::Request::new(method, uri);
+        *request.headers_mut() = headers;
+        *request.body_mut() = Some(built.into_body().into());
+        Ok(request)
+    }
+}
+
+async fn classify(mut response: reqwest::Response) -> Outcome {
+    let status = response.status();
+    if status.is_success() {
+        drain(&mut response).await;
+        return Outcome::Delivered;
+    }
+    let retry_after = retry_after(response.headers(), SystemTime::now());
+    let code = status.as_u16();
+    match code {
+        404 | 410 => {
+            drain(&mut response).await;
+            Outcome::Gone
+        }
+        429 => {
+            drain(&mut response).await;
+            Outcome::RetryAfter(retry_after.unwrap_or(DEFAULT_RATE_LIMIT_BACKOFF))
+        }
+        500..=599 => {
+            drain(&mut response).await;
+            Outcome::RetryAfter(retry_after.unwrap_or(DEFAULT_BACKOFF))
+        }
+        _ => {
+            let body = drain(&mut response).await;
+            let mut reason = format!("push service answered {status}");
+            let text = String::from_utf8_lossy(&body);
+            let text = text.trim();
+            if !text.is_empty() {
+                reason.push_str(": ");
+                reason.extend(text.chars().filter(|c| !c.is_control()));
+            }
+            Outcome::Failed {
+                status: Some(code),
+                reason,
+            }
+        }
+    }
+}
+
+/// Reads (a bounded part of) the answer body, so that the connection can be reused.
+async fn drain(response: &mut reqwest::Response) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut seen = 0usize;
+    while let Ok(Some(chunk)) = response.chunk().await {
+        seen += chunk.len();
+        let room = MAX_REASON_BODY.saturating_sub(kept.len());
+        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        // A push service's answers are short; past this it is not worth reading on.
+        if seen > 64 * 1024 {
+            break;
+        }
+    }
+    kept
+}
+
+fn transport_failure(err: &reqwest::Error) -> Outcome {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if e.downcast_ref::<NonPublicHost>().is_some() {
+            return Outcome::Failed {
+                status: None,
+                reason: NonPublicHost.to_string(),
+            };
+        }
+        source = e.source();
+    }
+    // Time-outs, refused or reset connections and TLS failures: the push service may be back
+    // shortly, and the message is still worth sending then.
+    Outcome::RetryAfter(DEFAULT_BACKOFF)
+}
+
+/// `Retry-After` as delta-seconds or an HTTP-date (RFC 9110 section 10.2.3).
+fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    let wait = match value.parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => {
+            let when = httpdate::parse_http_date(value).ok()?;
+            when.duration_since(now).unwrap_or(Duration::ZERO)
+        }
+    };
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_retry_after(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            reqwest::header::RETRY_AFTER,
+            HeaderValue::from_str(value).expect("value"),
+        );
+        headers
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        assert_eq!(
+            retry_after(&with_retry_after("120"), now),
+            Some(Duration::from_secs(120))
+        );
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(90));
+        assert_eq!(
+            retry_after(&with_retry_after(&later), now),
+            Some(Duration::from_secs(90))
+        );
+        let earlier = httpdate::fmt_http_date(now - Duration::from_secs(90));
+        assert_eq!(
+            retry_after(&with_retry_after(&earlier), now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            retry_after(&with_retry_after("999999999"), now),
+            Some(MAX_RETRY_AFTER)
+        );
+        assert_eq!(retry_after(&with_retry_after("soon"), now), None);
+        assert_eq!(retry_after(&HeaderMap::new(), now), None);
+    }
+}

@@ -1,0 +1,8 @@
+//! The push crate against the test kit's fake push service, which verifies VAPID and decrypts
+//! every message independently of the sending side.
+
+mod checks;
+mod classify;
+mod delivery;
+mod helpers;
+mod vapid_cache;
