@@ -40,6 +40,7 @@ enum Command {
 
 #[actix_web::main]
 async fn main() -> ExitCode {
+    cli::process_init();
     let cli = Cli::parse();
     let env = Env::load();
     if let Err(err) = service_kit::telemetry::init(&env) {

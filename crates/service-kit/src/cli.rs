@@ -6,6 +6,15 @@ use std::process::ExitCode;
 
 use crate::config::ConfigError;
 
+/// Process-wide set-up, first thing in `main`. OpenSSL (used by libpq, the MariaDB client, TLS
+/// and Web Push encryption) otherwise frees its global state in an `atexit` handler while other
+/// threads, such as a pool still opening a connection, may be using it; the process then dies of
+/// a segmentation fault instead of exiting cleanly. Initialising it first with `NO_ATEXIT`, as
+/// `openssl::init` does, keeps that handler from ever being registered.
+pub fn process_init() {
+    openssl::init();
+}
+
 /// Exit status for a configuration error (`EX_CONFIG` of sysexits.h).
 pub const EXIT_CONFIG: u8 = 78;
 

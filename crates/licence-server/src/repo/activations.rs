@@ -22,7 +22,7 @@ pub struct ActivationRow {
 pub fn list(conn: &mut MysqlConnection, licence_id: &str) -> QueryResult<Vec<ActivationRow>> {
     activation::table
         .filter(activation::licence_id.eq(licence_id))
-        .order(activation::created_at.asc())
+        .order((activation::created_at.asc(), activation::instance_id.asc()))
         .select(ActivationRow::as_select())
         .load(conn)
 }
