@@ -30,6 +30,23 @@ async fn services_answer_behind_nginx_and_stop_cleanly_on_sigterm() {
         "nutrition-api's guard answers"
     );
 
+    // Query strings can carry capabilities (OAuth codes, signed download addresses): the services
+    // log the request's path, never its query.
+    let (status, _) = get_json(&format!(
+        "{base}/api/auth/callback/google?code=SECRET-CODE-123&state=STATE-456"
+    ))
+    .await;
+    assert_eq!(status, 302);
+    let log = stack.auth.log();
+    assert!(
+        log.contains("Google sign-in failed") && log.contains("/api/auth/callback/google"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("SECRET-CODE-123") && !log.contains("STATE-456"),
+        "{log}"
+    );
+
     // Routes the proxy does not know, and the services' internal probes, are not exposed.
     for path in ["/ready", "/health", "/api/nothing"] {
         let (status, body) = get_json(&format!("{base}{path}")).await;

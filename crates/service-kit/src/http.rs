@@ -300,6 +300,40 @@ pub fn probes(cfg: &mut web::ServiceConfig) {
         .route("/ready", web::get().to(ready));
 }
 
+/// The request span of every service: method, route, path and status, but never the query string,
+/// which can carry capabilities (signed download addresses, OAuth codes and states) that must not
+/// reach the logs.
+pub struct RequestSpan;
+
+impl tracing_actix_web::RootSpanBuilder for RequestSpan {
+    fn on_request_start(request: &actix_web::dev::ServiceRequest) -> tracing::Span {
+        use actix_web::HttpMessage;
+        let request_id = request
+            .extensions()
+            .get::<tracing_actix_web::RequestId>()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        tracing::info_span!(
+            "http_request",
+            http.method = %request.method(),
+            http.route = %request.match_pattern().unwrap_or_default(),
+            http.path = %request.path(),
+            http.status_code = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            exception.message = tracing::field::Empty,
+            exception.details = tracing::field::Empty,
+            request_id = %request_id,
+        )
+    }
+
+    fn on_request_end<B: actix_web::body::MessageBody>(
+        span: tracing::Span,
+        outcome: &Result<actix_web::dev::ServiceResponse<B>, actix_web::Error>,
+    ) {
+        tracing_actix_web::DefaultRootSpanBuilder::on_request_end(span, outcome);
+    }
+}
+
 /// The HTTP server every service runs: request tracing, the shared extractor settings, the
 /// probes, the routes added by `configure`, and the contract's 404 for everything else. On
 /// SIGTERM it stops accepting, lets open requests finish for up to ten seconds, then returns.
@@ -313,7 +347,7 @@ where
 {
     Ok(actix_web::HttpServer::new(move || {
         actix_web::App::new()
-            .wrap(tracing_actix_web::TracingLogger::default())
+            .wrap(tracing_actix_web::TracingLogger::<RequestSpan>::new())
             .app_data(web::Data::new(Arc::clone(&readiness)))
             .configure(extractor_config)
             .configure(probes)
