@@ -12,6 +12,9 @@ use session::SessionLayer;
 use crate::settings::Settings;
 use crate::state::AppState;
 
+/// Largest request body: a full meal plan (62 days of 8 slots with titles) is about 130 KiB.
+const BODY_LIMIT: usize = 256 * 1024;
+
 /// How long start-up waits for Postgres before giving up.
 pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
 
@@ -53,6 +56,7 @@ impl Application {
         let server =
             service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
+                    .app_data(service_kit::http::BodyLimit(BODY_LIMIT))
                     .app_data(web::Data::new(layer.clone()))
                     .configure(crate::routes::config);
             })?;

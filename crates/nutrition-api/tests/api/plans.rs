@@ -348,3 +348,33 @@ async fn recipes_by_category_and_id() {
     let anonymous = app.call(Method::GET, "/me/recipes", None, None).await;
     assert_eq!(anonymous.status, 401);
 }
+
+#[tokio::test]
+async fn the_largest_plan_fits_and_a_larger_body_is_413() {
+    let app = spawn_app().await;
+    let u = app.user("big@example.com");
+    let start = domain::rome::local_date(Utc::now());
+    let days: Vec<Value> = (0..62)
+        .map(|d| {
+            let slots: Vec<Value> = ["COL", "PRA", "SPU", "CENA", "COL", "PRA", "SPU", "CENA"]
+                .iter()
+                .map(|c| json!({ "category": c, "title": "t".repeat(200) }))
+                .collect();
+            json!({ "date": (start + Duration::days(d)).to_string(), "slots": slots })
+        })
+        .collect();
+    let r = app
+        .post(
+            "/me/meal-plans",
+            &u,
+            json!({ "intermittentFasting": false, "days": days }),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", &r.text[..r.text.len().min(300)]);
+    let huge = format!("{{\"days\":[],\"pad\":\"{}\"}}", "x".repeat(300 * 1024));
+    let r = app.raw(Method::POST, "/me/meal-plans", &u, &huge).await;
+    assert_eq!(
+        (r.status, r.body["code"].as_str()),
+        (413, Some("PAYLOAD_TOO_LARGE"))
+    );
+}
