@@ -220,3 +220,70 @@ async fn dinner_through_nginx_starts_the_preferred_fast() {
     assert_eq!(current["protocol"], "16:8");
     assert_eq!(current["autoStarted"], true);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desktop_app_activates_and_consumes_through_nginx() {
+    let stack = start_stack().await;
+    let base = stack.base();
+    // An operator creates a licence by hand, as the running service's admin command.
+    let out = testkit::process::run(
+        &testkit::stack::bin("licence-server"),
+        &[
+            "admin",
+            "create",
+            "--email",
+            "desk@example.com",
+            "--plan",
+            "basic",
+            "--no-email",
+        ],
+        &[("DATABASE_URL", stack.my.url())],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let created: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let key = created["key"].as_str().expect("key").to_owned();
+
+    let http = client();
+    let activated: serde_json::Value = http
+        .post(format!("{base}/api/license/activate"))
+        .json(&json!({ "licenseKey": key, "instanceId": "desk-1", "instanceName": "Studio" }))
+        .send()
+        .await
+        .expect("activate")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(activated["activated"], true, "{activated}");
+    assert_eq!(activated["license"]["plan"], "basic");
+    let token = activated["token"].as_str().expect("token").to_owned();
+    let consumed = http
+        .post(format!("{base}/api/usage/consume"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("consume");
+    assert_eq!(consumed.status(), 200);
+    let status: serde_json::Value = http
+        .get(format!("{base}/api/usage/status"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("status")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(
+        (status["used"].as_i64(), status["limit"].as_i64()),
+        (Some(1), Some(10)),
+        "{status}"
+    );
+    let (code, latest) = get_json(&format!("{base}/api/latest")).await;
+    assert!(
+        code == 200 || code == 503,
+        "the release route is routed to the licence server: {code} {latest}"
+    );
+}

@@ -21,7 +21,7 @@ pub struct Stack {
     pub licence: Process,
     pub ports: [u16; 4],
     pub pg: TestPostgres,
-    _my: TestMariaDb,
+    pub my: TestMariaDb,
     _dir: ScratchDir,
 }
 
@@ -120,7 +120,7 @@ pub async fn start_stack() -> Stack {
         licence,
         ports,
         pg,
-        _my: my,
+        my,
         _dir: dir,
     }
 }
