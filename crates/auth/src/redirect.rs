@@ -40,6 +40,26 @@ pub fn see_other(location: &str) -> HttpResponse {
         .finish()
 }
 
+/// 303 See Other to `location`, setting `cookie`: a form's success.
+pub fn see_other_with_cookie(location: &str, cookie: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location))
+        .insert_header((header::SET_COOKIE, cookie))
+        .finish()
+}
+
+/// 303 back to `page` with `error=code` and the given fields (those that are `Some`), so that the
+/// page shows the error next to the form and keeps what was typed.
+pub fn back_to_page(page: &str, code: &str, fields: &[(&str, Option<&str>)]) -> HttpResponse {
+    let mut location = format!("{page}?error={}", q(code));
+    for (name, value) in fields {
+        if let Some(v) = value {
+            location.push_str(&format!("&{name}={}", q(v)));
+        }
+    }
+    see_other(&location)
+}
+
 /// Query-string encoding of one value.
 pub fn q(value: &str) -> String {
     session::cookie::percent_encode(value)

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::body::Body;
 use crate::error::ApiError;
-use crate::redirect::{self, q};
+use crate::redirect;
 use crate::state::AppState;
 use crate::{client, password, users};
 
@@ -33,20 +33,17 @@ pub async fn sign_in(
     if !form {
         return outcome;
     }
-    match outcome {
-        Ok(resp) => Ok(resp),
-        Err(err) => {
-            let mut location = format!(
-                "/sign-in?error={}&email={}",
-                err.code(),
-                q(input.email.trim())
-            );
-            if let Some(cb) = input.callback_url.as_deref().filter(|c| !c.is_empty()) {
-                location.push_str(&format!("&callbackURL={}", q(cb)));
-            }
-            Ok(redirect::see_other(&location))
-        }
-    }
+    Ok(outcome.unwrap_or_else(|err| {
+        let callback = input.callback_url.as_deref().filter(|c| !c.is_empty());
+        redirect::back_to_page(
+            "/sign-in",
+            err.code(),
+            &[
+                ("email", Some(input.email.trim())),
+                ("callbackURL", callback),
+            ],
+        )
+    }))
 }
 
 async fn handle(
@@ -90,12 +87,10 @@ async fn handle(
     .await?;
     let cookie = session::cookie::set_session(&state.settings.auth, &session.token, remember);
     if form {
-        let mut resp = redirect::see_other(callback.as_deref().unwrap_or("/"));
-        resp.headers_mut().append(
-            header::SET_COOKIE,
-            cookie.parse().map_err(ApiError::internal)?,
-        );
-        return Ok(resp);
+        return Ok(redirect::see_other_with_cookie(
+            callback.as_deref().unwrap_or("/"),
+            &cookie,
+        ));
     }
     let mut body = serde_json::json!({
         "redirect": callback.is_some(),

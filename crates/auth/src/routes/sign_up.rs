@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::body::Body;
 use crate::error::ApiError;
-use crate::redirect::{self, q};
+use crate::redirect;
 use crate::state::AppState;
 use crate::users::{self, CREDENTIAL, NewAccount, NewUser};
 use crate::{client, password};
@@ -40,21 +40,18 @@ pub async fn sign_up(
         return outcome;
     }
     // The page posts a form: answer with redirects, the error back to the page to show inline.
-    match outcome {
-        Ok(resp) => Ok(resp),
-        Err(err) => {
-            let mut location = format!(
-                "/sign-up?error={}&name={}&email={}",
-                err.code(),
-                q(input.name.trim()),
-                q(input.email.trim())
-            );
-            if let Some(cb) = input.callback_url.as_deref().filter(|c| !c.is_empty()) {
-                location.push_str(&format!("&callbackURL={}", q(cb)));
-            }
-            Ok(redirect::see_other(&location))
-        }
-    }
+    Ok(outcome.unwrap_or_else(|err| {
+        let callback = input.callback_url.as_deref().filter(|c| !c.is_empty());
+        redirect::back_to_page(
+            "/sign-up",
+            err.code(),
+            &[
+                ("name", Some(input.name.trim())),
+                ("email", Some(input.email.trim())),
+                ("callbackURL", callback),
+            ],
+        )
+    }))
 }
 
 async fn handle(
@@ -143,12 +140,10 @@ async fn handle(
     tracing::info!(user_id = %user.id, "user signed up");
     let cookie = session::cookie::set_session(&state.settings.auth, &session.token, remember);
     if form {
-        let mut resp = redirect::see_other(callback.as_deref().unwrap_or("/"));
-        resp.headers_mut().append(
-            header::SET_COOKIE,
-            cookie.parse().map_err(ApiError::internal)?,
-        );
-        return Ok(resp);
+        return Ok(redirect::see_other_with_cookie(
+            callback.as_deref().unwrap_or("/"),
+            &cookie,
+        ));
     }
     Ok(HttpResponse::Ok()
         .insert_header((header::SET_COOKIE, cookie))

@@ -80,12 +80,7 @@ pub async fn sign_in_social(
     let name = session::cookie::cookie_name(auth, STATE_COOKIE);
     let cookie = session::cookie::set_signed(auth, &name, &state_value, STATE_LIFETIME_SECS);
     if form {
-        let mut resp = redirect::see_other(&url);
-        resp.headers_mut().append(
-            header::SET_COOKIE,
-            cookie.parse().map_err(ApiError::internal)?,
-        );
-        return Ok(resp);
+        return Ok(redirect::see_other_with_cookie(&url, &cookie));
     }
     Ok(HttpResponse::Ok()
         .insert_header((header::SET_COOKIE, cookie))
