@@ -72,11 +72,12 @@ pub fn upsert(
     })
 }
 
-pub fn remove(conn: &mut PgConnection, user_id: &str, endpoint: &str) -> QueryResult<usize> {
+/// Removes the user's device registered under any of `endpoints` (spellings of one address).
+pub fn remove(conn: &mut PgConnection, user_id: &str, endpoints: &[String]) -> QueryResult<usize> {
     diesel::delete(
         device_token::table
             .filter(device_token::user_id.eq(user_id))
-            .filter(device_token::endpoint.eq(endpoint)),
+            .filter(device_token::endpoint.eq_any(endpoints)),
     )
     .execute(conn)
 }
@@ -88,7 +89,7 @@ pub fn of_user(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<Device
         .load(conn)
 }
 
-/// Removes a device whose push service said it is gone.
-pub fn remove_by_id(conn: &mut PgConnection, id: &str) -> QueryResult<usize> {
-    diesel::delete(device_token::table.find(id)).execute(conn)
+/// Removes the devices whose push service said they are gone.
+pub fn remove_by_ids(conn: &mut PgConnection, ids: &[String]) -> QueryResult<usize> {
+    diesel::delete(device_token::table.filter(device_token::id.eq_any(ids))).execute(conn)
 }

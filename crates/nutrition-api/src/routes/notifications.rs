@@ -197,8 +197,7 @@ pub async fn remove(
         .map(|u| u.to_string())
         .unwrap_or_else(|_| trimmed.clone());
     nutrition_store::run(&state.pool, move |conn| {
-        devices::remove(conn, &user_id, &trimmed)?;
-        devices::remove(conn, &user_id, &normalised).map_err(ApiError::from)
+        devices::remove(conn, &user_id, &[trimmed, normalised]).map_err(ApiError::from)
     })
     .await?;
     Ok(HttpResponse::NoContent().finish())
@@ -250,10 +249,7 @@ pub async fn test(
     let removed = u32::try_from(gone.len()).unwrap_or(u32::MAX);
     if !gone.is_empty() {
         nutrition_store::run(&state.pool, move |conn| {
-            for id in &gone {
-                devices::remove_by_id(conn, id)?;
-            }
-            Ok::<_, ApiError>(())
+            devices::remove_by_ids(conn, &gone).map_err(ApiError::from)
         })
         .await?;
     }
