@@ -212,20 +212,19 @@ struct Pending {
     next: Option<DateTime<Utc>>,
 }
 
-/// When the next pending message of `job`'s slot (or of any job, with `None`) falls due.
+/// When the next pending message of `job`'s run for `slot` falls due.
 pub fn next_pending(
     conn: &mut PgConnection,
-    job_slot: Option<(&str, chrono::NaiveDateTime)>,
+    job: &str,
+    slot: chrono::NaiveDateTime,
 ) -> QueryResult<Option<DateTime<Utc>>> {
-    let row: Pending = match job_slot {
-        Some((job, slot)) => diesel::sql_query(
-            "SELECT min(next_attempt_at) AS next FROM scheduler.outbox WHERE status = 'pending' AND job = $1 AND slot = $2",
-        )
-        .bind::<Text, _>(job)
-        .bind::<diesel::sql_types::Timestamp, _>(slot)
-        .get_result(conn)?,
-        None => diesel::sql_query("SELECT min(next_attempt_at) AS next FROM scheduler.outbox WHERE status = 'pending'").get_result(conn)?,
-    };
+    let row: Pending = diesel::sql_query(
+        "SELECT min(next_attempt_at) AS next FROM scheduler.outbox
+          WHERE status = 'pending' AND job = $1 AND slot = $2",
+    )
+    .bind::<Text, _>(job)
+    .bind::<diesel::sql_types::Timestamp, _>(slot)
+    .get_result(conn)?;
     Ok(row.next)
 }
 

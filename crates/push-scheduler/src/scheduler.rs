@@ -97,33 +97,25 @@ impl Scheduler {
         let queued = self.run_slot(job, slot, at).await?;
         let counters = Arc::new(Counters::default());
         let deadline = tokio::time::Instant::now() + wait;
-        loop {
+        // Deliver, then wait for the retries of this run's messages until the deadline.
+        let pending = loop {
             deliver::drain_due(&self.pool, &self.sender, self.workers, &counters).await?;
             let pool = self.pool.clone();
             let next = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
                 let mut conn = pool.get()?;
-                Ok(deliver::next_pending(
-                    &mut conn,
-                    Some((job.name(), slot.local)),
-                )?)
+                Ok(deliver::next_pending(&mut conn, job.name(), slot.local)?)
             })
             .await??;
-            let Some(next) = next else { break };
+            let Some(next) = next else { break false };
             let until = (next - Utc::now())
                 .to_std()
                 .unwrap_or(Duration::ZERO)
                 .max(Duration::from_millis(50));
             if tokio::time::Instant::now() + until > deadline {
-                break;
+                break true;
             }
             tokio::time::sleep(until).await;
-        }
-        let pool = self.pool.clone();
-        let pending = tokio::task::spawn_blocking(move || -> anyhow::Result<bool> {
-            let mut conn = pool.get()?;
-            Ok(deliver::next_pending(&mut conn, Some((job.name(), slot.local)))?.is_some())
-        })
-        .await??;
+        };
         let (sent, removed, failed, _) = counters.snapshot();
         Ok(Report {
             job: job.name().to_owned(),
