@@ -25,6 +25,14 @@ pub mod webdriver;
 
 use rand::Rng;
 
+/// Initialises OpenSSL with `NO_ATEXIT` before the client libraries touch it. libpq and the
+/// MariaDB client would otherwise register OpenSSL's exit-time clean-up, which frees state that
+/// pool threads still opening TLS connections use while the test process exits ("double free").
+/// The binaries do the same through `service_kit::cli::process_init`.
+pub fn process_init() {
+    openssl::init();
+}
+
 /// A database name unique across parallel tests and test processes: `t_<unix time>_<random>`.
 /// The time lets a later run drop databases that a crashed run left behind.
 pub(crate) fn unique_db_name() -> String {

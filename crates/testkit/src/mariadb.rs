@@ -24,6 +24,7 @@ struct Name {
 impl TestMariaDb {
     /// Creates an empty database (no migrations applied).
     pub fn empty() -> Self {
+        crate::process_init();
         let admin = admin_url();
         let mut conn = MysqlConnection::establish(&admin)
             .unwrap_or_else(|e| panic!("cannot reach MariaDB at TEST_MYSQL_URL: {e}"));

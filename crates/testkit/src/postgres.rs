@@ -25,6 +25,7 @@ struct Name {
 impl TestPostgres {
     /// Creates an empty database (no migrations applied).
     pub fn empty() -> Self {
+        crate::process_init();
         let admin = admin_url();
         let mut conn = PgConnection::establish(&admin)
             .unwrap_or_else(|e| panic!("cannot reach Postgres at TEST_POSTGRES_URL: {e}"));
