@@ -8,7 +8,7 @@
 //! `Content-Encoding` is `aes128gcm` (400); the body is at most 4096 bytes (413) and decrypts with
 //! the subscriber's private key and auth secret (RFC 8291 and RFC 8188; 400). Refusals are kept
 //! in [`FakePushService::rejected`]. Then the subscription's scripted [`Answer`] decides the
-//! status; only a message answered `Created` counts as received.
+//! status; only a message answered `Created` (or `Slow`, on arrival) counts as received.
 //!
 //! Decryption is implemented here from the RFCs with RustCrypto, independently of the sender's
 //! library, so the two check each other.
@@ -55,6 +55,10 @@ pub enum Answer {
     Status(u16),
     /// No answer for ten minutes, to see the sender's time-out.
     Hang,
+    /// A slow push service: the message is recorded as received when it arrives (the service has
+    /// it), and the 201 comes after this long. A sender that dies meanwhile never learns that the
+    /// message went through.
+    Slow(Duration),
 }
 
 /// A message the service accepted.
@@ -110,6 +114,9 @@ struct State {
     rejected: Vec<Rejected>,
     requests: u64,
     plain_requests: u64,
+    /// Requests to `/push/…` being answered right now, and the most there ever were at once.
+    in_flight: usize,
+    max_in_flight: usize,
 }
 
 struct Shared {
@@ -226,6 +233,16 @@ impl FakePushService {
         self.shared.lock().requests
     }
 
+    /// The most requests to `/push/…` that were being answered at the same time.
+    pub fn max_in_flight(&self) -> usize {
+        self.shared.lock().max_in_flight
+    }
+
+    /// Requests to `/push/…` being answered right now.
+    pub fn in_flight(&self) -> usize {
+        self.shared.lock().in_flight
+    }
+
     /// Waits until at least `count` messages were received or `timeout` passes; returns them all.
     pub async fn wait_for_received(&self, count: usize, timeout: Duration) -> Vec<Delivered> {
         let deadline = tokio::time::Instant::now() + timeout;
@@ -302,6 +319,7 @@ async fn push(
     body: web::Bytes,
 ) -> HttpResponse {
     let id = id.into_inner();
+    let _in_flight = InFlight::enter(&shared);
     let keys = {
         let mut state = shared.lock();
         state.requests += 1;
@@ -355,7 +373,7 @@ async fn push(
             Some(s) => s.queued.pop_front().unwrap_or(s.standing),
             None => Answer::Gone404,
         };
-        if answer == Answer::Created {
+        if matches!(answer, Answer::Created | Answer::Slow(_)) {
             state.delivered.push(Delivered {
                 subscription_id: id.clone(),
                 plaintext,
@@ -390,6 +408,32 @@ async fn push(
             tokio::time::sleep(Duration::from_secs(600)).await;
             HttpResponse::GatewayTimeout().finish()
         }
+        Answer::Slow(delay) => {
+            tokio::time::sleep(delay).await;
+            HttpResponse::Created()
+                .insert_header(("Location", format!("/message/{id}")))
+                .finish()
+        }
+    }
+}
+
+/// Counts a request as being answered until it is dropped: answered, or abandoned by a client
+/// that went away (actix then drops the handler's future).
+struct InFlight<'a>(&'a Shared);
+
+impl<'a> InFlight<'a> {
+    fn enter(shared: &'a Shared) -> Self {
+        let mut state = shared.lock();
+        state.in_flight += 1;
+        state.max_in_flight = state.max_in_flight.max(state.in_flight);
+        Self(shared)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.in_flight = state.in_flight.saturating_sub(1);
     }
 }
 
