@@ -9,6 +9,6 @@ pub mod vapid;
 
 pub use endpoint::{EndpointError, check_endpoint, is_public_ip};
 pub use jwt::{REFRESH_BEFORE, TOKEN_LIFETIME};
-pub use sender::{MAX_PAYLOAD, Outcome, SendSetupError, Sender, Urgency};
+pub use sender::{MAX_PAYLOAD, Options, Outcome, SendSetupError, Sender, Topic, Urgency};
 pub use subscription::{KeyError, Subscription, check_keys};
 pub use vapid::{VapidConfig, VapidKeyPair};

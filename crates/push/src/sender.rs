@@ -15,6 +15,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use p256::ecdsa::SigningKey;
 use reqwest::header::{AUTHORIZATION, CONTENT_LENGTH, HeaderMap, HeaderName, HeaderValue};
+use sha2::{Digest, Sha256};
 use web_push::{ContentEncoding, SubscriptionInfo, WebPushMessageBuilder};
 
 use crate::endpoint::{NonPublicHost, PublicOnlyResolver, check_endpoint};
@@ -74,6 +75,54 @@ impl From<Urgency> for web_push::Urgency {
             Urgency::Normal => web_push::Urgency::Normal,
             Urgency::High => web_push::Urgency::High,
         }
+    }
+}
+
+/// How one message is to be sent: RFC 8030's `TTL`, `Urgency` and `Topic` headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// How long the push service keeps the message for an offline device.
+    pub ttl: Duration,
+    pub urgency: Option<Urgency>,
+    /// A message stored by the push service for an offline device is replaced by a newer one with
+    /// the same topic, so a message sent twice (a sender that died before recording the first
+    /// delivery) reaches the device once.
+    pub topic: Option<Topic>,
+}
+
+impl Options {
+    /// Only a time to live.
+    pub fn ttl(ttl: Duration) -> Self {
+        Self {
+            ttl,
+            urgency: None,
+            topic: None,
+        }
+    }
+}
+
+/// A `Topic` header value: at most 32 base64url characters (RFC 8030 section 5.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topic(String);
+
+impl Topic {
+    /// The topic of the message identified by `key` (any text: a job, its slot and the kind of
+    /// message): the first 24 bytes of its SHA-256, base64url, 32 characters. The same key always
+    /// gives the same topic, different keys practically never do, and nothing of the key can be
+    /// read from it.
+    pub fn derive(key: &str) -> Self {
+        let digest = Sha256::digest(key.as_bytes());
+        Self(URL_SAFE_NO_PAD.encode(&digest[..24]))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Topic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
@@ -155,7 +204,7 @@ impl Sender {
 
     /// Encrypts `payload` for `sub` and posts it with the given time to live.
     pub async fn send(&self, sub: &Subscription, payload: &[u8], ttl: Duration) -> Outcome {
-        self.send_with_urgency(sub, payload, ttl, None).await
+        self.send_with(sub, payload, &Options::ttl(ttl)).await
     }
 
     /// [`Sender::send`] with an `Urgency` header.
@@ -166,7 +215,21 @@ impl Sender {
         ttl: Duration,
         urgency: Option<Urgency>,
     ) -> Outcome {
-        let request = match self.build(sub, payload, ttl, urgency) {
+        let options = Options {
+            urgency,
+            ..Options::ttl(ttl)
+        };
+        self.send_with(sub, payload, &options).await
+    }
+
+    /// [`Sender::send`] with every header this sender can set.
+    pub async fn send_with(
+        &self,
+        sub: &Subscription,
+        payload: &[u8],
+        options: &Options,
+    ) -> Outcome {
+        let request = match self.build(sub, payload, options) {
             Ok(request) => request,
             Err(reason) => {
                 return Outcome::Failed {
@@ -197,8 +260,7 @@ impl Sender {
         &self,
         sub: &Subscription,
         payload: &[u8],
-        ttl: Duration,
-        urgency: Option<Urgency>,
+        options: &Options,
     ) -> Result<reqwest::Request, String> {
         if payload.is_empty() {
             // VAPID and the encryption both need a body; an empty push says nothing anyway.
@@ -217,9 +279,12 @@ impl Sender {
         let info = SubscriptionInfo::new(url.as_str(), unpadded(&sub.p256dh), unpadded(&sub.auth));
         let mut message = WebPushMessageBuilder::new(&info);
         message.set_payload(ContentEncoding::Aes128Gcm, payload);
-        message.set_ttl(u32::try_from(ttl.as_secs()).unwrap_or(u32::MAX));
-        if let Some(urgency) = urgency {
+        message.set_ttl(u32::try_from(options.ttl.as_secs()).unwrap_or(u32::MAX));
+        if let Some(urgency) = options.urgency {
             message.set_urgency(urgency.into());
+        }
+        if let Some(topic) = &options.topic {
+            message.set_topic(topic.as_str().to_owned());
         }
         let message = message
             .build()
@@ -353,6 +418,25 @@ mod tests {
             HeaderValue::from_str(value).expect("value"),
         );
         headers
+    }
+
+    #[test]
+    fn topics_are_32_base64url_characters_and_stable() {
+        let a = Topic::derive("meal-lunch|2026-11-23T13:00:00|meal_lunch");
+        assert_eq!(a.as_str().len(), 32);
+        assert!(
+            a.as_str()
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        );
+        assert_eq!(
+            a,
+            Topic::derive("meal-lunch|2026-11-23T13:00:00|meal_lunch")
+        );
+        assert_ne!(
+            a,
+            Topic::derive("meal-lunch|2026-11-24T13:00:00|meal_lunch")
+        );
     }
 
     #[test]
