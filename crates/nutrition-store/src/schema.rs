@@ -148,6 +148,14 @@ pub mod nutrition {
         }
     }
 
+    diesel::table! {
+        nutrition.test_push_limit (user_id) {
+            user_id -> Text,
+            count -> Int4,
+            window_start -> Timestamptz,
+        }
+    }
+
     diesel::joinable!(meal_slot -> meal_plan (plan_id));
     diesel::allow_tables_to_appear_in_same_query!(
         profile,
@@ -155,7 +163,8 @@ pub mod nutrition {
         meal_plan,
         meal_slot,
         device_token,
-        pause_period
+        pause_period,
+        test_push_limit
     );
 }
 
@@ -189,6 +198,9 @@ pub mod scheduler {
             last_error -> Nullable<Text>,
             created_at -> Timestamptz,
             finished_at -> Nullable<Timestamptz>,
+            fair_rank -> Int2,
+            /// Generated from `endpoint`: never written.
+            origin -> Nullable<Text>,
         }
     }
 

@@ -113,6 +113,11 @@ fn schema_rs_names_only_existing_columns() {
         .limit(0)
         .execute(&mut conn)
         .expect("pause_period");
+    nutrition::test_push_limit::table
+        .select(nutrition::test_push_limit::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("test_push_limit");
     scheduler::job_run::table
         .select(scheduler::job_run::all_columns)
         .limit(0)

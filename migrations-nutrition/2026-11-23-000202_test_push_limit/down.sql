@@ -1,0 +1,1 @@
+DROP TABLE nutrition.test_push_limit;
