@@ -6,17 +6,29 @@
 //! Outcomes: 2xx delivered; 404/410 the device is deleted; 429 waits `Retry-After`; 5xx and
 //! time-outs retry with exponential backoff and jitter until the message's expiry; 400/401/403/413
 //! are failures, logged as configuration errors (bad VAPID keys, a payload the service refuses).
+//!
+//! A message follows its device, not the user it was queued for: it is sent with the device's
+//! current endpoint and keys, and cancelled when the device is gone or no longer that user's (the
+//! browser was removed, replaced, or taken over by another user on a shared computer). The device
+//! row is share-locked while the message is in flight, so removing the device waits for that one
+//! send and no later one can start.
+//!
+//! Fairness: senders take the message that expires first, each user's first device before
+//! anyone's second ([`Lanes`] and the `fair_rank` column), and one process never gives more than
+//! [`PER_USER`] senders to one user or all of its senders to one push service.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Int8, Integer, Text, Timestamptz};
+use diesel::sql_types::{Array, Int8, Integer, Nullable, Text, Timestamp, Timestamptz};
 use nutrition_store::PgPool;
-use push::{Outcome, Sender};
+use push::{Options, Outcome, Sender, Topic};
 use rand::Rng;
+use tokio::sync::Notify;
 
 /// What a drain did.
 #[derive(Debug, Default)]
@@ -38,24 +50,129 @@ impl Counters {
     }
 }
 
+/// Asked to stop: senders finish the message they hold and take no other.
+#[derive(Debug, Default)]
+pub struct Shutdown {
+    stopping: AtomicBool,
+    notify: Notify,
+}
+
+impl Shutdown {
+    pub fn trigger(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub fn is_triggered(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Returns once [`Self::trigger`] was called.
+    pub async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.is_triggered() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Sends one process lets one user have in flight: a user's twenty devices on a slow push service
+/// occupy two senders, never all of them.
+pub const PER_USER: usize = 2;
+
+/// How long an idle sender waits before looking again while other senders are busy: what they
+/// hold may free a user's or push service's share.
+const IDLE_POLL: Duration = Duration::from_millis(100);
+
+/// What this process has in flight, per user and per push-service origin.
+#[derive(Debug)]
+pub struct Lanes {
+    per_origin: usize,
+    counts: Mutex<LaneCounts>,
+}
+
+#[derive(Debug, Default)]
+struct LaneCounts {
+    users: HashMap<String, usize>,
+    origins: HashMap<String, usize>,
+    total: usize,
+}
+
+impl Lanes {
+    /// Lanes for `workers` senders: one push service may take all but one of them, so a slow one
+    /// always leaves a sender for everyone else.
+    pub fn new(workers: usize) -> Self {
+        Self {
+            per_origin: workers.saturating_sub(1).max(1),
+            counts: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LaneCounts> {
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn in_flight(&self) -> usize {
+        self.lock().total
+    }
+}
+
+/// A claimed message counted in its lanes until dropped.
+struct Held<'a> {
+    lanes: &'a Lanes,
+    user: String,
+    origin: String,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let mut c = self.lanes.lock();
+        let c = &mut *c;
+        for (map, key) in [(&mut c.users, &self.user), (&mut c.origins, &self.origin)] {
+            if let Some(n) = map.get_mut(key) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    map.remove(key);
+                }
+            }
+        }
+        c.total = c.total.saturating_sub(1);
+    }
+}
+
 #[derive(QueryableByName)]
 struct Claimed {
     #[diesel(sql_type = Int8)]
     id: i64,
     #[diesel(sql_type = Text)]
+    job: String,
+    #[diesel(sql_type = Timestamp)]
+    slot: NaiveDateTime,
+    #[diesel(sql_type = Text)]
+    user_id: String,
+    #[diesel(sql_type = Text)]
     device_id: String,
-    #[diesel(sql_type = Text)]
-    endpoint: String,
-    #[diesel(sql_type = Text)]
-    p256dh: String,
-    #[diesel(sql_type = Text)]
-    auth: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    origin: Option<String>,
     #[diesel(sql_type = diesel::sql_types::Jsonb)]
     payload: serde_json::Value,
     #[diesel(sql_type = Integer)]
     attempts: i32,
     #[diesel(sql_type = Timestamptz)]
     expires_at: DateTime<Utc>,
+}
+
+#[derive(QueryableByName)]
+struct Device {
+    #[diesel(sql_type = Text)]
+    endpoint: String,
+    #[diesel(sql_type = Text)]
+    p256dh: String,
+    #[diesel(sql_type = Text)]
+    auth: String,
 }
 
 /// First retry delay after a 5xx or time-out; doubled per attempt up to [`MAX_BACKOFF`].
@@ -72,42 +189,108 @@ pub fn backoff(attempts: i32, hint: Duration) -> Duration {
     exp.min(MAX_BACKOFF).mul_f64(jitter).max(hint)
 }
 
-/// Sends one due message, if there is one. `Ok(false)`: nothing was due.
+/// The `Topic` of a message: one per job, slot and kind, so that every copy of it (a repeat after
+/// a crash) collapses at the push service.
+pub fn topic(job: &str, slot: NaiveDateTime, kind: &str) -> Topic {
+    Topic::derive(&format!("{job}|{}|{kind}", slot.format("%Y-%m-%dT%H:%M")))
+}
+
+/// What one sender found to do.
+enum Step {
+    /// A message was settled (sent, retried, cancelled, expired, failed).
+    Done,
+    /// Nothing this sender may take now.
+    Idle,
+}
+
+/// Claims the next message this process may take and settles it.
 fn deliver_one(
     conn: &mut PgConnection,
     sender: &Sender,
+    lanes: &Lanes,
     counters: &Counters,
     runtime: &tokio::runtime::Handle,
-) -> QueryResult<bool> {
+) -> QueryResult<Step> {
     conn.transaction(|conn| {
-        let claimed: Option<Claimed> = diesel::sql_query(
-            "SELECT id, device_id, endpoint, p256dh, auth, payload, attempts, expires_at
-               FROM scheduler.outbox
-              WHERE status = 'pending' AND next_attempt_at <= now()
-              ORDER BY next_attempt_at, id
-              LIMIT 1
-              FOR UPDATE SKIP LOCKED",
-        )
-        .get_result(conn)
-        .optional()?;
-        let Some(row) = claimed else {
-            return Ok(false);
+        // Claims are made one at a time within the process, so that the shares it counts are
+        // exact; the claim is one indexed query, the slow part (the send) happens outside.
+        let (row, _held) = {
+            let mut counts = lanes.lock();
+            let full_users: Vec<String> = counts
+                .users
+                .iter()
+                .filter(|(_, n)| **n >= PER_USER)
+                .map(|(k, _)| k.clone())
+                .collect();
+            let full_origins: Vec<String> = counts
+                .origins
+                .iter()
+                .filter(|(_, n)| **n >= lanes.per_origin)
+                .map(|(k, _)| k.clone())
+                .collect();
+            let claimed: Option<Claimed> = diesel::sql_query(
+                "SELECT id, job, slot, user_id, device_id, origin, payload, attempts, expires_at
+                   FROM scheduler.outbox
+                  WHERE status = 'pending' AND next_attempt_at <= now()
+                    AND NOT (user_id = ANY($1)) AND NOT (COALESCE(origin, '') = ANY($2))
+                  ORDER BY expires_at, fair_rank, id
+                  LIMIT 1
+                  FOR UPDATE SKIP LOCKED",
+            )
+            .bind::<Array<Text>, _>(&full_users)
+            .bind::<Array<Text>, _>(&full_origins)
+            .get_result(conn)
+            .optional()?;
+            let Some(row) = claimed else {
+                return Ok(Step::Idle);
+            };
+            let origin = row.origin.clone().unwrap_or_default();
+            *counts.users.entry(row.user_id.clone()).or_default() += 1;
+            *counts.origins.entry(origin.clone()).or_default() += 1;
+            counts.total += 1;
+            let held = Held {
+                lanes,
+                user: row.user_id.clone(),
+                origin,
+            };
+            (row, held)
         };
         let now = Utc::now();
         if row.expires_at <= now {
             finish(conn, row.id, "expired", Some("expired before delivery"))?;
             counters.failed.fetch_add(1, Ordering::Relaxed);
-            return Ok(true);
+            return Ok(Step::Done);
         }
+        // The device as it is now, share-locked until the commit: deleting it waits for this send.
+        let device: Option<Device> = diesel::sql_query(
+            "SELECT endpoint, p256dh, auth FROM nutrition.device_token
+              WHERE id = $1 AND user_id = $2
+              FOR KEY SHARE",
+        )
+        .bind::<Text, _>(&row.device_id)
+        .bind::<Text, _>(&row.user_id)
+        .get_result(conn)
+        .optional()?;
+        let Some(device) = device else {
+            finish(conn, row.id, "cancelled", Some("the device left its user"))?;
+            return Ok(Step::Done);
+        };
         let sub = push::Subscription {
-            endpoint: row.endpoint.clone(),
-            p256dh: row.p256dh.clone(),
-            auth: row.auth.clone(),
+            endpoint: device.endpoint,
+            p256dh: device.p256dh,
+            auth: device.auth,
         };
         let body = serde_json::to_vec(&row.payload).unwrap_or_default();
-        let ttl = (row.expires_at - now).to_std().unwrap_or(Duration::from_secs(60));
+        let kind = row.payload["kind"].as_str().unwrap_or_default();
+        let options = Options {
+            ttl: (row.expires_at - now)
+                .to_std()
+                .unwrap_or(Duration::from_secs(60)),
+            urgency: None,
+            topic: Some(topic(&row.job, row.slot, kind)),
+        };
         // The row stays locked while the push service is asked: no other process can take it.
-        let outcome = runtime.block_on(sender.send(&sub, &body, ttl));
+        let outcome = runtime.block_on(sender.send_with(&sub, &body, &options));
         match outcome {
             Outcome::Delivered => {
                 finish(conn, row.id, "delivered", None)?;
@@ -156,7 +339,7 @@ fn deliver_one(
                 counters.failed.fetch_add(1, Ordering::Relaxed);
             }
         }
-        Ok(true)
+        Ok(Step::Done)
     })
 }
 
@@ -173,42 +356,58 @@ fn finish(
     )
     .bind::<Int8, _>(id)
     .bind::<Text, _>(status)
-    .bind::<diesel::sql_types::Nullable<Text>, _>(error)
+    .bind::<Nullable<Text>, _>(error)
     .execute(conn)
 }
 
 /// Delivers every message that is due now, with up to `workers` sends in flight; returns when
-/// none is due.
+/// none is due and nothing is in flight, or once `shutdown` is triggered and what was in flight
+/// is settled.
 pub async fn drain_due(
     pool: &PgPool,
     sender: &Sender,
     workers: usize,
+    lanes: &Arc<Lanes>,
     counters: &Arc<Counters>,
+    shutdown: &Arc<Shutdown>,
 ) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Handle::current();
     let mut tasks = Vec::with_capacity(workers);
     for _ in 0..workers.max(1) {
         let pool = pool.clone();
         let sender = sender.clone();
+        let lanes = Arc::clone(lanes);
         let counters = Arc::clone(counters);
+        let shutdown = Arc::clone(shutdown);
         let runtime = runtime.clone();
         tasks.push(tokio::task::spawn_blocking(
             move || -> anyhow::Result<()> {
                 let mut conn = pool.get()?;
-                while deliver_one(&mut conn, &sender, &counters, &runtime)? {}
+                while !shutdown.is_triggered() {
+                    match deliver_one(&mut conn, &sender, &lanes, &counters, &runtime)? {
+                        Step::Done => {}
+                        // Others' sends may free a share this sender can use; with none in
+                        // flight, nothing more is due.
+                        Step::Idle if lanes.in_flight() > 0 => std::thread::sleep(IDLE_POLL),
+                        Step::Idle => break,
+                    }
+                }
                 Ok(())
             },
         ));
     }
+    let mut first_error = None;
     for task in tasks {
-        task.await??;
+        if let Err(e) = task.await? {
+            first_error.get_or_insert(e);
+        }
     }
-    Ok(())
+    first_error.map_or(Ok(()), Err)
 }
 
 #[derive(QueryableByName)]
 struct Pending {
-    #[diesel(sql_type = diesel::sql_types::Nullable<Timestamptz>)]
+    #[diesel(sql_type = Nullable<Timestamptz>)]
     next: Option<DateTime<Utc>>,
 }
 
@@ -216,16 +415,49 @@ struct Pending {
 pub fn next_pending(
     conn: &mut PgConnection,
     job: &str,
-    slot: chrono::NaiveDateTime,
+    slot: NaiveDateTime,
 ) -> QueryResult<Option<DateTime<Utc>>> {
     let row: Pending = diesel::sql_query(
         "SELECT min(next_attempt_at) AS next FROM scheduler.outbox
           WHERE status = 'pending' AND job = $1 AND slot = $2",
     )
     .bind::<Text, _>(job)
-    .bind::<diesel::sql_types::Timestamp, _>(slot)
+    .bind::<Timestamp, _>(slot)
     .get_result(conn)?;
     Ok(row.next)
+}
+
+/// How long settled messages and job claims are kept.
+pub const RETENTION_DAYS: i32 = 30;
+/// Rows deleted per statement, so that a large purge never holds long locks.
+const PURGE_BATCH: i64 = 5000;
+
+/// Deletes messages settled more than [`RETENTION_DAYS`] ago (delivered, gone, failed, expired,
+/// cancelled) and job claims as old; returns how many of each.
+pub fn purge(conn: &mut PgConnection) -> QueryResult<(usize, usize)> {
+    let mut messages = 0;
+    loop {
+        let n = diesel::sql_query(
+            "DELETE FROM scheduler.outbox WHERE id IN (
+                SELECT id FROM scheduler.outbox
+                 WHERE status <> 'pending' AND finished_at < now() - make_interval(days => $1)
+                 LIMIT $2)",
+        )
+        .bind::<Integer, _>(RETENTION_DAYS)
+        .bind::<Int8, _>(PURGE_BATCH)
+        .execute(conn)?;
+        messages += n;
+        if i64::try_from(n).unwrap_or(i64::MAX) < PURGE_BATCH {
+            break;
+        }
+    }
+    // A claim only matters inside its job's window (hours), so a month is ample.
+    let runs = diesel::sql_query(
+        "DELETE FROM scheduler.job_run WHERE claimed_at < now() - make_interval(days => $1)",
+    )
+    .bind::<Integer, _>(RETENTION_DAYS)
+    .execute(conn)?;
+    Ok((messages, runs))
 }
 
 #[cfg(test)]
@@ -248,5 +480,26 @@ mod tests {
             hinted >= Duration::from_secs(120),
             "Retry-After is honoured: {hinted:?}"
         );
+    }
+
+    #[test]
+    fn one_topic_per_job_slot_and_kind() {
+        let slot = chrono::NaiveDate::from_ymd_opt(2026, 11, 23)
+            .and_then(|d| d.and_hms_opt(13, 0, 0))
+            .expect("slot");
+        let lunch = topic("meal-lunch", slot, "meal_lunch");
+        assert_eq!(lunch, topic("meal-lunch", slot, "meal_lunch"));
+        assert_eq!(lunch.as_str().len(), 32);
+        assert_ne!(lunch, topic("meal-snack", slot, "meal_snack"));
+        assert_ne!(
+            lunch,
+            topic("meal-lunch", slot + chrono::Duration::days(1), "meal_lunch")
+        );
+    }
+
+    #[test]
+    fn a_push_service_leaves_one_sender_for_the_others() {
+        assert_eq!(Lanes::new(8).per_origin, 7);
+        assert_eq!(Lanes::new(1).per_origin, 1);
     }
 }

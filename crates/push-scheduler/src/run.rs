@@ -1,6 +1,12 @@
 //! One run of a job: claim the slot, choose the recipients by the skip rules, record milestones,
-//! and queue one outbox row per device, all in one transaction. Delivery happens afterwards
-//! (`deliver`), so a crash between the two loses nothing: the queued rows wait in the outbox.
+//! and queue one outbox row per device. Delivery happens afterwards (`deliver`), so a crash
+//! between the two loses nothing: the queued rows wait in the outbox.
+//!
+//! A broadcast (weekly weigh-in, meal reminders) is one transaction: claim and rows together. A
+//! milestone run claims its slot first and then handles each fast in a transaction of its own, so
+//! that it never holds a lock on every running fast while it works (ending a fast or writing the
+//! diary would wait for the whole run). A crash in the middle of a milestone run leaves the
+//! remaining fasts' milestones unrecorded, so the next run (five minutes later) pushes them.
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
@@ -35,38 +41,69 @@ pub fn run(
     slot: Slot,
     now: DateTime<Utc>,
 ) -> QueryResult<Queued> {
+    let expires = Utc::now() + job.ttl();
+    let kind = match job {
+        Job::WeeklyWeighIn => Kind::WeeklyWeighIn,
+        Job::MealLunch => Kind::MealLunch,
+        Job::MealSnack => Kind::MealSnack,
+        Job::MealDinner => Kind::MealDinner,
+        Job::Milestones => {
+            if !conn.transaction(|conn| claim(conn, job, slot))? {
+                return Ok(Queued {
+                    already_ran: true,
+                    ..Queued::default()
+                });
+            }
+            let queued = milestones(conn, slot.local, now, expires)?;
+            record(conn, job, slot, queued)?;
+            return Ok(queued);
+        }
+    };
+    let rule = if job == Job::WeeklyWeighIn {
+        "COALESCE(p.weekly_weigh_in, TRUE)"
+    } else {
+        MEAL_RULE
+    };
     conn.transaction(|conn| {
-        let claimed = diesel::sql_query(
-            "INSERT INTO scheduler.job_run (job, slot) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-        )
-        .bind::<Text, _>(job.name())
-        .bind::<Timestamp, _>(slot.local)
-        .execute(conn)?;
-        if claimed == 0 {
+        if !claim(conn, job, slot)? {
             return Ok(Queued {
                 already_ran: true,
                 ..Queued::default()
             });
         }
-        let expires = Utc::now() + job.ttl();
-        let queued = match job {
-            Job::WeeklyWeighIn => broadcast(conn, job, slot.local, Kind::WeeklyWeighIn, "COALESCE(p.weekly_weigh_in, TRUE)", now, expires)?,
-            Job::MealLunch => broadcast(conn, job, slot.local, Kind::MealLunch, MEAL_RULE, now, expires)?,
-            Job::MealSnack => broadcast(conn, job, slot.local, Kind::MealSnack, MEAL_RULE, now, expires)?,
-            Job::MealDinner => broadcast(conn, job, slot.local, Kind::MealDinner, MEAL_RULE, now, expires)?,
-            Job::Milestones => milestones(conn, slot.local, now, expires)?,
-        };
-        diesel::sql_query(
-            "UPDATE scheduler.job_run SET finished_at = now(), sent = $3, skipped = $4 WHERE job = $1 AND slot = $2",
-        )
-        .bind::<Text, _>(job.name())
-        .bind::<Timestamp, _>(slot.local)
-        .bind::<diesel::sql_types::Integer, _>(i32::try_from(queued.queued).unwrap_or(i32::MAX))
-        .bind::<diesel::sql_types::Integer, _>(i32::try_from(queued.skipped).unwrap_or(i32::MAX))
-        .execute(conn)?;
+        let queued = broadcast(conn, job, slot.local, kind, rule, now, expires)?;
+        record(conn, job, slot, queued)?;
         Ok(queued)
     })
 }
+
+/// Inserts the `(job, slot)` claim; `false` when the slot already ran (here or elsewhere).
+fn claim(conn: &mut PgConnection, job: Job, slot: Slot) -> QueryResult<bool> {
+    let claimed = diesel::sql_query(
+        "INSERT INTO scheduler.job_run (job, slot) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+    )
+    .bind::<Text, _>(job.name())
+    .bind::<Timestamp, _>(slot.local)
+    .execute(conn)?;
+    Ok(claimed == 1)
+}
+
+/// Marks the run finished with what it queued and skipped.
+fn record(conn: &mut PgConnection, job: Job, slot: Slot, queued: Queued) -> QueryResult<()> {
+    diesel::sql_query(
+        "UPDATE scheduler.job_run SET finished_at = clock_timestamp(), sent = $3, skipped = $4 WHERE job = $1 AND slot = $2",
+    )
+    .bind::<Text, _>(job.name())
+    .bind::<Timestamp, _>(slot.local)
+    .bind::<diesel::sql_types::Integer, _>(i32::try_from(queued.queued).unwrap_or(i32::MAX))
+    .bind::<diesel::sql_types::Integer, _>(i32::try_from(queued.skipped).unwrap_or(i32::MAX))
+    .execute(conn)?;
+    Ok(())
+}
+
+/// A device's place among its user's devices, most recently seen first: senders take every
+/// user's first device before anyone's second.
+const FAIR_RANK: &str = "LEAST(row_number() OVER (PARTITION BY d.user_id ORDER BY d.last_seen_at DESC, d.id) - 1, 32767)::smallint";
 
 /// Meal reminders: switched on, and not paused at the run's time (`$1`).
 const MEAL_RULE: &str = "COALESCE(p.meal_reminders, FALSE) AND (p.fasting_paused_until IS NULL OR p.fasting_paused_until <= $1)";
@@ -84,8 +121,8 @@ fn broadcast(
     let body = serde_json::to_value(payload(kind)).unwrap_or_default();
     // `rule` is one of this module's constants, never input.
     let queued = diesel::sql_query(format!(
-        "INSERT INTO scheduler.outbox (job, slot, user_id, device_id, endpoint, p256dh, auth, payload, expires_at)
-         SELECT $2, $3, d.user_id, d.id, d.endpoint, d.p256dh, d.auth, $4, $5
+        "INSERT INTO scheduler.outbox (job, slot, user_id, device_id, endpoint, p256dh, auth, payload, expires_at, fair_rank)
+         SELECT $2, $3, d.user_id, d.id, d.endpoint, d.p256dh, d.auth, $4, $5, {FAIR_RANK}
            FROM nutrition.device_token d
            LEFT JOIN nutrition.profile p ON p.user_id = d.user_id
           WHERE $1 = $1 AND ({rule})
@@ -132,6 +169,10 @@ struct RunningFast {
 /// `notifiedMilestones` (so it is never pushed later), and only the most recent one is pushed;
 /// after downtime an older hydration reminder would only be noise. Paused users and users without
 /// milestone pushes are skipped and nothing is recorded for them.
+///
+/// The running fasts are read without locks; each fast is then handled in its own transaction by
+/// a conditional update that records its milestones only if it still runs and none of them was
+/// recorded meanwhile (by another run), so ending a fast during the run simply wins.
 fn milestones(
     conn: &mut PgConnection,
     slot: NaiveDateTime,
@@ -144,8 +185,7 @@ fn milestones(
                  AND (p.fasting_paused_until IS NULL OR p.fasting_paused_until <= $1)) AS eligible
            FROM nutrition.fast_event f
            LEFT JOIN nutrition.profile p ON p.user_id = f.user_id
-          WHERE f.status = 'IN_PROGRESS' AND f.started_at <= $1
-          FOR UPDATE OF f",
+          WHERE f.status = 'IN_PROGRESS' AND f.started_at <= $1",
     )
     .bind::<Timestamptz, _>(now)
     .load(conn)?;
@@ -165,27 +205,32 @@ fn milestones(
             continue;
         }
         let keys: Vec<String> = due.iter().map(|m| m.key().to_owned()).collect();
-        diesel::sql_query(
-            "UPDATE nutrition.fast_event
-                SET notified_milestones = notified_milestones || $2, updated_at = now()
-              WHERE id = $1",
-        )
-        .bind::<Text, _>(&fast.id)
-        .bind::<Array<Text>, _>(&keys)
-        .execute(conn)?;
         let body = serde_json::to_value(payload(Kind::Milestone(latest))).unwrap_or_default();
-        let queued = diesel::sql_query(
-            "INSERT INTO scheduler.outbox (job, slot, user_id, device_id, endpoint, p256dh, auth, payload, expires_at)
-             SELECT $1, $2, d.user_id, d.id, d.endpoint, d.p256dh, d.auth, $4, $5
-               FROM nutrition.device_token d WHERE d.user_id = $3
-             ON CONFLICT (job, slot, device_id) DO NOTHING",
-        )
-        .bind::<Text, _>(Job::Milestones.name())
-        .bind::<Timestamp, _>(slot)
-        .bind::<Text, _>(&fast.user_id)
-        .bind::<Jsonb, _>(body)
-        .bind::<Timestamptz, _>(expires)
-        .execute(conn)?;
+        let queued = conn.transaction(|conn| -> QueryResult<usize> {
+            let recorded = diesel::sql_query(
+                "UPDATE nutrition.fast_event
+                    SET notified_milestones = notified_milestones || $2, updated_at = now()
+                  WHERE id = $1 AND status = 'IN_PROGRESS' AND NOT (notified_milestones && $2)",
+            )
+            .bind::<Text, _>(&fast.id)
+            .bind::<Array<Text>, _>(&keys)
+            .execute(conn)?;
+            if recorded == 0 {
+                return Ok(0);
+            }
+            diesel::sql_query(format!(
+                "INSERT INTO scheduler.outbox (job, slot, user_id, device_id, endpoint, p256dh, auth, payload, expires_at, fair_rank)
+                 SELECT $1, $2, d.user_id, d.id, d.endpoint, d.p256dh, d.auth, $4, $5, {FAIR_RANK}
+                   FROM nutrition.device_token d WHERE d.user_id = $3
+                 ON CONFLICT (job, slot, device_id) DO NOTHING"
+            ))
+            .bind::<Text, _>(Job::Milestones.name())
+            .bind::<Timestamp, _>(slot)
+            .bind::<Text, _>(&fast.user_id)
+            .bind::<Jsonb, _>(&body)
+            .bind::<Timestamptz, _>(expires)
+            .execute(conn)
+        })?;
         out.queued += i64::try_from(queued).unwrap_or(i64::MAX);
     }
     Ok(out)

@@ -11,7 +11,7 @@ use push::Sender;
 use serde::Serialize;
 use tokio::sync::Notify;
 
-use crate::deliver::{self, Counters};
+use crate::deliver::{self, Counters, Lanes, Shutdown};
 use crate::jobs::{self, Job};
 use crate::run;
 
@@ -20,12 +20,16 @@ use crate::run;
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 /// How often `serve` looks for outbox rows whose retry time has come.
 const DELIVERY_TICK: Duration = Duration::from_secs(2);
+/// How often `serve` purges settled messages and old claims.
+const MAINTENANCE_EVERY: Duration = Duration::from_secs(3600);
 
 #[derive(Clone)]
 pub struct Scheduler {
     pool: PgPool,
     sender: Sender,
     workers: usize,
+    lanes: Arc<Lanes>,
+    shutdown: Arc<Shutdown>,
 }
 
 /// The JSON line `fire` prints.
@@ -48,11 +52,46 @@ pub struct Report {
 impl Scheduler {
     /// `workers` sends in flight; each holds one pooled connection while it sends.
     pub fn new(pool: PgPool, sender: Sender, workers: usize) -> Self {
+        let workers = workers.max(1);
         Self {
             pool,
             sender,
-            workers: workers.max(1),
+            workers,
+            lanes: Arc::new(Lanes::new(workers)),
+            shutdown: Arc::new(Shutdown::default()),
         }
+    }
+
+    /// Asks `fire` and `serve` to stop: no new run starts, no new message is taken, and what is in
+    /// flight is finished and recorded.
+    pub fn shutdown(&self) -> Arc<Shutdown> {
+        Arc::clone(&self.shutdown)
+    }
+
+    async fn drain(&self, counters: &Arc<Counters>) -> anyhow::Result<()> {
+        deliver::drain_due(
+            &self.pool,
+            &self.sender,
+            self.workers,
+            &self.lanes,
+            counters,
+            &self.shutdown,
+        )
+        .await
+    }
+
+    /// Purges messages and claims settled more than 30 days ago.
+    pub async fn maintain(&self) -> anyhow::Result<()> {
+        let pool = self.pool.clone();
+        let (messages, runs) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+            let mut conn = pool.get()?;
+            Ok(deliver::purge(&mut conn)?)
+        })
+        .await??;
+        if messages + runs > 0 {
+            tracing::info!(messages, runs, "purged settled messages and old job claims");
+        }
+        Ok(())
     }
 
     async fn run_slot(
@@ -99,7 +138,10 @@ impl Scheduler {
         let deadline = tokio::time::Instant::now() + wait;
         // Deliver, then wait for the retries of this run's messages until the deadline.
         let pending = loop {
-            deliver::drain_due(&self.pool, &self.sender, self.workers, &counters).await?;
+            self.drain(&counters).await?;
+            if self.shutdown.is_triggered() {
+                break true;
+            }
             let pool = self.pool.clone();
             let next = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
                 let mut conn = pool.get()?;
@@ -114,8 +156,14 @@ impl Scheduler {
             if tokio::time::Instant::now() + until > deadline {
                 break true;
             }
-            tokio::time::sleep(until).await;
+            tokio::select! {
+                () = tokio::time::sleep(until) => {}
+                () = self.shutdown.wait() => {}
+            }
         };
+        if let Err(e) = self.maintain().await {
+            tracing::warn!(error = %e, "purging settled messages failed");
+        }
         let (sent, removed, failed, _) = counters.snapshot();
         Ok(Report {
             job: job.name().to_owned(),
@@ -130,8 +178,9 @@ impl Scheduler {
         })
     }
 
-    /// Runs every job on its schedule and keeps delivering, until the task is dropped. A slot
-    /// missed while the process was down runs at start-up if it is still inside its window.
+    /// Runs every job on its schedule and keeps delivering, until [`Self::shutdown`] is
+    /// triggered; then lets the senders finish what they hold and returns. A slot missed while the
+    /// process was down runs at start-up if it is still inside its window.
     pub async fn serve(self) {
         let wake = Arc::new(Notify::new());
         let delivery = {
@@ -139,10 +188,17 @@ impl Scheduler {
             let wake = Arc::clone(&wake);
             tokio::spawn(async move { this.deliver_forever(wake).await })
         };
+        let maintenance = {
+            let this = self.clone();
+            tokio::spawn(async move { this.maintain_forever().await })
+        };
         let mut last: HashMap<Job, chrono::NaiveDateTime> = HashMap::new();
-        loop {
+        while !self.shutdown.is_triggered() {
             let now = Utc::now();
             for job in Job::ALL {
+                if self.shutdown.is_triggered() {
+                    break;
+                }
                 let Some(slot) = jobs::due_slot(job, now) else {
                     continue;
                 };
@@ -169,25 +225,41 @@ impl Scheduler {
                 .unwrap_or(Duration::ZERO)
                 .min(MAX_SLEEP)
                 .max(Duration::from_millis(200));
-            tokio::time::sleep(sleep).await;
-            if delivery.is_finished() {
+            tokio::select! {
+                () = tokio::time::sleep(sleep) => {}
+                () = self.shutdown.wait() => {}
+            }
+            if delivery.is_finished() && !self.shutdown.is_triggered() {
                 tracing::error!("the delivery loop stopped");
                 return;
             }
+        }
+        maintenance.abort();
+        if delivery.await.is_err() {
+            tracing::error!("the delivery loop failed while stopping");
+        }
+        tracing::info!("push delivery stopped");
+    }
+
+    async fn maintain_forever(self) {
+        loop {
+            if let Err(e) = self.maintain().await {
+                tracing::warn!(error = %e, "purging settled messages failed; retrying later");
+            }
+            tokio::time::sleep(MAINTENANCE_EVERY).await;
         }
     }
 
     async fn deliver_forever(self, wake: Arc<Notify>) {
         let counters = Arc::new(Counters::default());
-        loop {
-            if let Err(e) =
-                deliver::drain_due(&self.pool, &self.sender, self.workers, &counters).await
-            {
+        while !self.shutdown.is_triggered() {
+            if let Err(e) = self.drain(&counters).await {
                 tracing::warn!(error = %e, "delivery failed; retrying shortly");
             }
             tokio::select! {
                 () = wake.notified() => {}
                 () = tokio::time::sleep(DELIVERY_TICK) => {}
+                () = self.shutdown.wait() => {}
             }
         }
     }

@@ -28,9 +28,15 @@ pub fn scheduler(
 /// How long start-up waits for Postgres before giving up.
 pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
 
+/// How long a stopping `serve` waits for the senders to settle what they hold: longer than one
+/// send may take, so that every message in flight is recorded.
+pub const STOP_GRACE: Duration = Duration::from_secs(15);
+
 pub struct Application {
     port: u16,
     server: Server,
+    /// The running scheduler and how to stop it; `None` when push is off.
+    scheduler: Option<(Arc<crate::deliver::Shutdown>, tokio::task::JoinHandle<()>)>,
 }
 
 /// What handlers share.
@@ -46,12 +52,16 @@ impl Application {
         let pool =
             nutrition_store::start(&settings.database_url, settings.pool_size, DATABASE_WAIT)
                 .await?;
-        match scheduler(&settings, &pool)? {
+        let scheduler = match scheduler(&settings, &pool)? {
             Some(s) => {
-                tokio::spawn(s.serve());
+                let shutdown = s.shutdown();
+                Some((shutdown, tokio::spawn(s.serve())))
             }
-            None => tracing::warn!("push is off (no VAPID keys): no job runs and nothing is sent"),
-        }
+            None => {
+                tracing::warn!("push is off (no VAPID keys): no job runs and nothing is sent");
+                None
+            }
+        };
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
         let state = AppState {
@@ -63,15 +73,54 @@ impl Application {
                 cfg.app_data(web::Data::new(state.clone()));
             })?;
         tracing::info!(port, "push-scheduler health endpoints listening");
-        Ok(Self { port, server })
+        Ok(Self {
+            port,
+            server,
+            scheduler,
+        })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// Serves until SIGTERM or SIGINT, then drains open requests.
+    /// Serves until SIGTERM or SIGINT. Then the scheduler starts no run and takes no message,
+    /// the senders finish what they hold (up to [`STOP_GRACE`]), and open requests drain.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let Some((shutdown, serving)) = self.scheduler else {
+            return self.server.await;
+        };
+        let on_signal = {
+            let shutdown = Arc::clone(&shutdown);
+            tokio::spawn(async move {
+                stop_signal().await;
+                shutdown.trigger();
+            })
+        };
+        let served = self.server.await;
+        shutdown.trigger();
+        on_signal.abort();
+        if tokio::time::timeout(STOP_GRACE, serving).await.is_err() {
+            tracing::warn!("senders still busy when stopping; their messages stay queued");
+        }
+        served
+    }
+}
+
+/// Resolves at the first SIGTERM or SIGINT, which the HTTP server also hears and drains on.
+pub async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        // Without signal handlers nothing can ask the process to stop this way.
+        _ => std::future::pending::<()>().await,
     }
 }

@@ -109,8 +109,17 @@ impl World {
     /// A user with one registered device and the given switches; `profile: None` means the user
     /// never changed a setting (no profile row).
     pub fn person(&self, email: &str, profile: Option<Profile>) -> Person {
+        self.person_on(email, profile, &self.push)
+    }
+
+    /// [`Self::person`] whose device is subscribed at another push service.
+    pub fn person_on(
+        &self,
+        email: &str,
+        profile: Option<Profile>,
+        service: &testkit::push_service::FakePushService,
+    ) -> Person {
         let id = session::ids::id();
-        let device = self.push.subscribe();
         self.sql(&format!(
             "INSERT INTO auth.\"user\" (id, name, email) VALUES ('{id}', 'T', '{email}')"
         ));
@@ -125,14 +134,7 @@ impl World {
                 p.meal_reminders, p.weekly_weigh_in, p.milestones
             ));
         }
-        self.sql(&format!(
-            "INSERT INTO nutrition.device_token (id, user_id, platform, endpoint, p256dh, auth)
-             VALUES ('{}', '{id}', 'web', '{}', '{}', '{}')",
-            session::ids::id(),
-            device.endpoint,
-            device.p256dh,
-            device.auth
-        ));
+        let device = self.device(&id, service);
         Person { id, device }
     }
 
@@ -198,5 +200,161 @@ impl World {
                 v["kind"].as_str().unwrap_or_default().to_owned()
             })
             .collect()
+    }
+}
+
+impl World {
+    /// Another device of the user `user_id`, subscribed at `service`.
+    pub fn device(
+        &self,
+        user_id: &str,
+        service: &testkit::push_service::FakePushService,
+    ) -> testkit::push_service::FakeSubscription {
+        let device = service.subscribe();
+        self.sql(&format!(
+            "INSERT INTO nutrition.device_token (id, user_id, platform, endpoint, p256dh, auth)
+             VALUES ('{}', '{user_id}', 'web', '{}', '{}', '{}')",
+            session::ids::id(),
+            device.endpoint,
+            device.p256dh,
+            device.auth
+        ));
+        device
+    }
+
+    /// `push-scheduler serve` as a real process on a free port.
+    pub fn serve(&self, name: &str, dir: &testkit::stack::ScratchDir) -> testkit::stack::Process {
+        let addr = format!("127.0.0.1:{}", testkit::stack::free_port());
+        let env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .filter(|(k, _)| k != "LISTEN_ADDR")
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .chain([("LISTEN_ADDR", addr.as_str())])
+            .collect();
+        testkit::stack::Process::start(
+            name,
+            std::path::Path::new(env!("CARGO_BIN_EXE_push-scheduler")),
+            &["serve"],
+            &env,
+            dir.path(),
+        )
+    }
+
+    /// The decrypted payloads a device received.
+    pub fn payloads(
+        &self,
+        device: &testkit::push_service::FakeSubscription,
+    ) -> Vec<serde_json::Value> {
+        self.push
+            .received(device)
+            .iter()
+            .map(testkit::push_service::Delivered::json)
+            .collect()
+    }
+}
+
+/// nutrition-api running in this process on the world's database, as the users' browsers reach it.
+pub struct Api {
+    pub base: String,
+    auth: session::AuthSettings,
+    http: reqwest::Client,
+}
+
+/// A signed-in user of [`Api`].
+#[derive(Clone)]
+pub struct ApiUser {
+    pub id: String,
+    pub cookie: String,
+}
+
+pub struct ApiResp {
+    pub status: u16,
+    pub body: serde_json::Value,
+}
+
+const API_BASE_URL: &str = "http://localhost:8080";
+
+impl Api {
+    pub async fn start(world: &World) -> Self {
+        let mut pairs = world.env.clone();
+        pairs.retain(|(k, _)| k != "RUST_LOG");
+        pairs.push((
+            "AUTH_SECRET".to_owned(),
+            "test-secret-0123456789abcdef-0123456789".to_owned(),
+        ));
+        pairs.push(("AUTH_BASE_URL".to_owned(), API_BASE_URL.to_owned()));
+        let settings =
+            nutrition_api::Settings::from_env(&Env::from_pairs(pairs)).expect("valid settings");
+        let auth = settings.auth.clone();
+        let app = nutrition_api::Application::build(settings)
+            .await
+            .expect("build nutrition-api");
+        let base = format!("http://127.0.0.1:{}", app.port());
+        tokio::spawn(app.run_until_stopped());
+        Self {
+            base,
+            auth,
+            http: testkit::http::client(),
+        }
+    }
+
+    /// A user with a session, as auth would have created them.
+    pub fn user(&self, world: &World, email: &str) -> ApiUser {
+        let id = session::ids::id();
+        world.sql(&format!(
+            "INSERT INTO auth.\"user\" (id, name, email) VALUES ('{id}', 'Test', '{email}')"
+        ));
+        let mut conn = world.db.connect();
+        let s = session::store::create(
+            &mut conn,
+            &id,
+            true,
+            &Default::default(),
+            chrono::Utc::now(),
+        )
+        .expect("session");
+        let set = session::cookie::set_session(&self.auth, &s.token, true);
+        let cookie = set.split(';').next().expect("pair").to_owned();
+        ApiUser { id, cookie }
+    }
+
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        user: &ApiUser,
+        body: Option<serde_json::Value>,
+    ) -> ApiResp {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("cookie", &user.cookie)
+            .header("origin", API_BASE_URL);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        assert_ne!(status, 500, "{text}");
+        ApiResp {
+            status,
+            body: serde_json::from_str(&text).unwrap_or(serde_json::Value::Null),
+        }
+    }
+
+    pub async fn register(
+        &self,
+        user: &ApiUser,
+        device: &testkit::push_service::FakeSubscription,
+    ) -> ApiResp {
+        self.call(
+            reqwest::Method::POST,
+            "/me/device-tokens",
+            user,
+            Some(serde_json::json!({ "platform": "web", "endpoint": device.endpoint, "keys": { "p256dh": device.p256dh, "auth": device.auth } })),
+        )
+        .await
     }
 }

@@ -3,3 +3,4 @@
 mod helpers;
 mod jobs;
 mod operations;
+mod safety;
