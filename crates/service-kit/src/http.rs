@@ -97,7 +97,73 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, RequestError> 
     })?;
     de.end()
         .map_err(|_| RequestError::Validation("trailing characters after the JSON value".into()))?;
+    if has_escaped_nul(bytes) {
+        return Err(RequestError::Validation(nul_message(bytes)));
+    }
     Ok(value)
+}
+
+/// Whether a string of this (well-formed) JSON text holds the escape `\u0000`. A NUL character
+/// is never meaningful input, and the databases refuse it (Postgres in text and jsonb alike), so
+/// it is refused here, once for every body, instead of failing deep inside a query. Raw control
+/// characters cannot occur: the JSON parser already refused them.
+fn has_escaped_nul(bytes: &[u8]) -> bool {
+    let mut in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match (in_string, bytes[i]) {
+            (false, b'"') => in_string = true,
+            (true, b'"') => in_string = false,
+            (true, b'\\') => {
+                if bytes.get(i + 1..i + 6) == Some(b"u0000".as_slice()) {
+                    return true;
+                }
+                // Skip the escaped character, so that `\\` and `\"` do not confuse the scan.
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// `path: must not contain the NUL character`, naming the first string (or key) holding one.
+fn nul_message(bytes: &[u8]) -> String {
+    fn find(value: &serde_json::Value, path: &str) -> Option<String> {
+        match value {
+            serde_json::Value::String(s) => s.contains('\0').then(|| path.to_owned()),
+            serde_json::Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .find_map(|(i, v)| find(v, &format!("{path}[{i}]"))),
+            serde_json::Value::Object(map) => map.iter().find_map(|(k, v)| {
+                let here = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                if k.contains('\0') {
+                    Some(if path.is_empty() {
+                        ".".to_owned()
+                    } else {
+                        path.to_owned()
+                    })
+                } else {
+                    find(v, &here)
+                }
+            }),
+            _ => None,
+        }
+    }
+    let rule = "must not contain the NUL character (\\u0000)";
+    match serde_json::from_slice::<serde_json::Value>(bytes)
+        .ok()
+        .and_then(|v| find(&v, ""))
+    {
+        Some(path) if !path.is_empty() && path != "." => format!("{path}: {rule}"),
+        _ => format!("the body {rule}"),
+    }
 }
 
 fn describe_json_error(err: &serde_json::Error) -> String {
@@ -395,6 +461,31 @@ mod tests {
         assert!(msg(r#"{"name":"a","days":[],"extra":1}"#).contains("unknown field `extra`"));
         assert!(msg(r#"{"days":[]}"#).contains("missing field `name`"));
         assert!(msg(r#"{"name":"a","days":[{"hours":300}]}"#).starts_with("days[0].hours"));
+    }
+
+    #[test]
+    fn a_nul_character_is_refused_naming_the_field() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Loose {
+            name: String,
+            days: Vec<serde_json::Value>,
+        }
+        let refused = |body: &str| match parse_json::<Loose>(body.as_bytes()) {
+            Err(RequestError::Validation(m)) => m,
+            other => panic!("expected a validation error, got {other:?}"),
+        };
+        assert_eq!(
+            refused(r#"{"name":"a\u0000b","days":[]}"#),
+            "name: must not contain the NUL character (\\u0000)"
+        );
+        assert!(
+            refused(r#"{"name":"a","days":[{"x":["ok","\u0000"]}]}"#).starts_with("days[0].x[1]: ")
+        );
+        assert!(refused(r#"{"name":"a","days":[{"k\u0000":1}]}"#).starts_with("days[0]: "));
+        // An escaped backslash before `u0000` is six ordinary characters.
+        assert!(parse_json::<Loose>(br#"{"name":"a\\u0000b","days":[]}"#).is_ok());
+        assert!(parse_json::<Loose>(br#"{"name":"\"\\","days":["u0000"]}"#).is_ok());
     }
 
     #[test]
