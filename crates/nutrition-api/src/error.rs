@@ -1,6 +1,7 @@
 //! Every error nutrition-api answers, with its status and contract code in one place.
 
 use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use nutrition_store::DbError;
 use service_kit::http::error_response;
@@ -23,6 +24,10 @@ pub enum ApiError {
         code: &'static str,
         message: &'static str,
     },
+    /// 429 `RATE_LIMITED` with `Retry-After` (and `X-Retry-After`, which better-auth's client
+    /// reads) in whole seconds.
+    #[error("{message}")]
+    RateLimited { message: String, retry_after: u64 },
     #[error("{0}")]
     TooLarge(String),
     #[error("request body must be application/json")]
@@ -46,6 +51,7 @@ impl ResponseError for ApiError {
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -59,6 +65,18 @@ impl ResponseError for ApiError {
             Self::NotFound => ("NOT_FOUND", "no such resource".to_owned()),
             Self::Conflict { code, message } | Self::Unprocessable { code, message } => {
                 (*code, (*message).to_owned())
+            }
+            Self::RateLimited {
+                message,
+                retry_after,
+            } => {
+                let mut resp = error_response(self.status_code(), "RATE_LIMITED", message.clone());
+                let value = HeaderValue::from(*retry_after);
+                resp.headers_mut()
+                    .insert(header::RETRY_AFTER, value.clone());
+                resp.headers_mut()
+                    .insert(HeaderName::from_static("x-retry-after"), value);
+                return resp;
             }
             Self::TooLarge(m) => ("PAYLOAD_TOO_LARGE", m.clone()),
             Self::UnsupportedMediaType => ("UNSUPPORTED_MEDIA_TYPE", self.to_string()),

@@ -1,6 +1,7 @@
 //! nutrition-api: the signed-in user's routes under `/me`.
 
 pub mod error;
+pub mod input;
 pub mod model;
 pub mod repo;
 pub mod routes;

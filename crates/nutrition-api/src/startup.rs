@@ -10,7 +10,7 @@ use nutrition_store::PoolReadiness;
 use session::SessionLayer;
 
 use crate::settings::Settings;
-use crate::state::AppState;
+use crate::state::{AppState, TestPushes};
 
 /// Largest request body: a full meal plan (62 days of 8 slots with titles) is about 130 KiB.
 const BODY_LIMIT: usize = 256 * 1024;
@@ -18,9 +18,15 @@ const BODY_LIMIT: usize = 256 * 1024;
 /// How long start-up waits for Postgres before giving up.
 pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
 
+/// Test-push sends this process has in flight at most, whoever asked.
+pub const TEST_PUSH_SENDS: usize = 16;
+/// How long one test send may take: the whole test push must end inside the 10 s drain.
+const TEST_SEND_TIMEOUT: Duration = Duration::from_secs(5);
+
 pub struct Application {
     port: u16,
     server: Server,
+    test_pushes: Arc<TestPushes>,
 }
 
 impl Application {
@@ -38,20 +44,23 @@ impl Application {
         let catalogue = domain::recipes::Catalogue::load()
             .map_err(|e| anyhow::anyhow!("recipe catalogue: {e}"))?;
         let push = match &settings.vapid {
-            Some(vapid) => Some(push::Sender::new(
+            Some(vapid) => Some(push::Sender::with_timeout(
                 vapid.clone(),
                 settings.allow_http_endpoints,
+                TEST_SEND_TIMEOUT,
             )?),
             None => {
                 tracing::info!("push is off: no VAPID keys configured");
                 None
             }
         };
+        let test_pushes = Arc::new(TestPushes::new(TEST_PUSH_SENDS));
         let state = AppState {
             settings: Arc::new(settings),
             pool: pool.clone(),
             catalogue: Arc::new(catalogue),
             push,
+            test_pushes: Arc::clone(&test_pushes),
         };
         let server =
             service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
@@ -61,15 +70,45 @@ impl Application {
                     .configure(crate::routes::config);
             })?;
         tracing::info!(port, "nutrition-api listening");
-        Ok(Self { port, server })
+        Ok(Self {
+            port,
+            server,
+            test_pushes,
+        })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// Serves until SIGTERM or SIGINT, then drains open requests.
+    /// Serves until SIGTERM or SIGINT, then drains open requests; test pushes under way start no
+    /// further send and answer with what they have.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let test_pushes = Arc::clone(&self.test_pushes);
+        let on_signal = tokio::spawn(async move {
+            stop_signal().await;
+            test_pushes.stop();
+        });
+        let served = self.server.await;
+        on_signal.abort();
+        served
+    }
+}
+
+/// Resolves at the first SIGTERM or SIGINT, which the HTTP server also hears and drains on.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        // Without signal handlers nothing can ask the process to stop this way.
+        _ => std::future::pending::<()>().await,
     }
 }

@@ -28,9 +28,17 @@ pub struct NewDevice<'a> {
     pub user_agent: Option<&'a str>,
 }
 
+/// Most devices one person has registered at a time.
+pub const MAX_DEVICES: i64 = 20;
+
 /// Registers a device, or refreshes the one with the same endpoint. A browser subscription
 /// belongs to whoever registered it last: the same endpoint under another user is removed, so a
-/// shared browser does not keep receiving the previous user's reminders.
+/// shared browser does not keep receiving the previous user's reminders (their queued messages
+/// are cancelled by the sender, which only sends to a device that is still its user's).
+///
+/// A person keeps at most [`MAX_DEVICES`]: registering one more replaces the least recently seen,
+/// which is almost always a browser that was reset or uninstalled without unsubscribing. Under
+/// the user's lock, so that parallel registrations count right.
 pub fn upsert(
     conn: &mut PgConnection,
     user_id: &str,
@@ -38,13 +46,14 @@ pub fn upsert(
     now: DateTime<Utc>,
 ) -> QueryResult<DeviceRow> {
     conn.transaction(|conn| {
+        crate::repo::lock_user(conn, user_id)?;
         diesel::delete(
             device_token::table
                 .filter(device_token::endpoint.eq(new.endpoint))
                 .filter(device_token::user_id.ne(user_id)),
         )
         .execute(conn)?;
-        diesel::insert_into(device_token::table)
+        let row: DeviceRow = diesel::insert_into(device_token::table)
             .values((
                 device_token::id.eq(session::ids::id()),
                 device_token::user_id.eq(user_id),
@@ -68,7 +77,18 @@ pub fn upsert(
                 device_token::last_seen_at.eq(now),
             ))
             .returning(DeviceRow::as_returning())
-            .get_result(conn)
+            .get_result(conn)?;
+        diesel::sql_query(
+            "DELETE FROM nutrition.device_token WHERE id IN (
+                SELECT id FROM nutrition.device_token WHERE user_id = $1
+                 ORDER BY (id = $2) DESC, last_seen_at DESC, created_at DESC, id DESC
+                OFFSET $3)",
+        )
+        .bind::<diesel::sql_types::Text, _>(user_id)
+        .bind::<diesel::sql_types::Text, _>(&row.id)
+        .bind::<diesel::sql_types::BigInt, _>(MAX_DEVICES)
+        .execute(conn)?;
+        Ok(row)
     })
 }
 

@@ -8,36 +8,56 @@ use nutrition_store::schema::nutrition::fast_event;
 
 use crate::model::{FastRow, Symptoms};
 
-/// Starts a fast, unless one is running (`Ok(None)`): the partial unique index decides, so of
-/// parallel starts exactly one wins.
+/// Why a fast could not be started.
+pub enum StartOutcome {
+    Started(Box<FastRow>),
+    /// A fast is running (also one started a moment ago in parallel).
+    AlreadyRunning,
+    /// `started_at` lies before the end of the user's previous fast.
+    Overlaps,
+}
+
+/// Starts a fast. In one transaction under the user's lock (see [`crate::repo::lock_user`]), so
+/// that a parallel end or start is either wholly before this one or wholly after it: the end of
+/// the previous fast is read and the new one inserted with nothing in between. The partial unique
+/// index is the last word on "one running fast".
 pub fn start(
     conn: &mut PgConnection,
     user_id: &str,
     protocol: Protocol,
     started_at: DateTime<Utc>,
     auto_started: bool,
-) -> QueryResult<Option<FastRow>> {
-    let now = Utc::now();
-    diesel::insert_into(fast_event::table)
-        .values((
-            fast_event::id.eq(session::ids::id()),
-            fast_event::user_id.eq(user_id),
-            fast_event::status.eq(FastStatus::InProgress.as_str()),
-            fast_event::protocol.eq(protocol.to_string()),
-            fast_event::started_at.eq(started_at),
-            fast_event::planned_end_at.eq(started_at + protocol.planned_duration()),
-            fast_event::auto_started.eq(auto_started),
-            fast_event::created_at.eq(now),
-            fast_event::updated_at.eq(now),
-        ))
-        .on_conflict_do_nothing()
-        .returning(FastRow::as_returning())
-        .get_result(conn)
-        .optional()
+) -> QueryResult<StartOutcome> {
+    conn.transaction(|conn| {
+        crate::repo::lock_user(conn, user_id)?;
+        if last_end(conn, user_id)?.is_some_and(|end| end > started_at) {
+            return Ok(StartOutcome::Overlaps);
+        }
+        let now = Utc::now();
+        let row = diesel::insert_into(fast_event::table)
+            .values((
+                fast_event::id.eq(session::ids::id()),
+                fast_event::user_id.eq(user_id),
+                fast_event::status.eq(FastStatus::InProgress.as_str()),
+                fast_event::protocol.eq(protocol.to_string()),
+                fast_event::started_at.eq(started_at),
+                fast_event::planned_end_at.eq(started_at + protocol.planned_duration()),
+                fast_event::auto_started.eq(auto_started),
+                fast_event::created_at.eq(now),
+                fast_event::updated_at.eq(now),
+            ))
+            .on_conflict_do_nothing()
+            .returning(FastRow::as_returning())
+            .get_result(conn)
+            .optional()?;
+        Ok(row.map_or(StartOutcome::AlreadyRunning, |r| {
+            StartOutcome::Started(Box::new(r))
+        }))
+    })
 }
 
 /// When the user's latest ended fast ended.
-pub fn last_end(conn: &mut PgConnection, user_id: &str) -> QueryResult<Option<DateTime<Utc>>> {
+fn last_end(conn: &mut PgConnection, user_id: &str) -> QueryResult<Option<DateTime<Utc>>> {
     fast_event::table
         .filter(fast_event::user_id.eq(user_id))
         .select(diesel::dsl::max(fast_event::ended_at))
@@ -97,7 +117,8 @@ pub enum EndOutcome {
     BeforeStart,
 }
 
-/// Ends a running fast at `ended_at`; the status follows from its planned end.
+/// Ends a running fast at `ended_at`; the status follows from its planned end. Under the user's
+/// lock, like [`start`].
 pub fn end(
     conn: &mut PgConnection,
     user_id: &str,
@@ -105,6 +126,7 @@ pub fn end(
     ended_at: Option<DateTime<Utc>>,
 ) -> QueryResult<EndOutcome> {
     conn.transaction(|conn| {
+        crate::repo::lock_user(conn, user_id)?;
         let Some(fast) = fast_event::table
             .filter(fast_event::id.eq(id))
             .filter(fast_event::user_id.eq(user_id))

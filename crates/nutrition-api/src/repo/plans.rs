@@ -35,13 +35,46 @@ pub struct Plan {
     pub slots: Vec<SlotRow>,
 }
 
+/// Most meal plans one person keeps (each at most 62 days of 8 slots).
+pub const MAX_PLANS: i64 = 50;
+
+/// Creates a plan; `Ok(None)` when the person already has [`MAX_PLANS`] plans and none has ended
+/// (every one has a day `today` or later). When at the limit, the plan whose last day is the
+/// oldest among those that ended is deleted to make room. Under the user's lock, so that parallel
+/// creations count right.
 pub fn create(
     conn: &mut PgConnection,
     user_id: &str,
     intermittent_fasting: bool,
     days: &[NewDay],
-) -> QueryResult<Plan> {
-    conn.transaction(|conn| {
+    today: NaiveDate,
+) -> QueryResult<Option<Plan>> {
+    let made = conn.transaction(|conn| {
+        crate::repo::lock_user(conn, user_id)?;
+        let held: i64 = meal_plan::table
+            .filter(meal_plan::user_id.eq(user_id))
+            .count()
+            .get_result(conn)?;
+        if held >= MAX_PLANS {
+            let made_room = diesel::sql_query(
+                "DELETE FROM nutrition.meal_plan WHERE id IN (
+                    SELECT p.id FROM nutrition.meal_plan p
+                      LEFT JOIN nutrition.meal_slot s ON s.plan_id = p.id
+                     WHERE p.user_id = $1
+                     GROUP BY p.id
+                    HAVING max(s.date) IS NULL OR max(s.date) < $2
+                     ORDER BY max(s.date) NULLS FIRST, min(p.created_at), p.id
+                     LIMIT $3)",
+            )
+            .bind::<diesel::sql_types::Text, _>(user_id)
+            .bind::<diesel::sql_types::Date, _>(today)
+            .bind::<diesel::sql_types::BigInt, _>(held - MAX_PLANS + 1)
+            .execute(conn)?;
+            if i64::try_from(made_room).unwrap_or(0) < held - MAX_PLANS + 1 {
+                // Not enough ended plans: undo what was deleted, create nothing.
+                return Err(diesel::result::Error::RollbackTransaction);
+            }
+        }
         let plan: PlanRow = diesel::insert_into(meal_plan::table)
             .values((
                 meal_plan::id.eq(session::ids::id()),
@@ -69,7 +102,12 @@ pub fn create(
         }
         let slots = slots_of(conn, &plan.id)?;
         Ok(Plan { plan, slots })
-    })
+    });
+    match made {
+        Ok(plan) => Ok(Some(plan)),
+        Err(diesel::result::Error::RollbackTransaction) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 fn slots_of(conn: &mut PgConnection, plan_id: &str) -> QueryResult<Vec<SlotRow>> {
@@ -179,9 +217,12 @@ pub fn consume(
                 .fasting_protocol
                 .and_then(|p| p.parse::<Protocol>().ok());
             if let Some(protocol) = preferred {
-                // Conflicts with a running fast (also one started a moment ago in parallel) are
-                // resolved by the unique index: nothing is inserted then.
-                auto_started = fasts::start(conn, user_id, protocol, now, true)?.map(Box::new);
+                // A running fast (also one started a moment ago in parallel) wins: nothing starts.
+                if let fasts::StartOutcome::Started(row) =
+                    fasts::start(conn, user_id, protocol, now, true)?
+                {
+                    auto_started = Some(row);
+                }
             }
         }
         Ok(ConsumeOutcome::Consumed {

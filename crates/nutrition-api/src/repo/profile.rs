@@ -73,6 +73,10 @@ pub fn set_preferences(
 
 /// Starts a pause until `until`, or ends the current one (`None`), recording the history that
 /// streaks need.
+///
+/// Streaks only ask which Rome days a pause touched, so a pause set while the latest recorded one
+/// still touches today extends that span instead of adding one: the days covered are the same,
+/// and the history grows by at most one row per calendar day, however often the pause is set.
 pub fn set_pause(
     conn: &mut PgConnection,
     user_id: &str,
@@ -81,22 +85,40 @@ pub fn set_pause(
 ) -> QueryResult<Profile> {
     conn.transaction(|conn| {
         ensure(conn, user_id)?;
-        // A pause that is still running ends now; the new one (if any) starts now.
-        diesel::update(
-            pause_period::table
-                .filter(pause_period::user_id.eq(user_id))
-                .filter(pause_period::ends_at.gt(now)),
-        )
-        .set(pause_period::ends_at.eq(now))
-        .execute(conn)?;
-        if let Some(until) = until {
-            diesel::insert_into(pause_period::table)
-                .values((
-                    pause_period::user_id.eq(user_id),
-                    pause_period::starts_at.eq(now),
-                    pause_period::ends_at.eq(until),
-                ))
-                .execute(conn)?;
+        crate::repo::lock_user(conn, user_id)?;
+        let latest: Option<(i64, DateTime<Utc>)> = pause_period::table
+            .filter(pause_period::user_id.eq(user_id))
+            .order((pause_period::starts_at.desc(), pause_period::id.desc()))
+            .select((pause_period::id, pause_period::ends_at))
+            .first(conn)
+            .optional()?;
+        let today = domain::rome::local_date(now);
+        // The last day a span touches is the day of its final instant.
+        let touches_today = |end: DateTime<Utc>| {
+            domain::rome::local_date(end - chrono::Duration::nanoseconds(1)) >= today
+        };
+        match (latest, until) {
+            (Some((id, end)), Some(until)) if touches_today(end) => {
+                diesel::update(pause_period::table.find(id))
+                    .set(pause_period::ends_at.eq(until))
+                    .execute(conn)?;
+            }
+            (_, Some(until)) => {
+                diesel::insert_into(pause_period::table)
+                    .values((
+                        pause_period::user_id.eq(user_id),
+                        pause_period::starts_at.eq(now),
+                        pause_period::ends_at.eq(until),
+                    ))
+                    .execute(conn)?;
+            }
+            // A pause that is still running ends now.
+            (Some((id, end)), None) if end > now => {
+                diesel::update(pause_period::table.find(id))
+                    .set(pause_period::ends_at.eq(now))
+                    .execute(conn)?;
+            }
+            (_, None) => {}
         }
         diesel::update(profile::table.find(user_id))
             .set((

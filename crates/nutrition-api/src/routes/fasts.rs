@@ -1,5 +1,5 @@
 use actix_web::{HttpResponse, web};
-use chrono::{DateTime, Duration, Utc};
+use chrono::{Duration, Utc};
 use domain::fasting::MAX_BACKDATE;
 use domain::protocol::Protocol;
 use serde::Deserialize;
@@ -7,8 +7,9 @@ use service_kit::http::{Json, JsonOrEmpty};
 use session::CurrentSession;
 
 use crate::error::{ApiError, invalid};
+use crate::input::{Instant, check_instant};
 use crate::model::{Fast, MAX_NOTE, Symptoms};
-use crate::repo::fasts::{self, EndOutcome};
+use crate::repo::fasts::{self, EndOutcome, StartOutcome};
 use crate::repo::profile;
 use crate::state::AppState;
 
@@ -19,7 +20,7 @@ const CLOCK_SKEW: Duration = Duration::seconds(60);
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct StartFast {
     protocol: Option<String>,
-    started_at: Option<DateTime<Utc>>,
+    started_at: Option<Instant>,
 }
 
 /// `POST /me/fast-events`: starts a fast with the given protocol (default: the preferred one),
@@ -37,7 +38,7 @@ pub async fn start(
         .as_deref()
         .map(|p| p.parse::<Protocol>().map_err(|e| invalid("protocol", e)))
         .transpose()?;
-    let started_at = match body.started_at {
+    let started_at = match body.started_at.map(|t| t.0) {
         None => now,
         Some(t) if t > now + CLOCK_SKEW => {
             return Err(invalid("startedAt", "must not be in the future"));
@@ -58,25 +59,26 @@ pub async fn start(
                     invalid("protocol", "is required when no preferred protocol is set")
                 })?,
         };
-        if fasts::last_end(conn, &user_id)?.is_some_and(|end| end > started_at) {
-            return Err(invalid(
+        match fasts::start(conn, &user_id, protocol, started_at, false)? {
+            StartOutcome::Started(row) => Ok(row),
+            StartOutcome::AlreadyRunning => Err(ApiError::Conflict {
+                code: "FAST_ALREADY_RUNNING",
+                message: "a fast is already running",
+            }),
+            StartOutcome::Overlaps => Err(invalid(
                 "startedAt",
                 "must not be before the end of the previous fast",
-            ));
+            )),
         }
-        fasts::start(conn, &user_id, protocol, started_at, false)?.ok_or(ApiError::Conflict {
-            code: "FAST_ALREADY_RUNNING",
-            message: "a fast is already running",
-        })
     })
     .await?;
-    Ok(HttpResponse::Created().json(Fast::from(fast)))
+    Ok(HttpResponse::Created().json(Fast::from(*fast)))
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EndFast {
-    ended_at: Option<DateTime<Utc>>,
+    ended_at: Option<Instant>,
 }
 
 /// `POST /me/fast-events/<id>/end`: COMPLETED at or after the planned end, else ENDED_EARLY.
@@ -88,7 +90,7 @@ pub async fn end(
     body: JsonOrEmpty<EndFast>,
 ) -> Result<HttpResponse, ApiError> {
     let now = Utc::now();
-    let ended_at = match body.0.ended_at {
+    let ended_at = match body.0.ended_at.map(|t| t.0) {
         Some(t) if t > now + CLOCK_SKEW => {
             return Err(invalid("endedAt", "must not be in the future"));
         }
@@ -136,11 +138,7 @@ pub async fn list(
     };
     let before = match query.before.as_deref() {
         None | Some("") => None,
-        Some(raw) => Some(
-            DateTime::parse_from_rfc3339(raw)
-                .map_err(|_| invalid("before", "must be an RFC 3339 timestamp"))?
-                .with_timezone(&Utc),
-        ),
+        Some(raw) => Some(check_instant("before", raw)?),
     };
     let user_id = current.0.user.id;
     let mut rows = nutrition_store::run(&state.pool, move |conn| {

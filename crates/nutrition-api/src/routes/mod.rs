@@ -18,6 +18,8 @@ pub fn config(cfg: &mut web::ServiceConfig) {
         web::scope("/me")
             .wrap(from_fn(session::guard::resend_refreshed_cookie))
             .wrap(from_fn(session::origin::check_origin))
+            // Outermost: nothing else sees a path or query string Postgres would refuse.
+            .wrap(from_fn(crate::input::reject_hostile_urls))
             .service(resource("").route(web::get().to(me::me)))
             .service(
                 resource("/preferences")

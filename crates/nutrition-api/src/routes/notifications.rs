@@ -5,12 +5,14 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::{DateTime, Utc};
 use domain::notifications::{Kind, payload};
+use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use service_kit::http::Json;
 use session::CurrentSession;
 
 use crate::error::{ApiError, invalid};
 use crate::repo::devices::{self, DeviceRow, NewDevice};
+use crate::repo::limits;
 use crate::repo::profile;
 use crate::state::AppState;
 
@@ -203,8 +205,22 @@ pub async fn remove(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// Test pushes one person may ask for in one window of [`TEST_PUSH_WINDOW_SECS`].
+pub const TEST_PUSH_MAX: u32 = 5;
+pub const TEST_PUSH_WINDOW_SECS: u32 = 600;
+/// Sends one test push has in flight at once.
+const TEST_PUSH_PARALLEL: usize = 4;
+/// How long a test push may take in all; a send not done by then counts as failed. Shorter than
+/// the 10 s a stopping server gives open requests.
+const TEST_PUSH_DEADLINE: Duration = Duration::from_secs(8);
+
 /// `POST /me/notifications/test`: a test push to every device of the user. Devices whose push
 /// service answers 404 or 410 are removed.
+///
+/// Bounded three ways: [`TEST_PUSH_MAX`] per person per ten minutes (counted in Postgres, so every
+/// replica shares the budget), [`TEST_PUSH_PARALLEL`] sends at once per request and
+/// `startup::TEST_PUSH_SENDS` per process, and [`TEST_PUSH_DEADLINE`] in all. When the process is
+/// stopping, sends not yet started are skipped and count as failed.
 #[tracing::instrument(skip_all)]
 pub async fn test(
     current: CurrentSession,
@@ -219,29 +235,68 @@ pub async fn test(
     };
     let user_id = current.0.user.id;
     let devices = nutrition_store::run(&state.pool, move |conn| {
+        if let Err(retry_after) =
+            limits::hit_test_push(conn, &user_id, TEST_PUSH_MAX, TEST_PUSH_WINDOW_SECS)?
+        {
+            return Err(ApiError::RateLimited {
+                message: format!(
+                    "at most {TEST_PUSH_MAX} test notifications per {} minutes; try again in {retry_after} s",
+                    TEST_PUSH_WINDOW_SECS / 60
+                ),
+                retry_after,
+            });
+        }
         devices::of_user(conn, &user_id).map_err(ApiError::from)
     })
     .await?;
     let body = serde_json::to_vec(&payload(Kind::Test)).map_err(ApiError::internal)?;
-    let sends = devices.iter().map(|d| {
-        let sub = push::Subscription {
-            endpoint: d.endpoint.clone(),
-            p256dh: d.p256dh.clone(),
-            auth: d.auth.clone(),
-        };
-        let sender = sender.clone();
-        let body = body.clone();
-        async move { sender.send(&sub, &body, TEST_TTL).await }
-    });
-    let outcomes = futures_util::future::join_all(sends).await;
+    // One topic for every test push: a device that is offline gets the latest one, not a pile.
+    let options = push::Options {
+        topic: Some(push::Topic::derive("test")),
+        ..push::Options::ttl(TEST_TTL)
+    };
+    let deadline = tokio::time::Instant::now() + TEST_PUSH_DEADLINE;
+    let work = &state.test_pushes;
+    let outcomes: Vec<(&DeviceRow, Option<push::Outcome>)> = stream::iter(&devices)
+        .map(|d| {
+            let sub = push::Subscription {
+                endpoint: d.endpoint.clone(),
+                p256dh: d.p256dh.clone(),
+                auth: d.auth.clone(),
+            };
+            let (sender, body, options) = (&sender, &body, &options);
+            async move {
+                let send = async {
+                    let _permit = tokio::select! {
+                        permit = work.sends.acquire() => permit.ok()?,
+                        () = work.stopped() => return None,
+                    };
+                    if work.is_stopping() {
+                        return None;
+                    }
+                    Some(sender.send_with(&sub, body, options).await)
+                };
+                (
+                    d,
+                    tokio::time::timeout_at(deadline, send).await.ok().flatten(),
+                )
+            }
+        })
+        .buffer_unordered(TEST_PUSH_PARALLEL)
+        .collect()
+        .await;
     let (mut sent, mut failed) = (0u32, 0u32);
     let mut gone = Vec::new();
-    for (device, outcome) in devices.iter().zip(outcomes) {
+    for (device, outcome) in outcomes {
         match outcome {
-            push::Outcome::Delivered => sent += 1,
-            push::Outcome::Gone => gone.push(device.id.clone()),
-            push::Outcome::RetryAfter(_) | push::Outcome::Failed { .. } => {
+            Some(push::Outcome::Delivered) => sent += 1,
+            Some(push::Outcome::Gone) => gone.push(device.id.clone()),
+            Some(outcome @ (push::Outcome::RetryAfter(_) | push::Outcome::Failed { .. })) => {
                 tracing::warn!(device_id = %device.id, ?outcome, "test push not delivered");
+                failed += 1;
+            }
+            None => {
+                tracing::warn!(device_id = %device.id, "test push not sent in time or stopping");
                 failed += 1;
             }
         }

@@ -5,6 +5,7 @@ use service_kit::http::JsonOrEmpty;
 use session::CurrentSession;
 
 use crate::error::{ApiError, invalid};
+use crate::input::Instant;
 use crate::repo::profile;
 use crate::state::AppState;
 
@@ -13,7 +14,7 @@ use crate::state::AppState;
 pub struct PauseBody {
     /// Absent: the next day at 06:00 Rome; `null`: the pause ends now.
     #[serde(default, deserialize_with = "service_kit::http::double_option")]
-    until: Option<Option<DateTime<Utc>>>,
+    until: Option<Option<Instant>>,
 }
 
 fn view(until: Option<DateTime<Utc>>, now: DateTime<Utc>) -> HttpResponse {
@@ -34,7 +35,7 @@ pub async fn set(
     let until = match body.0.until {
         Some(None) => None,
         requested => Some(
-            domain::fasting::pause_until(now, requested.flatten())
+            domain::fasting::pause_until(now, requested.flatten().map(|t| t.0))
                 .map_err(|e| invalid("until", e))?,
         ),
     };

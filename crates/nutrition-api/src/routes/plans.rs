@@ -8,6 +8,7 @@ use service_kit::http::Json;
 use session::CurrentSession;
 
 use crate::error::{ApiError, invalid};
+use crate::input::Day;
 use crate::model::SlotRow;
 use crate::repo::plans::{self, ConsumeOutcome, NewDay, NewSlot, Plan};
 use crate::state::AppState;
@@ -28,7 +29,7 @@ pub struct CreatePlan {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DayIn {
-    date: NaiveDate,
+    date: Day,
     slots: Vec<SlotIn>,
 }
 
@@ -103,7 +104,8 @@ pub async fn create(
     let mut seen = BTreeSet::new();
     let mut days = Vec::with_capacity(body.days.len());
     for (i, day) in body.days.into_iter().enumerate() {
-        if !seen.insert(day.date) {
+        let date = day.date.0;
+        if !seen.insert(date) {
             return Err(invalid(&format!("days[{i}].date"), "appears twice"));
         }
         if day.slots.len() > MAX_SLOTS_PER_DAY {
@@ -141,18 +143,20 @@ pub async fn create(
                 title,
             });
         }
-        days.push(NewDay {
-            date: day.date,
-            slots,
-        });
+        days.push(NewDay { date, slots });
     }
     days.sort_by_key(|d| d.date);
     let user_id = current.0.user.id;
     let intermittent = body.intermittent_fasting;
+    let today = domain::rome::local_date(Utc::now());
     let plan = nutrition_store::run(&state.pool, move |conn| {
-        plans::create(conn, &user_id, intermittent, &days).map_err(ApiError::from)
+        plans::create(conn, &user_id, intermittent, &days, today).map_err(ApiError::from)
     })
-    .await?;
+    .await?
+    .ok_or(ApiError::Conflict {
+        code: "MEAL_PLAN_LIMIT_REACHED",
+        message: "at most 50 meal plans per person, and all 50 still have days today or later",
+    })?;
     Ok(HttpResponse::Created().json(plan_view(&state, plan)))
 }
 

@@ -246,6 +246,85 @@ async fn ten_parallel_starts_make_one_fast() {
     );
 }
 
+/// An end and a backdated start sent together: the start must see the end (400, overlapping) or
+/// the running fast (409), never slip in between and overlap it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parallel_end_and_start_never_overlap() {
+    let app = spawn_app().await;
+    let rounds = 40;
+    let users: Vec<_> = (0..4)
+        .map(|i| app.user(&format!("overlap{i}@example.com")))
+        .collect();
+    let base = Utc::now() - Duration::days(6);
+    let at = |minutes: i64| service_kit::time::format(&(base + Duration::minutes(minutes)));
+    let round = |u: crate::helpers::User| {
+        let app = &app;
+        async move {
+            let first = app
+                .post(
+                    "/me/fast-events",
+                    &u,
+                    json!({ "protocol": "16:8", "startedAt": at(0) }),
+                )
+                .await;
+            assert_eq!(first.status, 201, "{}", first.text);
+            let mut running = first.body["id"].as_str().expect("id").to_owned();
+            for i in 0..rounds {
+                let start = i * 20;
+                let end_path = format!("/me/fast-events/{running}/end");
+                let end = app.post(&end_path, &u, json!({ "endedAt": at(start + 10) }));
+                // Starts inside the fast being ended.
+                let next = app.post(
+                    "/me/fast-events",
+                    &u,
+                    json!({ "protocol": "16:8", "startedAt": at(start + 5) }),
+                );
+                let (end, next) = tokio::join!(end, next);
+                assert_eq!(end.status, 200, "{}", end.text);
+                running = if next.status == 201 {
+                    next.body["id"].as_str().expect("id").to_owned()
+                } else {
+                    assert!([400, 409].contains(&next.status), "{}", next.text);
+                    let r = app
+                        .post(
+                            "/me/fast-events",
+                            &u,
+                            json!({ "protocol": "16:8", "startedAt": at(start + 20) }),
+                        )
+                        .await;
+                    assert_eq!(r.status, 201, "{}", r.text);
+                    r.body["id"].as_str().expect("id").to_owned()
+                };
+            }
+            u
+        }
+    };
+    let users = futures_util::future::join_all(users.into_iter().map(round)).await;
+    for u in &users {
+        let list = app.get("/me/fast-events?limit=100", u).await;
+        let mut fasts: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)> = list.body["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|f| {
+                (
+                    time(&f["startedAt"]),
+                    f["endedAt"].as_str().map(|_| time(&f["endedAt"])),
+                )
+            })
+            .collect();
+        fasts.sort();
+        for pair in fasts.windows(2) {
+            let ended = pair[0].1.expect("only the last fast runs");
+            assert!(
+                ended <= pair[1].0,
+                "fasts overlap: one ended at {ended}, the next started at {}",
+                pair[1].0
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn another_users_fast_is_not_found() {
     let app = spawn_app().await;
@@ -550,8 +629,8 @@ async fn pause_default_explicit_and_end() {
     );
     assert_eq!(
         app.count("SELECT count(*) AS n FROM nutrition.pause_period"),
-        2,
-        "the history stays for streaks"
+        1,
+        "the history stays for streaks, as one span for the pauses touching today"
     );
 
     for bad in [

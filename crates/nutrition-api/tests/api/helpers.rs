@@ -47,16 +47,7 @@ pub async fn spawn_with(extra: &[(String, String)]) -> TestApp {
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
     let url = testkit::with_host_port(db.url(), proxy.addr());
-    let mut pairs = env_pairs(&url);
-    pairs.extend(extra.iter().cloned());
-    let env = Env::from_pairs(pairs);
-    let settings = Settings::from_env(&env).expect("valid test settings");
-    let auth = settings.auth.clone();
-    let app = Application::build(settings)
-        .await
-        .expect("build nutrition-api");
-    let base = format!("http://127.0.0.1:{}", app.port());
-    tokio::spawn(app.run_until_stopped());
+    let (base, auth) = start(&url, extra).await;
     TestApp {
         base,
         proxy,
@@ -66,14 +57,56 @@ pub async fn spawn_with(extra: &[(String, String)]) -> TestApp {
     }
 }
 
+async fn start(database_url: &str, extra: &[(String, String)]) -> (String, AuthSettings) {
+    let mut pairs = env_pairs(database_url);
+    pairs.extend(extra.iter().cloned());
+    let env = Env::from_pairs(pairs);
+    let settings = Settings::from_env(&env).expect("valid test settings");
+    let auth = settings.auth.clone();
+    let app = Application::build(settings)
+        .await
+        .expect("build nutrition-api");
+    let base = format!("http://127.0.0.1:{}", app.port());
+    tokio::spawn(app.run_until_stopped());
+    (base, auth)
+}
+
 #[derive(Debug)]
 pub struct Resp {
     pub status: u16,
     pub body: Value,
     pub text: String,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Resp {
+    /// Reads an answer. No input may ever produce a 500, so every test checks that on every call.
+    pub async fn read(resp: reqwest::Response) -> Self {
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.unwrap_or_default();
+        assert_ne!(status, 500, "a 500: {text}");
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Self {
+            status,
+            body,
+            text,
+            headers,
+        }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
 }
 
 impl TestApp {
+    /// A second nutrition-api on the same database, as a replica behind a load balancer; its base
+    /// address.
+    pub async fn replica(&self, extra: &[(String, String)]) -> String {
+        start(self.db.url(), extra).await.0
+    }
+
     /// A user with a session, as auth would have created them.
     pub fn user(&self, email: &str) -> User {
         let mut conn = self.db.connect();
@@ -97,7 +130,19 @@ impl TestApp {
         user: Option<&User>,
         body: Option<Value>,
     ) -> Resp {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        self.call_on(&self.base, method, path, user, body).await
+    }
+
+    /// [`Self::call`] on another process of the service (see [`Self::replica`]).
+    pub async fn call_on(
+        &self,
+        base: &str,
+        method: Method,
+        path: &str,
+        user: Option<&User>,
+        body: Option<Value>,
+    ) -> Resp {
+        let mut req = self.http.request(method, format!("{base}{path}"));
         if let Some(u) = user {
             req = req.header("cookie", &u.cookie).header("origin", BASE_URL);
         }
@@ -105,10 +150,7 @@ impl TestApp {
             req = req.json(&b);
         }
         let resp = req.send().await.expect("request");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Resp { status, body, text }
+        Resp::read(resp).await
     }
 
     pub async fn get(&self, path: &str, user: &User) -> Resp {
@@ -135,10 +177,7 @@ impl TestApp {
             .send()
             .await
             .expect("request");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Resp { status, body, text }
+        Resp::read(resp).await
     }
 
     pub fn sql(&self, query: &str) -> usize {

@@ -2,6 +2,8 @@
 
 mod fasting;
 mod helpers;
+mod hostile;
+mod limits;
 mod notifications;
 mod operations;
 mod plans;

@@ -274,6 +274,14 @@ async fn test_push_is_delivered_decrypted_and_gone_devices_are_removed() {
     for field in ["title", "body", "url", "tag"] {
         assert!(payload[field].is_string(), "{field}: {payload}");
     }
+    let topic = received[0].topic.as_deref().unwrap_or_default();
+    assert!(
+        (1..=32).contains(&topic.len())
+            && topic
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+        "a Topic of at most 32 base64url characters (RFC 8030): {topic:?}"
+    );
     assert_eq!(
         received[0].vapid_key, pair.public_key,
         "signed with the configured VAPID key"
