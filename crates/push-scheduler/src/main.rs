@@ -110,10 +110,18 @@ async fn fire(env: &Env, job: &str, at: Option<&str>, wait: u64) -> ExitCode {
         )
         .await?;
         match push_scheduler::startup::scheduler(&settings, &pool)? {
-            Some(s) => s
-                .fire(job, at, std::time::Duration::from_secs(wait))
-                .await
-                .map(Some),
+            Some(s) => {
+                // A cron container stopping (SIGTERM) ends the run like `serve`: what is in
+                // flight is sent and recorded, nothing else is taken.
+                let shutdown = s.shutdown();
+                let on_signal = tokio::spawn(async move {
+                    push_scheduler::startup::stop_signal().await;
+                    shutdown.trigger();
+                });
+                let report = s.fire(job, at, std::time::Duration::from_secs(wait)).await;
+                on_signal.abort();
+                report.map(Some)
+            }
             None => Ok(None),
         }
     }

@@ -14,6 +14,7 @@ use diesel::sql_types::{Array, BigInt, Jsonb, Text, Timestamp, Timestamptz};
 use domain::fasting::{Milestone, due_milestones};
 use domain::notifications::{Kind, payload};
 
+use crate::deliver::Shutdown;
 use crate::jobs::{Job, Slot};
 
 /// What a run did before delivery.
@@ -34,12 +35,14 @@ struct Count {
 }
 
 /// Runs `job` for `slot` as if the time were `now` (which decides pauses and due milestones).
-/// Outbox rows expire `job.ttl()` after the real time of queuing.
+/// Outbox rows expire `job.ttl()` after the real time of queuing. A milestone run stops between
+/// two fasts once `shutdown` is triggered; the next run handles the rest.
 pub fn run(
     conn: &mut PgConnection,
     job: Job,
     slot: Slot,
     now: DateTime<Utc>,
+    shutdown: &Shutdown,
 ) -> QueryResult<Queued> {
     let expires = Utc::now() + job.ttl();
     let kind = match job {
@@ -54,7 +57,7 @@ pub fn run(
                     ..Queued::default()
                 });
             }
-            let queued = milestones(conn, slot.local, now, expires)?;
+            let queued = milestones(conn, slot.local, now, expires, shutdown)?;
             record(conn, job, slot, queued)?;
             return Ok(queued);
         }
@@ -178,6 +181,7 @@ fn milestones(
     slot: NaiveDateTime,
     now: DateTime<Utc>,
     expires: DateTime<Utc>,
+    shutdown: &Shutdown,
 ) -> QueryResult<Queued> {
     let fasts: Vec<RunningFast> = diesel::sql_query(
         "SELECT f.id, f.user_id, f.started_at, f.planned_end_at, f.notified_milestones,
@@ -191,6 +195,9 @@ fn milestones(
     .load(conn)?;
     let mut out = Queued::default();
     for fast in fasts {
+        if shutdown.is_triggered() {
+            break;
+        }
         let due = due_milestones(
             fast.started_at,
             fast.planned_end_at,

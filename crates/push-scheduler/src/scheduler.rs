@@ -101,9 +101,10 @@ impl Scheduler {
         at: DateTime<Utc>,
     ) -> anyhow::Result<run::Queued> {
         let pool = self.pool.clone();
+        let shutdown = Arc::clone(&self.shutdown);
         let queued = tokio::task::spawn_blocking(move || -> anyhow::Result<run::Queued> {
             let mut conn = pool.get()?;
-            Ok(run::run(&mut conn, job, slot, at)?)
+            Ok(run::run(&mut conn, job, slot, at, &shutdown)?)
         })
         .await??;
         if !queued.already_ran {
