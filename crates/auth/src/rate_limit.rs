@@ -16,6 +16,19 @@ struct Counted {
     window_start: chrono::DateTime<chrono::Utc>,
 }
 
+/// The routes whose attempts are also counted per e-mail address.
+pub const EMAIL_ROUTES: [&str; 2] = ["sign-in", "sign-up"];
+
+/// The counter key of `route`'s attempts for the address `email`.
+pub fn email_key(route: &str, email: &str) -> String {
+    format!("{route}:email:{email}")
+}
+
+/// Every counter that can name `email`, removed when its owner is erased.
+pub fn email_keys(email: &str) -> Vec<String> {
+    EMAIL_ROUTES.iter().map(|r| email_key(r, email)).collect()
+}
+
 /// Counts an attempt under `key`; `Err(seconds)` when it exceeds the limit, with the time until
 /// the window ends.
 pub fn hit(conn: &mut PgConnection, key: &str, limit: RateLimit) -> QueryResult<Result<(), u64>> {

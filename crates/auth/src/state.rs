@@ -37,7 +37,7 @@ impl AppState {
                 keys.push(format!("{route}:ip:{ip}"));
             }
             if let Some(email) = email {
-                keys.push(format!("{route}:email:{email}"));
+                keys.push(rate_limit::email_key(route, &email));
             }
             let mut wait = 0;
             // Both keys count every attempt, even when the first is already over the limit.

@@ -154,3 +154,19 @@ pub fn mark_verified(
         .set((user::email_verified.eq(true), user::updated_at.eq(now)))
         .execute(conn)
 }
+
+/// Stores a new password hash on the user's credential account.
+pub fn set_password(
+    conn: &mut PgConnection,
+    user_id: &str,
+    phc: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<usize> {
+    diesel::update(
+        account::table
+            .filter(account::user_id.eq(user_id))
+            .filter(account::provider_id.eq(CREDENTIAL)),
+    )
+    .set((account::password.eq(phc), account::updated_at.eq(now)))
+    .execute(conn)
+}

@@ -5,6 +5,7 @@ use actix_web::web;
 use service_kit::http::method_not_allowed;
 
 mod callback;
+mod delete_user;
 mod get_session;
 mod ok;
 mod pages;
@@ -24,6 +25,7 @@ pub fn config(cfg: &mut web::ServiceConfig) {
             .service(resource("/sign-up/email").route(web::post().to(sign_up::sign_up)))
             .service(resource("/sign-in/email").route(web::post().to(sign_in::sign_in)))
             .service(resource("/sign-out").route(web::post().to(sign_out::sign_out)))
+            .service(resource("/delete-user").route(web::post().to(delete_user::delete_user)))
             .service(resource("/get-session").route(web::get().to(get_session::get_session)))
             .service(resource("/providers").route(web::get().to(providers::providers)))
             .service(resource("/sign-in/social").route(web::post().to(social::sign_in_social)))

@@ -1,5 +1,6 @@
 //! Black-box tests of the auth service against a real Postgres database.
 
+mod delete_user;
 mod helpers;
 mod oauth;
 mod operations;
