@@ -1,6 +1,8 @@
 //! Black-box tests of the auth service against a real Postgres database.
 
+mod cross_site;
 mod helpers;
+mod manage;
 mod oauth;
 mod operations;
 mod origin;
