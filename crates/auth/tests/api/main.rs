@@ -2,6 +2,7 @@
 
 mod cross_site;
 mod helpers;
+mod links;
 mod manage;
 mod oauth;
 mod operations;
