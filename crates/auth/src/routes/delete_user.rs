@@ -5,8 +5,9 @@ use serde::Deserialize;
 use session::CurrentSession;
 
 use crate::error::ApiError;
+use crate::repo::{rate_limits, users};
 use crate::state::AppState;
-use crate::{password, rate_limit, redirect, users};
+use crate::{password, redirect};
 
 /// Without the password, a session created this long ago or more cannot delete its user
 /// (better-auth's `session.freshAge`, one day by default).
@@ -75,7 +76,11 @@ pub async fn delete_user(
         }
     }
 
-    let keys = rate_limit::email_keys(&verified.user.email);
+    let keys = rate_limits::keys_naming(
+        state.settings.auth.secret.expose(),
+        &verified.user.email,
+        &verified.user.id,
+    );
     let erased = nutrition_store::run(&state.pool, move |conn| {
         nutrition_store::erase::erase_user(conn, &user_id, &keys).map_err(ApiError::from)
     })

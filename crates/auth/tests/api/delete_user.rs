@@ -9,7 +9,9 @@ use diesel::sql_types::Text;
 use serde_json::{Value, json};
 use testkit::push_service::FakePushService;
 
-use crate::helpers::{BASE_URL, Peer, TestApp, get, post_json, spawn_app, spawn_nutrition_with};
+use crate::helpers::{
+    BASE_URL, Peer, SECRET, TestApp, get, post_json, spawn_app, spawn_nutrition_with,
+};
 
 const PASSWORD: &str = "password-123";
 
@@ -27,6 +29,16 @@ impl Person {
     fn marks(&self) -> Vec<String> {
         let mut marks = vec![self.id.clone(), self.email.clone(), self.note.clone()];
         marks.extend(self.endpoints.iter().cloned());
+        // Rate-limit counters are stored under keyed hashes of the address: what links them to
+        // the person is the key the service derives, as an attacker with the secret could.
+        for route in ["sign-in", "sign-up"] {
+            marks.push(auth::keys::rate_limit_key(
+                SECRET,
+                route,
+                "email",
+                &self.email,
+            ));
+        }
         marks
     }
 }

@@ -1,8 +1,7 @@
-//! User and account rows of the `auth` schema.
+//! Rows of `auth.account`: how a user signs in (a password, or a provider's account).
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::result::{DatabaseErrorKind, Error};
 use nutrition_store::schema::auth::{account, user};
 use session::User;
 use session::ids;
@@ -10,60 +9,6 @@ use session::ids;
 /// Provider id of e-mail and password accounts (better-auth's name).
 pub const CREDENTIAL: &str = "credential";
 pub const GOOGLE: &str = "google";
-
-/// A user with the password hash of their credential account, if they have one.
-pub fn find_with_password(
-    conn: &mut PgConnection,
-    email: &str,
-) -> QueryResult<Option<(User, Option<String>)>> {
-    let Some(found) = user::table
-        .filter(user::email.eq(email))
-        .select(User::as_select())
-        .first(conn)
-        .optional()?
-    else {
-        return Ok(None);
-    };
-    let hash: Option<Option<String>> = account::table
-        .filter(account::user_id.eq(&found.id))
-        .filter(account::provider_id.eq(CREDENTIAL))
-        .select(account::password)
-        .first(conn)
-        .optional()?;
-    Ok(Some((found, hash.flatten())))
-}
-
-pub struct NewUser<'a> {
-    pub name: &'a str,
-    pub email: &'a str,
-    pub email_verified: bool,
-    pub image: Option<&'a str>,
-}
-
-/// Inserts a user; `Ok(None)` when the e-mail address is taken (also by a concurrent request).
-pub fn insert(
-    conn: &mut PgConnection,
-    new: &NewUser<'_>,
-    now: DateTime<Utc>,
-) -> QueryResult<Option<User>> {
-    let inserted = diesel::insert_into(user::table)
-        .values((
-            user::id.eq(ids::id()),
-            user::name.eq(new.name),
-            user::email.eq(new.email),
-            user::email_verified.eq(new.email_verified),
-            user::image.eq(new.image),
-            user::created_at.eq(now),
-            user::updated_at.eq(now),
-        ))
-        .returning(User::as_returning())
-        .get_result(conn);
-    match inserted {
-        Ok(u) => Ok(Some(u)),
-        Err(Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
 
 pub struct NewAccount<'a> {
     pub user_id: &'a str,
@@ -76,7 +21,7 @@ pub struct NewAccount<'a> {
     pub scope: Option<&'a str>,
 }
 
-pub fn insert_account(
+pub fn insert(
     conn: &mut PgConnection,
     new: &NewAccount<'_>,
     now: DateTime<Utc>,
@@ -114,14 +59,6 @@ pub fn find_by_account(
         .optional()
 }
 
-pub fn find_by_email(conn: &mut PgConnection, email: &str) -> QueryResult<Option<User>> {
-    user::table
-        .filter(user::email.eq(email))
-        .select(User::as_select())
-        .first(conn)
-        .optional()
-}
-
 /// Stores fresh provider tokens on an existing account link.
 pub fn update_tokens(
     conn: &mut PgConnection,
@@ -144,29 +81,79 @@ pub fn update_tokens(
     .execute(conn)
 }
 
-/// Marks a user's e-mail address verified (a provider vouched for it).
-pub fn mark_verified(
-    conn: &mut PgConnection,
-    user_id: &str,
-    now: DateTime<Utc>,
-) -> QueryResult<usize> {
-    diesel::update(user::table.filter(user::id.eq(user_id)))
-        .set((user::email_verified.eq(true), user::updated_at.eq(now)))
-        .execute(conn)
+/// An account as the better-auth client lists it: no tokens, no password.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = account, check_for_backend(diesel::pg::Pg))]
+pub struct Linked {
+    pub id: String,
+    pub provider_id: String,
+    pub account_id: String,
+    pub user_id: String,
+    pub scope: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
-/// Stores a new password hash on the user's credential account.
+/// The user's accounts, oldest first.
+pub fn list(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<Linked>> {
+    account::table
+        .filter(account::user_id.eq(user_id))
+        .order((account::created_at.asc(), account::id.asc()))
+        .select(Linked::as_select())
+        .load(conn)
+}
+
+/// Deletes one of the user's accounts.
+pub fn delete(conn: &mut PgConnection, user_id: &str, id: &str) -> QueryResult<usize> {
+    diesel::delete(
+        account::table
+            .filter(account::id.eq(id))
+            .filter(account::user_id.eq(user_id)),
+    )
+    .execute(conn)
+}
+
+/// The password hash of the user's credential account: `None` without such an account,
+/// `Some(None)` for one without a password.
+pub fn password_of(conn: &mut PgConnection, user_id: &str) -> QueryResult<Option<Option<String>>> {
+    account::table
+        .filter(account::user_id.eq(user_id))
+        .filter(account::provider_id.eq(CREDENTIAL))
+        .select(account::password)
+        .first(conn)
+        .optional()
+}
+
+/// Stores a new password hash on the user's credential account, creating the account when the
+/// user had none (someone who signed up with Google sets a password through a reset).
 pub fn set_password(
     conn: &mut PgConnection,
     user_id: &str,
-    phc: &str,
+    hash: &str,
     now: DateTime<Utc>,
-) -> QueryResult<usize> {
-    diesel::update(
+) -> QueryResult<()> {
+    let updated = diesel::update(
         account::table
             .filter(account::user_id.eq(user_id))
             .filter(account::provider_id.eq(CREDENTIAL)),
     )
-    .set((account::password.eq(phc), account::updated_at.eq(now)))
-    .execute(conn)
+    .set((account::password.eq(hash), account::updated_at.eq(now)))
+    .execute(conn)?;
+    if updated == 0 {
+        insert(
+            conn,
+            &NewAccount {
+                user_id,
+                provider_id: CREDENTIAL,
+                account_id: user_id,
+                password: Some(hash),
+                access_token: None,
+                refresh_token: None,
+                id_token: None,
+                scope: None,
+            },
+            now,
+        )?;
+    }
+    Ok(())
 }

@@ -1,0 +1,133 @@
+//! Rows of `auth.user`.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::result::{DatabaseErrorKind, Error};
+use nutrition_store::schema::auth::{account, user};
+
+use super::accounts::CREDENTIAL;
+use session::User;
+use session::ids;
+
+/// A user with the password hash of their credential account, if they have one.
+pub fn find_with_password(
+    conn: &mut PgConnection,
+    email: &str,
+) -> QueryResult<Option<(User, Option<String>)>> {
+    let Some(found) = user::table
+        .filter(user::email.eq(email))
+        .select(User::as_select())
+        .first(conn)
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let hash: Option<Option<String>> = account::table
+        .filter(account::user_id.eq(&found.id))
+        .filter(account::provider_id.eq(CREDENTIAL))
+        .select(account::password)
+        .first(conn)
+        .optional()?;
+    Ok(Some((found, hash.flatten())))
+}
+
+pub struct NewUser<'a> {
+    pub name: &'a str,
+    pub email: &'a str,
+    pub email_verified: bool,
+    pub image: Option<&'a str>,
+}
+
+/// Inserts a user; `Ok(None)` when the e-mail address is taken (also by a concurrent request).
+pub fn insert(
+    conn: &mut PgConnection,
+    new: &NewUser<'_>,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<User>> {
+    let inserted = diesel::insert_into(user::table)
+        .values((
+            user::id.eq(ids::id()),
+            user::name.eq(new.name),
+            user::email.eq(new.email),
+            user::email_verified.eq(new.email_verified),
+            user::image.eq(new.image),
+            user::created_at.eq(now),
+            user::updated_at.eq(now),
+        ))
+        .returning(User::as_returning())
+        .get_result(conn);
+    match inserted {
+        Ok(u) => Ok(Some(u)),
+        Err(Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+pub fn find_by_email(conn: &mut PgConnection, email: &str) -> QueryResult<Option<User>> {
+    user::table
+        .filter(user::email.eq(email))
+        .select(User::as_select())
+        .first(conn)
+        .optional()
+}
+
+/// Marks a user's e-mail address verified (a provider vouched for it).
+pub fn mark_verified(
+    conn: &mut PgConnection,
+    user_id: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<usize> {
+    diesel::update(user::table.filter(user::id.eq(user_id)))
+        .set((user::email_verified.eq(true), user::updated_at.eq(now)))
+        .execute(conn)
+}
+
+pub fn find_by_id(conn: &mut PgConnection, id: &str) -> QueryResult<Option<User>> {
+    user::table
+        .find(id)
+        .select(User::as_select())
+        .first(conn)
+        .optional()
+}
+
+/// Changes the name and/or the image (`Some(None)` removes it); returns the user as stored.
+pub fn update_profile(
+    conn: &mut PgConnection,
+    id: &str,
+    name: Option<&str>,
+    image: Option<Option<&str>>,
+    now: DateTime<Utc>,
+) -> QueryResult<User> {
+    let target = user::table.find(id);
+    match (name, image) {
+        (Some(n), Some(i)) => diesel::update(target)
+            .set((
+                user::name.eq(n),
+                user::image.eq(i),
+                user::updated_at.eq(now),
+            ))
+            .returning(User::as_returning())
+            .get_result(conn),
+        (Some(n), None) => diesel::update(target)
+            .set((user::name.eq(n), user::updated_at.eq(now)))
+            .returning(User::as_returning())
+            .get_result(conn),
+        (None, Some(i)) => diesel::update(target)
+            .set((user::image.eq(i), user::updated_at.eq(now)))
+            .returning(User::as_returning())
+            .get_result(conn),
+        (None, None) => target.select(User::as_select()).first(conn),
+    }
+}
+
+/// Locks the user's row until the end of the transaction, so that changes which depend on the
+/// user's other rows (the number of accounts) happen one after another.
+pub fn lock(conn: &mut PgConnection, id: &str) -> QueryResult<()> {
+    user::table
+        .find(id)
+        .select(user::id)
+        .for_update()
+        .first::<String>(conn)
+        .optional()?;
+    Ok(())
+}
