@@ -25,6 +25,8 @@ pub enum ApiError {
     TooLarge(usize),
     #[error("the service is temporarily unavailable")]
     Unavailable,
+    #[error("e-mail is not configured on this server")]
+    EmailDisabled,
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -52,6 +54,7 @@ impl ApiError {
             Self::InvalidCallbackUrl => "INVALID_CALLBACK_URL",
             Self::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             Self::Unavailable => "SERVICE_UNAVAILABLE",
+            Self::EmailDisabled => "EMAIL_DISABLED",
             Self::Internal(_) => "INTERNAL_ERROR",
         }
     }
@@ -67,7 +70,7 @@ impl ResponseError for ApiError {
             Self::ProviderNotFound => StatusCode::NOT_FOUND,
             Self::InvalidCallbackUrl => StatusCode::FORBIDDEN,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable | Self::EmailDisabled => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -1,6 +1,7 @@
 //! Black-box tests of the auth service against a real Postgres database.
 
 mod helpers;
+mod mail_outbox;
 mod oauth;
 mod operations;
 mod origin;
