@@ -24,7 +24,6 @@ use service_kit::http::{DEFAULT_BODY_LIMIT, RequestError, parse_json, read_body}
 use crate::clock::SharedClock;
 use crate::db::MyPool;
 use crate::error::ApiError;
-use crate::mail::MailWaker;
 use crate::releases::Builds;
 use crate::repo::activations::{self, ActivationRow};
 use crate::repo::licences::{self, LicenceRow};
@@ -40,7 +39,8 @@ pub struct AppState {
     pub clock: SharedClock,
     pub keys: Arc<KeyRing>,
     pub builds: Builds,
-    pub mail: MailWaker,
+    /// The e-mail sender, woken after a purchase queues a mail.
+    pub mail: mailer::Mailer,
 }
 
 pub fn config(cfg: &mut web::ServiceConfig) {

@@ -3,6 +3,7 @@
 mod admin;
 mod helpers;
 mod licences;
+mod mail;
 mod migrations;
 mod operations;
 mod releases;
