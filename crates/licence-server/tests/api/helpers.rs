@@ -20,6 +20,8 @@ pub const KEY: &str = "test-signing-key-0123456789abcdef-0123";
 /// The Ed25519 seed of the test signing key `ed1`, and another one no client trusts.
 pub const SIGNING_SEED: &str = "lq1Y0hzkQmQ8w2o3nQXGJ4n9yQjY1b3cZ5t1dW8eQeE=";
 pub const OTHER_SEED: &str = "8J7cN2vQ4kL1pX9sR3tY6uW0zA5bC8dE1fG4hJ7kM0o=";
+/// Signs download links; every secret of a service has its own value.
+pub const DOWNLOAD_KEY: &str = "test-download-key-0123456789abcdef-0123";
 pub const WEBHOOK_SECRET: &str = "webhook-secret-0123456789";
 pub const VARIANT_BASIC: u64 = 1001;
 pub const VARIANT_PRO: u64 = 1002;
@@ -42,7 +44,7 @@ pub fn base_env(database_url: &str, builds_dir: &str) -> Vec<(String, String)> {
         ("LISTEN_ADDR", "127.0.0.1:0"),
         ("PUBLIC_BASE_URL", "http://127.0.0.1:8083"),
         ("LICENCE_JWT_KEYS", &format!("k1:{KEY}")),
-        ("DOWNLOAD_SIGNING_SECRET", KEY),
+        ("DOWNLOAD_SIGNING_SECRET", DOWNLOAD_KEY),
         ("BUILDS_DIR", builds_dir),
         ("PAYMENT_WEBHOOK_SECRET", WEBHOOK_SECRET),
         ("PAYMENT_VARIANT_BASIC", "1001"),
