@@ -159,8 +159,8 @@ pub fn parse_keys(raw: &str) -> Result<Vec<LeaseKey>, String> {
         if !valid_kid {
             return Err("each kid must be 1 to 64 letters, digits, '-', '_' or '.'".into());
         }
-        let seed = decode_base64(seed.trim()).ok_or_else(|| {
-            format!("the seed of kid `{kid}` must be base64 (standard or URL-safe)")
+        let seed = decode_seed(seed.trim()).ok_or_else(|| {
+            format!("the seed of kid `{kid}` must be base64 (standard or URL-safe) or hex")
         })?;
         let seed: [u8; 32] = seed.try_into().map_err(|_| {
             format!("the seed of kid `{kid}` must decode to 32 bytes (openssl rand -base64 32)")
@@ -182,6 +182,16 @@ pub fn parse_keys(raw: &str) -> Result<Vec<LeaseKey>, String> {
     Ok(keys)
 }
 
+/// 64 hex characters (what `openssl rand -hex 32` and deploy/generate-secrets write) or base64.
+fn decode_seed(s: &str) -> Option<Vec<u8>> {
+    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return (0..32)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok())
+            .collect();
+    }
+    decode_base64(s)
+}
+
 fn decode_base64(s: &str) -> Option<Vec<u8>> {
     use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE};
     [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD]
@@ -199,6 +209,12 @@ mod tests {
     #[test]
     fn key_rules() {
         assert_eq!(parse_keys(&format!("a:{SEED_A}")).map(|k| k.len()), Ok(1));
+        let hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+        assert_eq!(
+            parse_keys(&format!("a:{hex}")),
+            parse_keys(&format!("a:{SEED_A}")),
+            "hex and base64 of one seed are one key"
+        );
         for bad in [
             "nokid".to_owned(),
             format!(":{SEED_A}"),

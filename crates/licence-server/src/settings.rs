@@ -168,7 +168,14 @@ fn signing_keys(env: &Env) -> Result<Vec<LeaseKey>, ConfigError> {
         LICENCE_SIGNING_KEYS,
         "ed1:<openssl rand -base64 32>,ed0:<older seed>",
     )?;
-    crate::lease::parse_keys(raw).map_err(|rule| ConfigError::new(LICENCE_SIGNING_KEYS, rule))
+    let keys = crate::lease::parse_keys(raw)
+        .map_err(|rule| ConfigError::new(LICENCE_SIGNING_KEYS, rule))?;
+    for entry in raw.split(',') {
+        if let Some((_, seed)) = entry.split_once(':') {
+            env.check_secret(LICENCE_SIGNING_KEYS, seed.trim())?;
+        }
+    }
+    Ok(keys)
 }
 
 fn trusted_proxies(env: &Env) -> Result<Vec<IpNet>, ConfigError> {
