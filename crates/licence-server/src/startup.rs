@@ -10,6 +10,7 @@ use service_kit::db::PoolReadiness;
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::db;
+use crate::lease::SigningRing;
 use crate::mail::{self, MailWaker, MailerOptions};
 use crate::releases::Builds;
 use crate::routes::{self, AppState};
@@ -71,6 +72,7 @@ impl Application {
 
         let state = AppState {
             keys: Arc::new(KeyRing::new(&settings.jwt_keys)),
+            signing: Arc::new(SigningRing::new(settings.signing_keys.clone())),
             builds: Builds::new(settings.builds_dir.clone()),
             settings: Arc::new(settings),
             pool: pool.clone(),

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::clock::SharedClock;
 use crate::db::MyPool;
+use crate::lease::SigningRing;
 use crate::mail::MailWaker;
 use crate::releases::Builds;
 use crate::settings::Settings;
@@ -15,6 +16,7 @@ pub struct AppState {
     pub pool: MyPool,
     pub clock: SharedClock,
     pub keys: Arc<KeyRing>,
+    pub signing: Arc<SigningRing>,
     pub builds: Builds,
     pub mail: MailWaker,
 }

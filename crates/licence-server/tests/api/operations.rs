@@ -48,6 +48,9 @@ fn bad_settings_stop_the_process_naming_the_variable() {
     case("PAYMENT_VARIANT_ANNUAL", Some("1001"));
     case("SMTP_URL", Some("mail.example.com"));
     case("MAIL_FROM", Some("nobody"));
+    case("LICENCE_SIGNING_KEYS", None);
+    case("LICENCE_SIGNING_KEYS", Some("ed1:change-me-please"));
+    case("LICENCE_GRACE_DAYS", Some("0"));
 }
 
 #[test]
