@@ -161,6 +161,28 @@ ensure_rust() {
   command -v cargo >/dev/null 2>&1 || die "cargo is not installed (https://rustup.rs); rust-toolchain.toml names the version"
 }
 
+# The web app's build needs Node.js 20.19 or newer with npm (Vite's floor).
+ensure_node() {
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
+    die "Node.js 20.19+ with npm is not installed (the web app is built with it)"
+  node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' ||
+    die "Node.js $(node -v) is too old: the web app needs 20.19 or newer"
+}
+
+# Builds web/ into web/dist (served by nginx at /). npm ci runs only when the lock file changed
+# since the last install.
+build_web() {
+  ensure_node
+  log "building the web app"
+  (
+    cd web
+    if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+      npm ci --no-audit --no-fund --loglevel=error
+    fi
+    npm run --silent build
+  )
+}
+
 prepare() {
   ensure_rust
   ensure_packages
