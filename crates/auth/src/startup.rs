@@ -11,10 +11,11 @@ use nutrition_store::{PgPool, PoolReadiness};
 use service_kit::http::ReadinessProbe;
 use session::SessionLayer;
 
+use crate::password;
 use crate::repo::outbox::PgOutbox;
+use crate::repo::{rate_limits, sessions, verification};
 use crate::settings::Settings;
 use crate::state::AppState;
-use crate::{password, rate_limit};
 
 /// How long start-up waits for Postgres before giving up.
 pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
@@ -70,7 +71,19 @@ impl Application {
             pool: pool.clone(),
         };
         tokio::spawn(maintenance(pool.clone()));
-        let server = service_kit::http::server(listener, readiness, move |cfg| {
+        let metrics = service_kit::metrics::ServiceMetrics::new();
+        metrics.pool(pool.clone());
+        metrics.route_outcomes(
+            "auth_sign_ins_total",
+            "Sign-in attempts by route and outcome (ok, refused: wrong credentials or limited, error).",
+            &["/api/auth/sign-in/email", "/api/auth/sign-in/social"],
+        );
+        metrics.route_outcomes(
+            "auth_sign_ups_total",
+            "Sign-up attempts by route and outcome.",
+            &["/api/auth/sign-up/email"],
+        );
+        let server = service_kit::http::server_with(listener, readiness, metrics, move |cfg| {
             cfg.app_data(web::Data::new(state.clone()))
                 .app_data(web::Data::new(layer.clone()))
                 .configure(crate::routes::config);
@@ -112,15 +125,11 @@ async fn maintenance(pool: PgPool) {
         let pool = pool.clone();
         let outcome =
             tokio::task::spawn_blocking(move || -> anyhow::Result<(usize, usize, usize)> {
-                use diesel::prelude::*;
-                use nutrition_store::schema::auth::verification;
                 let mut conn = pool.get()?;
                 let now = chrono::Utc::now();
-                let sessions = session::store::delete_expired(&mut conn, now)?;
-                let states =
-                    diesel::delete(verification::table.filter(verification::expires_at.le(now)))
-                        .execute(&mut conn)?;
-                let counters = rate_limit::prune(&mut conn)?;
+                let sessions = sessions::delete_expired(&mut conn, now)?;
+                let states = verification::delete_expired(&mut conn, now)?;
+                let counters = rate_limits::prune(&mut conn)?;
                 Ok((sessions, states, counters))
             })
             .await;

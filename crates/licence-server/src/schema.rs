@@ -69,6 +69,42 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    licence_deactivation (id) {
+        id -> Bigint,
+        licence_id -> Varchar,
+        instance_id -> Varchar,
+        deactivated_at -> Datetime,
+    }
+}
+
+diesel::table! {
+    usage_idempotency (licence_id, day, idem_key) {
+        licence_id -> Varchar,
+        day -> Date,
+        idem_key -> Varchar,
+        taken -> Bool,
+        used -> Integer,
+        plan -> Varchar,
+        created_at -> Datetime,
+    }
+}
+
+diesel::table! {
+    licence_rate_limit (bucket) {
+        bucket -> Varchar,
+        window_start -> Datetime,
+        hits -> Integer,
+    }
+}
+
+diesel::table! {
+    refunded_order (order_id) {
+        order_id -> Varchar,
+        refunded_at -> Datetime,
+    }
+}
+
 diesel::joinable!(activation -> licence (licence_id));
 diesel::joinable!(daily_usage -> licence (licence_id));
 diesel::allow_tables_to_appear_in_same_query!(
@@ -76,5 +112,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     activation,
     daily_usage,
     webhook_event,
-    email_outbox
+    email_outbox,
+    licence_deactivation,
+    usage_idempotency,
+    licence_rate_limit,
+    refunded_order
 );

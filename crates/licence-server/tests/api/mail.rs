@@ -70,7 +70,7 @@ async fn two_senders_and_a_slow_smtp_server_send_every_mail_exactly_once() {
     let mut options = quick_mailer();
     options.lease = Duration::from_secs(2);
     let app = spawn_app_with(Utc::now(), options.clone()).await;
-    app.start_instance_with(&format!("k1:{KEY}"), options).await;
+    app.start_instance_timed(&[], options).await;
     app.smtp.set_data_delay(Duration::from_millis(600));
 
     queue_mails(&app, 6);
@@ -145,9 +145,7 @@ async fn a_stopping_sender_finishes_the_mail_in_flight_and_releases_the_rest() {
     let mut idle = quick_mailer();
     idle.poll_interval = Duration::from_secs(3600);
     let app = spawn_app_with(Utc::now(), idle).await;
-    let other = app
-        .build_instance(&format!("k1:{KEY}"), quick_mailer())
-        .await;
+    let other = app.build_instance(&[], quick_mailer()).await;
     let sender = other.mailer().clone();
     tokio::spawn(other.run_until_stopped());
     app.smtp.set_data_delay(Duration::from_millis(800));

@@ -1,0 +1,112 @@
+//! The access rules behind a token or a key: the licence must grant access now and the
+//! installation must still hold its seat; and what a granted request gets back (a fresh token,
+//! the `license` object).
+
+use super::AppState;
+use crate::error::ApiError;
+use crate::lease::{LeaseClaims, lease_expiry};
+use crate::repo::activations::{self, ActivationRow};
+use crate::repo::licences::{self, LicenceRow};
+use crate::tokens::Claims;
+use crate::wire::{IssuedLease, IssuedToken, LicenceView};
+
+/// A licence and one of its activations, both checked: the licence grants access now and the
+/// installation still holds its slot.
+pub struct Authorised {
+    pub licence: LicenceRow,
+    pub activation: ActivationRow,
+}
+
+/// Checks in one blocking call what a token-bearing request needs: the licence of `claims`
+/// (gone: 401), its access (403 `LICENSE_INACTIVE`), the installation (403 `INSTANCE_NOT_ACTIVE`).
+pub async fn authorise(state: &AppState, claims: Claims) -> Result<Authorised, ApiError> {
+    let now = state.clock.now();
+    service_kit::db::run(&state.pool, move |conn| {
+        let licence = licences::find_by_id(conn, &claims.sub)?.ok_or(ApiError::InvalidToken)?;
+        check(conn, licence, &claims.iid, now)
+    })
+    .await
+}
+
+/// The same checks for a licence found by key.
+pub fn check(
+    conn: &mut diesel::MysqlConnection,
+    licence: LicenceRow,
+    instance_id: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Authorised, ApiError> {
+    if !licence.has_access(now) {
+        return Err(ApiError::LicenceInactive);
+    }
+    let activation =
+        activations::find(conn, &licence.id, instance_id)?.ok_or(ApiError::InstanceNotActive)?;
+    Ok(Authorised {
+        licence,
+        activation,
+    })
+}
+
+/// A fresh token for an activation.
+pub fn issue(
+    state: &AppState,
+    licence: &LicenceRow,
+    instance_id: &str,
+) -> Result<IssuedToken, ApiError> {
+    let (token, expires) = state
+        .keys
+        .issue(
+            &licence.id,
+            instance_id,
+            licence.plan().as_str(),
+            state.clock.now(),
+        )
+        .map_err(ApiError::internal)?;
+    Ok(IssuedToken {
+        token,
+        token_expires_at: crate::clock::rfc3339(expires),
+    })
+}
+
+/// A fresh offline lease for an activation: the plan and its features, valid for the grace.
+pub fn issue_lease(
+    state: &AppState,
+    licence: &LicenceRow,
+    instance_id: &str,
+) -> Result<IssuedLease, ApiError> {
+    let now = state.clock.now();
+    let mut expires = lease_expiry(now, state.settings.grace_days);
+    // A licence that ends sooner (Annual, a cancelled subscription) ends its lease with it.
+    if let Some(end) = licence.expires_at.map(|t| t.and_utc()) {
+        expires = expires.min(end);
+    }
+    let plan = licence.plan();
+    let lease = state
+        .signing
+        .lease(&LeaseClaims {
+            sub: &licence.id,
+            iid: instance_id,
+            plan: plan.as_str(),
+            features: plan.features(),
+            daily_quota: plan.daily_quota(),
+            iat: now.timestamp(),
+            exp: expires.timestamp(),
+        })
+        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("the lease could not be signed")))?;
+    Ok(IssuedLease {
+        lease,
+        lease_expires_at: crate::clock::rfc3339(
+            chrono::DateTime::from_timestamp(expires.timestamp(), 0).unwrap_or(expires),
+        ),
+    })
+}
+
+/// The `license` object with the current activation count.
+pub fn licence_view(
+    conn: &mut diesel::MysqlConnection,
+    licence: &LicenceRow,
+) -> Result<LicenceView, ApiError> {
+    Ok(LicenceView::new(
+        licence,
+        activations::count(conn, &licence.id)?,
+    ))
+}

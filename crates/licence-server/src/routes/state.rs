@@ -1,0 +1,22 @@
+//! What every handler shares.
+
+use std::sync::Arc;
+
+use crate::clock::SharedClock;
+use crate::db::MyPool;
+use crate::lease::SigningRing;
+use crate::releases::Builds;
+use crate::settings::Settings;
+use crate::tokens::KeyRing;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    pub pool: MyPool,
+    pub clock: SharedClock,
+    pub keys: Arc<KeyRing>,
+    pub signing: Arc<SigningRing>,
+    pub builds: Builds,
+    /// The e-mail sender, woken after a purchase queues a mail.
+    pub mail: mailer::Mailer,
+}
