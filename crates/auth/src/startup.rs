@@ -49,12 +49,28 @@ impl Application {
             pool: pool.clone(),
         };
         tokio::spawn(maintenance(pool.clone()));
-        let server =
-            service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
+        let metrics = service_kit::metrics::ServiceMetrics::new();
+        metrics.pool(pool.clone());
+        metrics.route_outcomes(
+            "auth_sign_ins_total",
+            "Sign-in attempts by route and outcome (ok, refused: wrong credentials or limited, error).",
+            &["/api/auth/sign-in/email", "/api/auth/sign-in/social"],
+        );
+        metrics.route_outcomes(
+            "auth_sign_ups_total",
+            "Sign-up attempts by route and outcome.",
+            &["/api/auth/sign-up/email"],
+        );
+        let server = service_kit::http::server_with(
+            listener,
+            Arc::new(PoolReadiness(pool)),
+            metrics,
+            move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     .app_data(web::Data::new(layer.clone()))
                     .configure(crate::routes::config);
-            })?;
+            },
+        )?;
         tracing::info!(port, "auth listening");
         Ok(Self { port, server })
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use actix_web::dev::Server;
 use actix_web::web;
 use service_kit::db::PoolReadiness;
+use service_kit::metrics::OutboxState;
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::db;
@@ -79,8 +80,22 @@ impl Application {
             clock: options.clock,
             mail: waker,
         };
-        let server =
-            service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
+        let metrics = service_kit::metrics::ServiceMetrics::new();
+        metrics.pool(pool.clone());
+        metrics.outbox("email", {
+            let pool = pool.clone();
+            move || email_outbox_state(&pool)
+        });
+        metrics.route_outcomes(
+            "licence_quota_consumptions_total",
+            "Quota consumptions by outcome (ok: consumed, refused: over quota or not allowed).",
+            &["/api/usage/consume"],
+        );
+        let server = service_kit::http::server_with(
+            listener,
+            Arc::new(PoolReadiness(pool)),
+            metrics,
+            move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     // The desktop app's historical probe; same meaning as /ready.
                     .service(
@@ -88,7 +103,8 @@ impl Application {
                             .route(web::get().to(service_kit::http::ready)),
                     )
                     .configure(routes::config);
-            })?;
+            },
+        )?;
         tracing::info!(port, "licence-server listening");
         Ok(Self { port, server })
     }
@@ -101,4 +117,33 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
     }
+}
+
+/// Depth and oldest age of the e-mails not yet sent nor given up, for `/metrics`.
+fn email_outbox_state(pool: &db::MyPool) -> Result<OutboxState, String> {
+    use diesel::RunQueryDsl;
+    use diesel::sql_types::{BigInt, Double};
+
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = BigInt)]
+        pending: i64,
+        #[diesel(sql_type = Double)]
+        age: f64,
+    }
+    let mut conn = pool
+        .get_timeout(Duration::from_secs(1))
+        .map_err(|e| e.to_string())?;
+    let row: Row = diesel::sql_query(
+        "SELECT COUNT(*) AS pending,
+                CAST(COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(created_at), UTC_TIMESTAMP(6)), 0) / 1e6 AS DOUBLE) AS age
+           FROM email_outbox
+          WHERE sent_at IS NULL AND gave_up_at IS NULL",
+    )
+    .get_result(&mut conn)
+    .map_err(|e| e.to_string())?;
+    Ok(OutboxState {
+        pending: row.pending,
+        oldest_age_seconds: row.age.max(0.0),
+    })
 }

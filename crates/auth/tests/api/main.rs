@@ -1,6 +1,7 @@
 //! Black-box tests of the auth service against a real Postgres database.
 
 mod cross_site;
+mod delete_user;
 mod helpers;
 mod links;
 mod manage;
