@@ -10,6 +10,7 @@ pub mod google;
 pub mod import;
 pub mod keys;
 pub mod links;
+pub mod mail;
 pub mod mailbox;
 pub mod password;
 pub mod redirect;

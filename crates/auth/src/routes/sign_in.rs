@@ -160,5 +160,7 @@ async fn resend_verification(
         use diesel::Connection;
         conn.transaction(|conn| send_verification(conn, &base_url, &user, &callback))
     })
-    .await
+    .await?;
+    mailbox::wake(state);
+    Ok(())
 }

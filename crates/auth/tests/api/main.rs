@@ -5,6 +5,7 @@ mod delete_user;
 mod helpers;
 mod import;
 mod links;
+mod mail_outbox;
 mod manage;
 mod oauth;
 mod operations;

@@ -5,9 +5,12 @@
 
 pub mod activations;
 pub mod buyers;
+pub mod deactivations;
 pub mod events;
+pub mod idempotency;
 pub mod licences;
 pub mod outbox;
+pub mod rate_limit;
 pub mod usage;
 
 use rand::Rng;
