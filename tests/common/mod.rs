@@ -34,12 +34,20 @@ impl Stack {
     }
 }
 
+#[allow(dead_code)]
 pub async fn start_stack() -> Stack {
     start_stack_with(&[]).await
 }
 
 /// The stack with `push_env` (VAPID keys, endpoint rules) added to nutrition-api and push-scheduler.
+#[allow(dead_code)]
 pub async fn start_stack_with(push_env: &[(&str, &str)]) -> Stack {
+    start_stack_logging(push_env, None).await
+}
+
+/// [`start_stack_with`], every service logging at `rust_log` (`RUST_LOG`) when given.
+#[allow(dead_code)]
+pub async fn start_stack_logging(push_env: &[(&str, &str)], rust_log: Option<&str>) -> Stack {
     let pg = TestPostgres::empty();
     let my = TestMariaDb::empty();
     let dir = ScratchDir::new("stack");
@@ -87,6 +95,18 @@ pub async fn start_stack_with(push_env: &[(&str, &str)]) -> Stack {
             "e2e:lq1Y0hzkQmQ8w2o3nQXGJ4n9yQjY1b3cZ5t1dW8eQeE=",
         ),
     ];
+    let mut auth_env = auth_env.to_vec();
+    let mut licence_env = licence_env.to_vec();
+    if let Some(level) = rust_log {
+        for env in [
+            &mut auth_env,
+            &mut nutrition_env,
+            &mut scheduler_env,
+            &mut licence_env,
+        ] {
+            env.push(("RUST_LOG", level));
+        }
+    }
     // The three Postgres services start together on an empty database: whichever wins the
     // advisory lock migrates, the others wait and find nothing to do.
     let auth = Process::start("auth", &bin("auth"), &[], &auth_env, logs);

@@ -1,0 +1,174 @@
+//! The four services at `debug` level through a realistic flow: sign-up, sign-in, a diary entry,
+//! a push device, a test push and a licence purchase with its mail. Their logs must hold no
+//! e-mail address, password, session token, symptom note, push endpoint or key, or licence key.
+
+mod common;
+
+use std::time::Duration;
+
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use testkit::http::client;
+use testkit::push_service::FakePushService;
+
+use common::start_stack_logging;
+
+const EMAIL: &str = "log.hygiene@example.com";
+const PASSWORD: &str = "Secret-Passw0rd-XYZ";
+const NOTE: &str = "private-symptom-note-QWERTY";
+const BUYER: &str = "licence.buyer@example.com";
+
+async fn send(req: reqwest::RequestBuilder) -> (u16, Value, Vec<String>) {
+    let resp = req.send().await.expect("request");
+    let status = resp.status().as_u16();
+    let cookies = resp
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .collect();
+    let text = resp.text().await.unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+        cookies,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_logs_hold_no_personal_data_or_secret() {
+    let pair = push::VapidKeyPair::generate();
+    let private = pair.private_key.expose().to_owned();
+    let push_env = [
+        ("VAPID_PUBLIC_KEY", pair.public_key.as_str()),
+        ("VAPID_PRIVATE_KEY", private.as_str()),
+        ("VAPID_SUBJECT", "mailto:ops@example.com"),
+        ("PUSH_ALLOW_HTTP_ENDPOINTS", "true"),
+    ];
+    let stack = start_stack_logging(&push_env, Some("debug")).await;
+    let base = stack.base();
+    let http = client();
+    let push_service = FakePushService::start().await;
+
+    let (status, body, _) = send(
+        http.post(format!("{base}/api/auth/sign-up/email"))
+            .header("origin", &base)
+            .json(&json!({ "name": "Log Hygiene", "email": EMAIL, "password": PASSWORD })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body, cookies) = send(
+        http.post(format!("{base}/api/auth/sign-in/email"))
+            .header("origin", &base)
+            .json(&json!({ "email": EMAIL, "password": PASSWORD })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let token = body["token"].as_str().expect("token").to_owned();
+    let cookie = cookies
+        .iter()
+        .find(|c| c.contains("session_token="))
+        .and_then(|c| c.split(';').next())
+        .expect("cookie")
+        .to_owned();
+    let me = |method: reqwest::Method, path: &str| {
+        http.request(method, format!("{base}{path}"))
+            .header("cookie", &cookie)
+            .header("origin", &base)
+    };
+    let (status, fast, _) =
+        send(me(reqwest::Method::POST, "/me/fast-events").json(&json!({ "protocol": "16:8" })))
+            .await;
+    assert_eq!(status, 201, "{fast}");
+    let id = fast["id"].as_str().expect("fast id");
+    let (status, body, _) = send(
+        me(reqwest::Method::PATCH, &format!("/me/fast-events/{id}"))
+            .json(&json!({ "symptoms": { "headache": true, "energy": 5, "note": NOTE } })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let sub = push_service.subscribe();
+    let (status, body, _) = send(me(reqwest::Method::POST, "/me/device-tokens").json(
+        &json!({ "platform": "web", "endpoint": sub.endpoint, "keys": { "p256dh": sub.p256dh, "auth": sub.auth } }),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body, _) = send(me(reqwest::Method::POST, "/me/notifications/test")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["sent"], 1, "{body}");
+
+    // A purchase: the licence server creates the licence and queues its mail.
+    let event = json!({
+        "meta": { "event_name": "order_created" },
+        "data": { "type": "orders", "id": "77001", "attributes": {
+            "user_email": BUYER, "user_name": "Licence Buyer", "status": "paid",
+            "first_order_item": { "variant_id": 2 } } }
+    })
+    .to_string();
+    let mut mac = Hmac::<Sha256>::new_from_slice(b"e2e-webhook-secret-0123").expect("HMAC key");
+    mac.update(event.as_bytes());
+    let signature: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let (status, body, _) = send(
+        http.post(format!(
+            "http://127.0.0.1:{}/api/webhook/lemonsqueezy",
+            stack.ports[3]
+        ))
+        .header("content-type", "application/json")
+        .header("x-signature", signature)
+        .body(event),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let out = testkit::process::run(
+        &testkit::stack::bin("licence-server"),
+        &["admin", "export", "--email", BUYER],
+        &[("DATABASE_URL", stack.my.url())],
+    );
+    let export: Value = serde_json::from_slice(&out.stdout).expect("export JSON");
+    let licence_key = export["tables"]["licence"][0]["license_key"]
+        .as_str()
+        .expect("licence key")
+        .to_owned();
+    // Give the mail sender a round to try (and fail: no SMTP server listens there).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let secrets = [
+        EMAIL,
+        BUYER,
+        PASSWORD,
+        NOTE,
+        token.as_str(),
+        sub.endpoint.as_str(),
+        sub.p256dh.as_str(),
+        sub.auth.as_str(),
+        licence_key.as_str(),
+    ];
+    for process in [
+        &stack.auth,
+        &stack.nutrition,
+        &stack.scheduler,
+        &stack.licence,
+    ] {
+        let log = process.log();
+        assert!(
+            log.lines().count() > 3,
+            "{} logged at debug: {log}",
+            process.name()
+        );
+        for secret in secrets {
+            let leaks: Vec<&str> = log.lines().filter(|l| l.contains(secret)).collect();
+            assert!(
+                leaks.is_empty(),
+                "{} logs {secret}: {leaks:#?}",
+                process.name()
+            );
+        }
+    }
+}
