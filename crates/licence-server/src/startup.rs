@@ -89,6 +89,7 @@ impl Application {
         };
         let metrics = service_kit::metrics::ServiceMetrics::new();
         metrics.pool(pool.clone());
+        mailer::export_metrics(&metrics, "email", mailer.health());
         metrics.outbox("email", {
             let pool = pool.clone();
             move || email_outbox_state(&pool)
