@@ -310,12 +310,13 @@ async fn supervise(shared: Arc<Shared>) {
                     "the e-mail sender failed unexpectedly; restarting it"
                 );
                 if let Some((id, token)) = current {
-                    let parked = blocking(&shared, move |store| {
+                    let store = Arc::clone(&shared.store);
+                    let parked = tokio::task::spawn_blocking(move || {
                         store.park(id, &token, Utc::now(), "the sender failed on this message")
                     })
                     .await;
-                    if let Err(err) = parked {
-                        tracing::warn!(outbox_id = id, error = %err, "cannot park the message");
+                    if !matches!(parked, Ok(Ok(_))) {
+                        tracing::warn!(outbox_id = id, "cannot park the message");
                     }
                 }
                 let mut stop = shared.stop.subscribe();
@@ -336,9 +337,12 @@ where
     F: FnOnce(&dyn Store) -> anyhow::Result<T> + Send + 'static,
 {
     let store = Arc::clone(&shared.store);
-    tokio::task::spawn_blocking(move || f(store.as_ref()))
-        .await
-        .map_err(|_| anyhow::anyhow!("the outbox task failed"))?
+    match tokio::task::spawn_blocking(move || f(store.as_ref())).await {
+        Ok(result) => result,
+        // A panic in the storage is a bug like one in the sender: the supervisor handles both.
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        Err(_) => Err(anyhow::anyhow!("the outbox task was cancelled")),
+    }
 }
 
 fn lease_token() -> String {
