@@ -345,33 +345,33 @@ impl LicenceClient {
     }
 
     /// Takes one unit of today's quota. A fresh `Idempotency-Key` is sent, and the request is
-    /// sent once more with the same key if the first answer was lost, so a flaky network never
-    /// costs two units.
+    /// sent once more with the same key if the first answer was lost (or the token had expired
+    /// and was renewed first), so a flaky network never costs two units.
     pub async fn consume(&self) -> Result<Usage, Error> {
         let state = State::load(&self.state_path)?.ok_or(Error::NotActivated)?;
         let key = idempotency_key();
+        let path = "/api/usage/consume";
         let first = self
             .call(
                 reqwest::Method::POST,
-                "/api/usage/consume",
+                path,
                 Some(&state.token),
                 None,
                 Some(&key),
             )
             .await;
-        match first {
-            Err(Error::Network(_)) => {
-                self.call(
-                    reqwest::Method::POST,
-                    "/api/usage/consume",
-                    Some(&state.token),
-                    None,
-                    Some(&key),
-                )
-                .await
+        let token = match first {
+            Err(Error::Network(_)) => state.token,
+            Err(Error::Server { status: 401, .. }) => {
+                self.validate().await?;
+                State::load(&self.state_path)?
+                    .ok_or(Error::NotActivated)?
+                    .token
             }
-            other => other,
-        }
+            other => return other,
+        };
+        self.call(reqwest::Method::POST, path, Some(&token), None, Some(&key))
+            .await
     }
 
     /// The installations holding a seat of this licence.

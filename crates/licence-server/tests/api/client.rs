@@ -136,6 +136,13 @@ async fn quota_exhausted_is_typed_and_installations_can_be_managed() {
         let u = c.consume().await.expect("consume");
         assert_eq!((u.used, u.remaining), (i, 10 - i));
     }
+    // Past the token's 24 hours the library renews it and still takes the unit once.
+    app.clock.advance(chrono::Duration::hours(25));
+    let u = c.consume().await.expect("consume with an expired token");
+    assert_eq!((u.used, u.remaining), (1, 9), "a new Rome day, one unit");
+    for _ in 0..9 {
+        c.consume().await.expect("consume");
+    }
     match c.consume().await {
         Err(Error::QuotaExhausted { plan, resets_at }) => {
             assert_eq!(plan, "basic");
