@@ -7,6 +7,7 @@ pub mod codes;
 pub mod csrf;
 pub mod error;
 pub mod google;
+pub mod import;
 pub mod keys;
 pub mod links;
 pub mod mail;

@@ -20,6 +20,13 @@ enum Command {
     Migrate,
     /// Exit 0 when the running service answers /ready.
     Healthcheck,
+    /// Copy users, accounts and live sessions from a better-auth 1.x database (its scrypt
+    /// passwords keep working and become argon2id at the next sign-in); safe to run again.
+    ImportBetterAuth {
+        /// The better-auth application's Postgres database (`postgres://…`).
+        #[arg(long = "from", value_name = "POSTGRES_URL")]
+        from: String,
+    },
 }
 
 #[actix_web::main]
@@ -42,6 +49,10 @@ async fn main() -> ExitCode {
                 auth::startup::DATABASE_WAIT,
             )),
         },
+        Command::ImportBetterAuth { from } => match auth::settings::database_url(&env) {
+            Err(err) => cli::config_failure(&err),
+            Ok(url) => import(&url, &from),
+        },
         Command::Serve => match Settings::from_env(&env) {
             Err(err) => cli::config_failure(&err),
             Ok(settings) => match Application::build(settings).await {
@@ -49,5 +60,27 @@ async fn main() -> ExitCode {
                 Err(err) => cli::startup_failure(&err),
             },
         },
+    }
+}
+
+/// Migrates the target, copies, and prints the report as one JSON line.
+fn import(target: &service_kit::Secret, source: &str) -> ExitCode {
+    use diesel::Connection;
+    let outcome = nutrition_store::connect_and_migrate(target, auth::startup::DATABASE_WAIT)
+        .and_then(|_| {
+            let mut to = diesel::PgConnection::establish(target.expose())?;
+            let mut from = diesel::PgConnection::establish(source)
+                .map_err(|e| anyhow::anyhow!("cannot connect to the better-auth database: {e}"))?;
+            auth::import::import(&mut from, &mut to)
+        });
+    match outcome {
+        Ok(report) => {
+            println!("{}", serde_json::to_string(&report).unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("import-better-auth failed: {err}");
+            ExitCode::FAILURE
+        }
     }
 }

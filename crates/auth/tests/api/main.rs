@@ -3,6 +3,7 @@
 mod cross_site;
 mod delete_user;
 mod helpers;
+mod import;
 mod links;
 mod mail_outbox;
 mod manage;
