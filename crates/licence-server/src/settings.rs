@@ -243,19 +243,8 @@ fn variants(env: &Env) -> Result<Variants, ConfigError> {
 
 fn smtp_url(env: &Env) -> Result<Secret, ConfigError> {
     let raw = env.required(SMTP_URL, "smtps://user:password@smtp.example.com:465")?;
-    let url = Url::parse(raw).map_err(|_| {
-        ConfigError::new(
-            SMTP_URL,
-            "must be a URL like smtp://host:25 or smtps://user:pass@host:465",
-        )
-    })?;
-    if !matches!(url.scheme(), "smtp" | "smtps") || url.host_str().is_none_or(str::is_empty) {
-        return Err(ConfigError::new(
-            SMTP_URL,
-            "must start with smtp:// or smtps:// and name a host",
-        ));
-    }
-    Ok(Secret::new(raw))
+    let allow_plaintext = env.flag(mailer::settings::SMTP_ALLOW_PLAINTEXT, false)?;
+    mailer::settings::smtp_url(raw, allow_plaintext)
 }
 
 fn mail_from(env: &Env) -> Result<Mailbox, ConfigError> {
@@ -414,6 +403,22 @@ mod tests {
         assert_eq!(failing(&[(SMTP_URL, "http://mail")]), SMTP_URL);
         assert_eq!(failing(&[(SMTP_URL, "mail.example.com:25")]), SMTP_URL);
         assert!(with(&[(SMTP_URL, "smtps://u:p@mail.example.com:465")]).is_ok());
+    }
+
+    #[test]
+    fn plaintext_smtp_only_to_this_machine() {
+        assert_eq!(
+            failing(&[(SMTP_URL, "smtp://mail.example.com:25")]),
+            SMTP_URL
+        );
+        assert!(with(&[(SMTP_URL, "smtp://u:p@mail.example.com:587?tls=required")]).is_ok());
+        assert!(
+            with(&[
+                (SMTP_URL, "smtp://mail.example.com:25"),
+                ("SMTP_ALLOW_PLAINTEXT", "true")
+            ])
+            .is_ok()
+        );
     }
 
     #[test]
