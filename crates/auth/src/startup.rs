@@ -37,6 +37,7 @@ impl Application {
             .build()?;
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
+        let limits = settings.http;
         let settings = Arc::new(settings);
         let state = AppState {
             settings: Arc::clone(&settings),
@@ -65,6 +66,7 @@ impl Application {
             listener,
             Arc::new(PoolReadiness(pool)),
             metrics,
+            limits,
             move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     .app_data(web::Data::new(layer.clone()))

@@ -70,6 +70,7 @@ impl Application {
             waker.clone(),
         );
 
+        let limits = settings.http;
         let state = AppState {
             keys: Arc::new(KeyRing::new(&settings.jwt_keys)),
             builds: Builds::new(settings.builds_dir.clone()),
@@ -93,6 +94,7 @@ impl Application {
             listener,
             Arc::new(PoolReadiness(pool)),
             metrics,
+            limits,
             move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     // The desktop app's historical probe; same meaning as /ready.
