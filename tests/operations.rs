@@ -354,9 +354,7 @@ async fn a_stalled_body_is_cut_off_with_408_and_the_service_goes_on() {
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
-        let head = format!(
-            "POST /api/license/activate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"
-        );
+        let head = "POST /api/license/activate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n";
         stream.write_all(head.as_bytes()).expect("head");
         stream.write_all(sent).expect("part of the body");
         let started = Instant::now();
