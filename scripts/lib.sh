@@ -36,8 +36,9 @@ REQUIRED_PACKAGES=(
   python3-venv curl ca-certificates
 )
 
-# What only the tests need: a real browser and its WebDriver.
-TEST_PACKAGES=(chromium chromium-driver)
+# What only the tests need: a real browser and its WebDriver, and promtool (package prometheus)
+# for scripts/check-deploy.
+TEST_PACKAGES=(chromium chromium-driver prometheus)
 
 # Installs the given packages (default: REQUIRED_PACKAGES) where missing.
 ensure_packages() {

@@ -46,6 +46,7 @@ impl Application {
             .build()?;
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
+        let limits = settings.http;
         let mailer = match &settings.smtp {
             Some(smtp) => Some(Mailer::start(PgOutbox { pool: pool.clone() }, smtp, mail)?),
             None => None,
@@ -90,11 +91,12 @@ impl Application {
             "Sign-up attempts by route and outcome.",
             &["/api/auth/sign-up/email"],
         );
-        let server = service_kit::http::server_with(listener, readiness, metrics, move |cfg| {
-            cfg.app_data(web::Data::new(state.clone()))
-                .app_data(web::Data::new(layer.clone()))
-                .configure(crate::routes::config);
-        })?;
+        let server =
+            service_kit::http::server_with(listener, readiness, metrics, limits, move |cfg| {
+                cfg.app_data(web::Data::new(state.clone()))
+                    .app_data(web::Data::new(layer.clone()))
+                    .configure(crate::routes::config);
+            })?;
         tracing::info!(port, "auth listening");
         Ok(Self {
             port,

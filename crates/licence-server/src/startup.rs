@@ -78,6 +78,7 @@ impl Application {
             health: mailer.health(),
         });
 
+        let limits = settings.http;
         let state = AppState {
             keys: Arc::new(KeyRing::new(&settings.jwt_keys)),
             signing: Arc::new(SigningRing::new(settings.signing_keys.clone())),
@@ -99,14 +100,16 @@ impl Application {
             "Quota consumptions by outcome (ok: consumed, refused: over quota or not allowed).",
             &["/api/usage/consume"],
         );
-        let server = service_kit::http::server_with(listener, readiness, metrics, move |cfg| {
-            cfg.app_data(web::Data::new(state.clone()))
-                // The desktop app's historical probe; same meaning as /ready.
-                .service(
-                    routes::resource("/api/health").route(web::get().to(service_kit::http::ready)),
-                )
-                .configure(routes::config);
-        })?;
+        let server =
+            service_kit::http::server_with(listener, readiness, metrics, limits, move |cfg| {
+                cfg.app_data(web::Data::new(state.clone()))
+                    // The desktop app's historical probe; same meaning as /ready.
+                    .service(
+                        routes::resource("/api/health")
+                            .route(web::get().to(service_kit::http::ready)),
+                    )
+                    .configure(routes::config);
+            })?;
         tracing::info!(port, "licence-server listening");
         Ok(Self {
             port,

@@ -54,6 +54,7 @@ impl Application {
                 None
             }
         };
+        let limits = settings.http;
         let test_pushes = Arc::new(TestPushes::new(TEST_PUSH_SENDS));
         let state = AppState {
             settings: Arc::new(settings),
@@ -68,6 +69,7 @@ impl Application {
             listener,
             Arc::new(PoolReadiness(pool)),
             metrics,
+            limits,
             move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     .app_data(service_kit::http::BodyLimit(BODY_LIMIT))

@@ -64,6 +64,7 @@ impl Application {
         };
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
+        let limits = settings.http;
         let state = AppState {
             settings: Arc::new(settings),
             pool: pool.clone(),
@@ -79,6 +80,7 @@ impl Application {
             listener,
             Arc::new(PoolReadiness(pool)),
             metrics,
+            limits,
             move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()));
             },
