@@ -167,3 +167,18 @@ async fn a_lunch_reminder_reaches_the_service_worker_of_the_subscribed_app() {
         Err(out) => panic!("{out}"),
     }
 }
+
+/// Not a check: writes docs/screenshots/ from the real stack
+/// (`cargo nextest run -p e2e --test web --run-ignored only screenshots`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "writes docs/screenshots/; run on purpose"]
+async fn screenshots() {
+    let stack = start_stack().await;
+    let base = stack.base();
+    let out = tokio::task::spawn_blocking(move || run_node("screenshots.mjs", &base, &[]))
+        .await
+        .expect("join");
+    if let Err(out) = out {
+        panic!("{out}");
+    }
+}
