@@ -182,3 +182,19 @@ async fn screenshots() {
         panic!("{out}");
     }
 }
+
+/// Not part of the timed suite: Lighthouse scores of /, /plan and /stats (README lists them)
+/// (`cargo nextest run -p e2e --test web --run-ignored only lighthouse`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow; needs the lighthouse CLI; run on purpose"]
+async fn lighthouse() {
+    let stack = start_stack().await;
+    let base = stack.base();
+    let out = tokio::task::spawn_blocking(move || run_node("lighthouse.mjs", &base, &[]))
+        .await
+        .expect("join");
+    match out {
+        Ok(out) => println!("{out}"),
+        Err(out) => panic!("{out}"),
+    }
+}
