@@ -82,6 +82,10 @@ pub async fn start_stack_with(push_env: &[(&str, &str)]) -> Stack {
         ("PAYMENT_VARIANT_ANNUAL", "4"),
         ("SMTP_URL", "smtp://127.0.0.1:2525"),
         ("MAIL_FROM", "Licences <licences@example.com>"),
+        (
+            "LICENCE_SIGNING_KEYS",
+            "e2e:lq1Y0hzkQmQ8w2o3nQXGJ4n9yQjY1b3cZ5t1dW8eQeE=",
+        ),
     ];
     // The three Postgres services start together on an empty database: whichever wins the
     // advisory lock migrates, the others wait and find nothing to do.
