@@ -54,6 +54,7 @@ impl Application {
                 None
             }
         };
+        let docs = service_kit::openapi::Docs::new(crate::openapi::document());
         let test_pushes = Arc::new(TestPushes::new(TEST_PUSH_SENDS));
         let state = AppState {
             settings: Arc::new(settings),
@@ -67,6 +68,7 @@ impl Application {
                 cfg.app_data(web::Data::new(state.clone()))
                     .app_data(service_kit::http::BodyLimit(BODY_LIMIT))
                     .app_data(web::Data::new(layer.clone()))
+                    .configure(service_kit::openapi::mount(docs.clone()))
                     .configure(crate::routes::config);
             })?;
         tracing::info!(port, "nutrition-api listening");
