@@ -34,7 +34,7 @@ async fn main() -> ExitCode {
         return cli::config_failure(&err);
     }
     match cli.command.unwrap_or(Command::Serve) {
-        Command::Openapi => cli::print_openapi(nutrition_api::openapi::document()),
+        Command::Openapi => cli::print_openapi(&nutrition_api::openapi::document()),
         Command::Healthcheck => cli::healthcheck(
             env.listen_addr(nutrition_api::settings::DEFAULT_LISTEN_ADDR),
             "/ready",

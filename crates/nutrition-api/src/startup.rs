@@ -54,7 +54,7 @@ impl Application {
                 None
             }
         };
-        let docs = service_kit::openapi::Docs::new(crate::openapi::document());
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let test_pushes = Arc::new(TestPushes::new(TEST_PUSH_SENDS));
         let state = AppState {
             settings: Arc::new(settings),

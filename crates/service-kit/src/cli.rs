@@ -81,7 +81,7 @@ pub fn startup_failure(err: &anyhow::Error) -> ExitCode {
 
 /// `<binary> openapi`: writes the service's complete OpenAPI document to stdout, for clients that
 /// generate their types from it at build time without running the service.
-pub fn print_openapi(doc: utoipa::openapi::OpenApi) -> ExitCode {
+pub fn print_openapi(doc: &utoipa::openapi::OpenApi) -> ExitCode {
     use std::io::Write;
     let docs = crate::openapi::Docs::new(doc);
     let mut out = std::io::stdout().lock();

@@ -82,7 +82,7 @@ pub struct Docs {
 
 impl Docs {
     /// Renders a complete document (see [`complete`]).
-    pub fn new(doc: Document) -> Self {
+    pub fn new(doc: &Document) -> Self {
         let json = doc
             .to_pretty_json()
             .unwrap_or_else(|e| format!("{{\"error\": \"the document did not render: {e}\"}}"));
@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn the_document_is_openapi_3_1_with_the_shared_routes() {
-        let docs = Docs::new(complete(utoipa::openapi::OpenApiBuilder::new().build()));
+        let docs = Docs::new(&complete(utoipa::openapi::OpenApiBuilder::new().build()));
         let value: serde_json::Value = serde_json::from_str(docs.json()).unwrap();
         assert!(value["openapi"].as_str().unwrap().starts_with("3.1"));
         for path in ["/health", "/ready", "/openapi.json", "/docs"] {

@@ -177,7 +177,7 @@ async fn the_openapi_document_matches_the_mounted_routes() {
         App::new()
             .configure(service_kit::http::probes)
             .configure(service_kit::openapi::mount(
-                service_kit::openapi::Docs::new(nutrition_api::openapi::document()),
+                service_kit::openapi::Docs::new(&nutrition_api::openapi::document()),
             ))
             .configure(nutrition_api::routes::config)
             .route(
