@@ -1,26 +1,36 @@
 //! Every error the auth API answers, with its status and contract code in one place.
 
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use nutrition_store::DbError;
 use service_kit::http::error_response;
+
+use crate::codes;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     /// Bad input: 400 with a specific code (`PASSWORD_TOO_SHORT`, `INVALID_EMAIL`, …).
     #[error("{message}")]
     BadRequest { code: &'static str, message: String },
-    #[error("a user with this e-mail address already exists")]
+    #[error("User already exists. Use another email.")]
     UserExists,
-    #[error("invalid e-mail or password")]
+    #[error("Invalid email or password")]
     InvalidCredentials,
-    #[error("too many attempts; try again in {retry_after} s")]
+    #[error("Too many requests. Please try again later.")]
     RateLimited { retry_after: u64 },
-    #[error("this sign-in provider is not configured")]
+    #[error("Provider not found")]
     ProviderNotFound,
-    #[error("the callback URL is not on a trusted origin")]
+    #[error("Invalid callbackURL")]
     InvalidCallbackUrl,
+    /// 403 with one of better-auth's codes (`INVALID_ORIGIN`, `EMAIL_NOT_VERIFIED`, …).
+    #[error("{}", codes::message(.0))]
+    Forbidden(&'static str),
+    /// 401: `UNAUTHORIZED` without a session, or a code such as `INVALID_TOKEN`.
+    #[error("{}", if *.0 == "UNAUTHORIZED" { "Unauthorized" } else { codes::message(.0) })]
+    Unauthorized(&'static str),
+    #[error("Sending e-mail isn't enabled on this server")]
+    EmailDisabled,
     #[error("request body is larger than {0} bytes")]
     TooLarge(usize),
     #[error("the service is temporarily unavailable")]
@@ -37,6 +47,11 @@ impl ApiError {
         }
     }
 
+    /// 400 with one of better-auth's codes and its English message.
+    pub fn bad(code: &'static str) -> Self {
+        Self::bad_request(code, codes::message(code))
+    }
+
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         Self::Internal(cause.to_string())
     }
@@ -50,6 +65,9 @@ impl ApiError {
             Self::RateLimited { .. } => "RATE_LIMITED",
             Self::ProviderNotFound => "PROVIDER_NOT_FOUND",
             Self::InvalidCallbackUrl => "INVALID_CALLBACK_URL",
+            Self::Forbidden(code) => code,
+            Self::Unauthorized(code) => code,
+            Self::EmailDisabled => "EMAIL_DISABLED",
             Self::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             Self::Unavailable => "SERVICE_UNAVAILABLE",
             Self::Internal(_) => "INTERNAL_ERROR",
@@ -65,7 +83,9 @@ impl ResponseError for ApiError {
             Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::ProviderNotFound => StatusCode::NOT_FOUND,
-            Self::InvalidCallbackUrl => StatusCode::FORBIDDEN,
+            Self::InvalidCallbackUrl | Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::EmailDisabled => StatusCode::SERVICE_UNAVAILABLE,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -84,6 +104,9 @@ impl ResponseError for ApiError {
         if let Self::RateLimited { retry_after } = self
             && let Ok(v) = HeaderValue::from_str(&retry_after.to_string())
         {
+            // better-auth's client reads its own header name; HTTP clients read the standard one.
+            resp.headers_mut()
+                .insert(HeaderName::from_static("x-retry-after"), v.clone());
             resp.headers_mut().insert(header::RETRY_AFTER, v);
         }
         resp

@@ -3,16 +3,20 @@
 
 pub mod body;
 pub mod client;
+pub mod codes;
+pub mod csrf;
 pub mod error;
 pub mod google;
+pub mod keys;
+pub mod links;
+pub mod mailbox;
 pub mod password;
-pub mod rate_limit;
 pub mod redirect;
+pub mod repo;
 pub mod routes;
 pub mod settings;
 pub mod startup;
 pub mod state;
-pub mod users;
 
 pub use settings::Settings;
 pub use startup::Application;

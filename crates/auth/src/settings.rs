@@ -16,6 +16,9 @@ pub const GOOGLE_TOKEN_URL: &str = "GOOGLE_TOKEN_URL";
 pub const GOOGLE_USERINFO_URL: &str = "GOOGLE_USERINFO_URL";
 pub const AUTH_RATE_LIMIT_MAX: &str = "AUTH_RATE_LIMIT_MAX";
 pub const AUTH_RATE_LIMIT_WINDOW_SECS: &str = "AUTH_RATE_LIMIT_WINDOW_SECS";
+pub const AUTH_MAIL_RATE_LIMIT_MAX: &str = "AUTH_MAIL_RATE_LIMIT_MAX";
+pub const AUTH_MAIL_RATE_LIMIT_WINDOW_SECS: &str = "AUTH_MAIL_RATE_LIMIT_WINDOW_SECS";
+pub const AUTH_REQUIRE_EMAIL_VERIFICATION: &str = "AUTH_REQUIRE_EMAIL_VERIFICATION";
 
 /// Google's production endpoints; overridable so that tests run the flow against a local server.
 pub const DEFAULT_GOOGLE_AUTH_URL: &str = "https://accounts.google.com/o/oauth2/v2/auth";
@@ -33,6 +36,12 @@ pub struct Settings {
     /// Peers whose `X-Forwarded-For` is believed when deciding the client address.
     pub trusted_proxies: Vec<IpNet>,
     pub rate_limit: RateLimit,
+    /// For the routes that send mail (reset and verification requests): better-auth's default is
+    /// 3 per 60 s.
+    pub mail_rate_limit: RateLimit,
+    /// Sign-in of a password account whose address is not verified is refused (and a new
+    /// verification mail sent).
+    pub require_email_verification: bool,
 }
 
 /// Attempts allowed per client address and per e-mail address within a window, for sign-in and
@@ -65,6 +74,11 @@ impl Settings {
                 max: env.number(AUTH_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
                 window_secs: env.number(AUTH_RATE_LIMIT_WINDOW_SECS, 10, 1, 86_400)?,
             },
+            mail_rate_limit: RateLimit {
+                max: env.number(AUTH_MAIL_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
+                window_secs: env.number(AUTH_MAIL_RATE_LIMIT_WINDOW_SECS, 60, 1, 86_400)?,
+            },
+            require_email_verification: flag(env, AUTH_REQUIRE_EMAIL_VERIFICATION)?,
         })
     }
 }
@@ -94,6 +108,14 @@ fn google(env: &Env) -> Result<Option<GoogleSettings>, ConfigError> {
             GOOGLE_CLIENT_ID,
             "must be set together with GOOGLE_CLIENT_SECRET (or unset both to switch Google sign-in off)",
         )),
+    }
+}
+
+fn flag(env: &Env, name: &str) -> Result<bool, ConfigError> {
+    match env.get(name)? {
+        None | Some("false") | Some("0") => Ok(false),
+        Some("true") | Some("1") => Ok(true),
+        Some(_) => Err(ConfigError::new(name, "must be `true` or `false`")),
     }
 }
 
@@ -234,6 +256,27 @@ mod tests {
         assert_eq!(
             failing(&[("AUTH_RATE_LIMIT_WINDOW_SECS", "a")]),
             AUTH_RATE_LIMIT_WINDOW_SECS
+        );
+    }
+
+    #[test]
+    fn email_verification_flag() {
+        assert!(!with(&[]).expect("valid").require_email_verification);
+        assert!(
+            with(&[(AUTH_REQUIRE_EMAIL_VERIFICATION, "true")])
+                .expect("valid")
+                .require_email_verification
+        );
+        assert_eq!(
+            failing(&[(AUTH_REQUIRE_EMAIL_VERIFICATION, "yes")]),
+            AUTH_REQUIRE_EMAIL_VERIFICATION
+        );
+        assert_eq!(
+            with(&[]).expect("valid").mail_rate_limit,
+            RateLimit {
+                max: 3,
+                window_secs: 60
+            }
         );
     }
 

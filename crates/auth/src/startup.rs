@@ -9,9 +9,10 @@ use actix_web::web;
 use nutrition_store::{PgPool, PoolReadiness};
 use session::SessionLayer;
 
+use crate::password;
+use crate::repo::{rate_limits, sessions, verification};
 use crate::settings::Settings;
 use crate::state::AppState;
-use crate::{password, rate_limit};
 
 /// How long start-up waits for Postgres before giving up.
 pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
@@ -77,15 +78,11 @@ async fn maintenance(pool: PgPool) {
         let pool = pool.clone();
         let outcome =
             tokio::task::spawn_blocking(move || -> anyhow::Result<(usize, usize, usize)> {
-                use diesel::prelude::*;
-                use nutrition_store::schema::auth::verification;
                 let mut conn = pool.get()?;
                 let now = chrono::Utc::now();
-                let sessions = session::store::delete_expired(&mut conn, now)?;
-                let states =
-                    diesel::delete(verification::table.filter(verification::expires_at.le(now)))
-                        .execute(&mut conn)?;
-                let counters = rate_limit::prune(&mut conn)?;
+                let sessions = sessions::delete_expired(&mut conn, now)?;
+                let states = verification::delete_expired(&mut conn, now)?;
+                let counters = rate_limits::prune(&mut conn)?;
                 Ok((sessions, states, counters))
             })
             .await;

@@ -6,8 +6,10 @@ use actix_web::HttpRequest;
 use nutrition_store::PgPool;
 
 use crate::error::ApiError;
+use crate::repo::rate_limits;
+use crate::settings::RateLimit;
 use crate::settings::Settings;
-use crate::{client, rate_limit};
+use crate::{client, keys};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -28,21 +30,38 @@ impl AppState {
         route: &'static str,
         email: Option<&str>,
     ) -> Result<(), ApiError> {
-        let ip = client::ip(req, &self.settings.trusted_proxies).map(|ip| ip.to_string());
-        let email = email.map(str::to_owned);
-        let limit = self.settings.rate_limit;
+        self.limit(
+            req,
+            route,
+            email.map(|e| ("email", e)),
+            self.settings.rate_limit,
+        )
+        .await
+    }
+
+    /// Counts an attempt at `route` against the client's address and `subject` (a kind and a
+    /// value, such as the e-mail address or the user id) under `limit`. Both counters count
+    /// every attempt, even when the first is already over the limit. Keys are stored as keyed
+    /// hashes, so the table never holds an address.
+    pub async fn limit(
+        &self,
+        req: &HttpRequest,
+        route: &'static str,
+        subject: Option<(&'static str, &str)>,
+        limit: RateLimit,
+    ) -> Result<(), ApiError> {
+        let secret = self.settings.auth.secret.expose();
+        let mut keys = Vec::with_capacity(2);
+        if let Some(ip) = client::ip(req, &self.settings.trusted_proxies) {
+            keys.push(keys::rate_limit_key(secret, route, "ip", &ip.to_string()));
+        }
+        if let Some((kind, value)) = subject {
+            keys.push(keys::rate_limit_key(secret, route, kind, value));
+        }
         nutrition_store::run(&self.pool, move |conn| {
-            let mut keys = Vec::with_capacity(2);
-            if let Some(ip) = ip {
-                keys.push(format!("{route}:ip:{ip}"));
-            }
-            if let Some(email) = email {
-                keys.push(format!("{route}:email:{email}"));
-            }
             let mut wait = 0;
-            // Both keys count every attempt, even when the first is already over the limit.
             for key in keys {
-                if let Err(secs) = rate_limit::hit(conn, &key, limit)? {
+                if let Err(secs) = rate_limits::hit(conn, &key, limit)? {
                     wait = wait.max(secs);
                 }
             }

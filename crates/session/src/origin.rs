@@ -21,11 +21,7 @@ impl ResponseError for InvalidOrigin {
     }
 
     fn error_response(&self) -> HttpResponse {
-        service_kit::http::error_response(
-            StatusCode::FORBIDDEN,
-            "INVALID_ORIGIN",
-            "this request must come from a trusted origin",
-        )
+        service_kit::http::error_response(StatusCode::FORBIDDEN, "INVALID_ORIGIN", "Invalid origin")
     }
 }
 

@@ -1,8 +1,8 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
-use diesel::prelude::*;
-use nutrition_store::schema::auth::verification;
+use diesel::Connection;
+use diesel::PgConnection;
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
@@ -10,9 +10,11 @@ use crate::client;
 use crate::error::ApiError;
 use crate::google;
 use crate::redirect::q;
+use crate::repo::accounts::{self, GOOGLE, NewAccount};
+use crate::repo::users::{self, NewUser};
+use crate::repo::verification;
 use crate::routes::social::{FlowState, STATE_COOKIE};
 use crate::state::AppState;
-use crate::users::{self, GOOGLE, NewAccount, NewUser};
 
 #[derive(Debug, Deserialize)]
 pub struct CallbackQuery {
@@ -86,15 +88,7 @@ async fn finish(
     // Single use: whoever deletes the row owns the flow.
     let key = format!("oauth:{state_value}");
     let stored: Option<String> = nutrition_store::run(&state.pool, move |conn| {
-        diesel::delete(
-            verification::table
-                .filter(verification::identifier.eq(key))
-                .filter(verification::expires_at.gt(Utc::now())),
-        )
-        .returning(verification::value)
-        .get_result(conn)
-        .optional()
-        .map_err(ApiError::from)
+        verification::consume(conn, &key, Utc::now()).map_err(ApiError::from)
     })
     .await
     .map_err(|_| (Failure("INTERNAL_ERROR"), None))?;
@@ -164,7 +158,7 @@ struct Linked {
 
 #[derive(Debug, thiserror::Error)]
 enum LinkError {
-    #[error("an account with this e-mail exists and Google did not verify the address")]
+    #[error("an account with this e-mail exists and its address is not verified on both sides")]
     NotLinked,
     #[error("{0}")]
     Db(String),
@@ -192,8 +186,10 @@ fn link(
     origin: &session::store::Origin,
 ) -> Result<Linked, LinkError> {
     let now = Utc::now();
-    let (user, new_user) = if let Some(user) = users::find_by_account(conn, GOOGLE, &profile.sub)? {
-        users::update_tokens(
+    let (user, new_user) = if let Some(user) =
+        accounts::find_by_account(conn, GOOGLE, &profile.sub)?
+    {
+        accounts::update_tokens(
             conn,
             GOOGLE,
             &profile.sub,
@@ -214,14 +210,13 @@ fn link(
             scope: tokens.scope.as_deref(),
         };
         if let Some(user) = users::find_by_email(conn, email)? {
-            // Linking by address is safe only when Google vouches that the address is theirs.
-            if !profile.email_verified {
+            // Linking by address is safe only when both sides proved the address: Google
+            // vouches for it, and the existing user confirmed it. Otherwise whoever registered
+            // someone else's address first would share that person's account afterwards.
+            if !profile.email_verified || !user.email_verified {
                 return Err(LinkError::NotLinked);
             }
-            users::insert_account(conn, &account(&user.id), now)?;
-            if !user.email_verified {
-                users::mark_verified(conn, &user.id, now)?;
-            }
+            accounts::insert(conn, &account(&user.id), now)?;
             (user, false)
         } else {
             let name = profile.name.clone().unwrap_or_default();
@@ -233,7 +228,7 @@ fn link(
             };
             let user = users::insert(conn, &new, now)?
                 .ok_or_else(|| LinkError::Db("the e-mail address was taken concurrently".into()))?;
-            users::insert_account(conn, &account(&user.id), now)?;
+            accounts::insert(conn, &account(&user.id), now)?;
             (user, true)
         }
     };

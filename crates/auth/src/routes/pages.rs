@@ -16,6 +16,10 @@ pub struct PageQuery {
     name: Option<String>,
     #[serde(rename = "callbackURL")]
     callback_url: Option<String>,
+    /// Set after a password reset, to say so above the form.
+    reset: Option<String>,
+    /// Set after an address was confirmed.
+    verified: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -39,7 +43,7 @@ pub async fn sign_up_page(
 }
 
 /// What the user reads for each error code.
-fn message(code: &str) -> &'static str {
+pub fn message(code: &str) -> &'static str {
     match code {
         "INVALID_EMAIL_OR_PASSWORD" => "E-mail o password non corretti.",
         "INVALID_EMAIL" => "L'indirizzo e-mail non è valido.",
@@ -56,12 +60,20 @@ fn message(code: &str) -> &'static str {
             "La richiesta di accesso è scaduta. Riprova."
         }
         "VALIDATION_ERROR" => "Controlla i dati inseriti.",
+        "EMAIL_NOT_VERIFIED" => {
+            "Conferma prima il tuo indirizzo e-mail: ti abbiamo inviato un nuovo link."
+        }
+        "INVALID_TOKEN" => "Il link non è valido o è scaduto. Richiedine uno nuovo.",
+        "EMAIL_DISABLED" => "L'invio di e-mail non è disponibile al momento.",
+        "INVALID_ORIGIN" | "MISSING_OR_NULL_ORIGIN" => {
+            "Richiesta non consentita. Riprova da questa pagina."
+        }
         _ => "Qualcosa è andato storto. Riprova.",
     }
 }
 
 /// Escapes text for HTML content and double-quoted attributes.
-fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -145,6 +157,21 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
             ),
         ),
     };
+    // The reset link exists only when the service can send the mail.
+    let forgot = if page == Page::SignIn && crate::mailbox::enabled(state) {
+        r#"
+    <p class="forgot"><a href="/forgot-password">Password dimenticata?</a></p>"#
+    } else {
+        ""
+    };
+    let notice = match (query.reset.as_deref(), query.verified.as_deref()) {
+        (Some(_), _) => {
+            r#"<p class="notice" role="status">Password aggiornata. Accedi con la nuova password.</p>"#
+        }
+        (_, Some(_)) => r#"<p class="notice" role="status">Indirizzo e-mail confermato.</p>"#,
+        _ => "",
+    };
+    let error = format!("{notice}{error}");
     // The social button and its divider exist only with a configured provider.
     let social = if state.settings.google.is_some() {
         format!(
@@ -157,6 +184,25 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
     } else {
         String::new()
     };
+    let inner = format!(
+        r#"{error}
+    {social}
+    <form method="post" action="{action}" class="credentials">
+      {fields}
+      {hidden_callback}
+      <button type="submit">{submit}</button>
+    </form>{forgot}
+    <p>{other}</p>"#
+    );
+    let form_action = match &state.settings.google {
+        Some(g) => format!("'self' {}", service_kit::config::origin_of(&g.auth_url)),
+        None => "'self'".to_owned(),
+    };
+    html_page(title, &inner, &form_action)
+}
+
+/// A complete page around `inner` (already escaped HTML), with the headers every page sends.
+pub fn html_page(title: &str, inner: &str, form_action: &str) -> HttpResponse {
     let html = format!(
         r#"<!doctype html>
 <html lang="it">
@@ -176,29 +222,19 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
     .divider {{ display: flex; align-items: center; gap: .5rem; color: #777; margin: 1.2rem 0 0; }}
     .divider::before, .divider::after {{ content: ""; flex: 1; border-top: 1px solid #ddd; }}
     .error {{ background: #fde8e8; color: #8a1c1c; padding: .7rem; border-radius: 6px; }}
+    .notice {{ background: #e8f4ec; color: #1d5234; padding: .7rem; border-radius: 6px; }}
     .hint {{ font-weight: normal; color: #777; }}
   </style>
 </head>
 <body>
   <main>
     <h1>{title}</h1>
-    {error}
-    {social}
-    <form method="post" action="{action}" class="credentials">
-      {fields}
-      {hidden_callback}
-      <button type="submit">{submit}</button>
-    </form>
-    <p>{other}</p>
+    {inner}
   </main>
 </body>
 </html>
 "#
     );
-    let form_action = match &state.settings.google {
-        Some(g) => format!("'self' {}", service_kit::config::origin_of(&g.auth_url)),
-        None => "'self'".to_owned(),
-    };
     HttpResponse::Ok()
         .content_type("text/html; charset=utf-8")
         .insert_header((

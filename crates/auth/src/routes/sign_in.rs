@@ -5,9 +5,12 @@ use serde::Deserialize;
 
 use crate::body::Body;
 use crate::error::ApiError;
+use crate::mailbox;
 use crate::redirect;
+use crate::repo::users;
+use crate::routes::verify::send_verification;
 use crate::state::AppState;
-use crate::{client, password, users};
+use crate::{client, password};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -53,11 +56,11 @@ async fn handle(
     form: bool,
 ) -> Result<HttpResponse, ApiError> {
     let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
-    // A malformed address cannot belong to anyone: same answer as a wrong password.
-    let email = domain::email::normalise(&input.email);
-    state.rate_limit(req, "sign-in", email.as_deref()).await?;
+    let email =
+        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    state.rate_limit(req, "sign-in", Some(&email)).await?;
 
-    let lookup_email = email.clone().unwrap_or_default();
+    let lookup_email = email.clone();
     let found = nutrition_store::run(&state.pool, move |conn| {
         users::find_with_password(conn, &lookup_email).map_err(ApiError::from)
     })
@@ -76,6 +79,10 @@ async fn handle(
     let Some(user) = user.filter(|_| matches) else {
         return Err(ApiError::InvalidCredentials);
     };
+    if state.settings.require_email_verification && !user.email_verified {
+        resend_verification(req, state, &user, callback.as_deref()).await?;
+        return Err(ApiError::Forbidden("EMAIL_NOT_VERIFIED"));
+    }
 
     let remember = input.remember_me.unwrap_or(!form);
     let origin = client::origin(req, &state.settings.trusted_proxies);
@@ -103,4 +110,38 @@ async fn handle(
     Ok(HttpResponse::Ok()
         .insert_header((header::SET_COOKIE, cookie))
         .json(body))
+}
+
+/// A new verification mail for someone refused for an unverified address, at most as often as
+/// `send-verification-email` allows; beyond that the refusal alone is the answer.
+async fn resend_verification(
+    req: &HttpRequest,
+    state: &AppState,
+    user: &session::User,
+    callback: Option<&str>,
+) -> Result<(), ApiError> {
+    if !mailbox::enabled(state) {
+        return Ok(());
+    }
+    let limit = state.settings.mail_rate_limit;
+    if state
+        .limit(
+            req,
+            "send-verification-email",
+            Some(("email", &user.email)),
+            limit,
+        )
+        .await
+        .is_err()
+    {
+        return Ok(());
+    }
+    let base_url = state.settings.auth.base_url.clone();
+    let user = user.clone();
+    let callback = callback.unwrap_or("/").to_owned();
+    nutrition_store::run(&state.pool, move |conn| {
+        use diesel::Connection;
+        conn.transaction(|conn| send_verification(conn, &base_url, &user, &callback))
+    })
+    .await
 }

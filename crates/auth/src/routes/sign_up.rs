@@ -5,14 +5,14 @@ use serde::Deserialize;
 
 use crate::body::Body;
 use crate::error::ApiError;
+use crate::mailbox;
 use crate::redirect;
+use crate::repo::accounts::{self, CREDENTIAL, NewAccount};
+use crate::repo::users::{self, NewUser};
+use crate::routes::user::{check_length, valid_image, valid_name};
+use crate::routes::verify::send_verification;
 use crate::state::AppState;
-use crate::users::{self, CREDENTIAL, NewAccount, NewUser};
 use crate::{client, password};
-
-/// Longest display name kept.
-const MAX_NAME: usize = 200;
-const MAX_IMAGE: usize = 2048;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -60,43 +60,11 @@ async fn handle(
     input: &SignUp,
     form: bool,
 ) -> Result<HttpResponse, ApiError> {
-    let email = domain::email::normalise(&input.email)
-        .ok_or_else(|| ApiError::bad_request("INVALID_EMAIL", "the e-mail address is not valid"))?;
-    let length = input.password.chars().count();
-    if length < password::MIN_LENGTH {
-        return Err(ApiError::bad_request(
-            "PASSWORD_TOO_SHORT",
-            "the password must have at least 8 characters",
-        ));
-    }
-    if length > password::MAX_LENGTH {
-        return Err(ApiError::bad_request(
-            "PASSWORD_TOO_LONG",
-            "the password must have at most 128 characters",
-        ));
-    }
-    let name = input.name.trim().to_owned();
-    if name.chars().count() > MAX_NAME || name.chars().any(char::is_control) {
-        return Err(ApiError::bad_request(
-            "VALIDATION_ERROR",
-            "name: at most 200 printable characters",
-        ));
-    }
-    let image = input
-        .image
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned);
-    if image
-        .as_ref()
-        .is_some_and(|i| i.len() > MAX_IMAGE || service_kit::config::parse_http_url(i).is_err())
-    {
-        return Err(ApiError::bad_request(
-            "VALIDATION_ERROR",
-            "image: must be an http(s) URL",
-        ));
-    }
+    let email =
+        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    check_length(&input.password)?;
+    let name = valid_name(&input.name)?;
+    let image = valid_image(input.image.as_deref())?;
     let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
     state.rate_limit(req, "sign-up", Some(&email)).await?;
 
@@ -107,6 +75,11 @@ async fn handle(
         .map_err(ApiError::internal)?;
     let remember = input.remember_me.unwrap_or(!form);
     let origin = client::origin(req, &state.settings.trusted_proxies);
+    // With verification required, the new user is signed in only once the address is confirmed.
+    let verify_first = state.settings.require_email_verification;
+    let mail = mailbox::enabled(state);
+    let base_url = state.settings.auth.base_url.clone();
+    let verify_callback = callback.clone().unwrap_or_else(|| "/".to_owned());
     let (user, session) = nutrition_store::run(&state.pool, move |conn| {
         use diesel::Connection;
         conn.transaction(|conn| {
@@ -118,7 +91,7 @@ async fn handle(
                 image: image.as_deref(),
             };
             let user = users::insert(conn, &new, now)?.ok_or(ApiError::UserExists)?;
-            users::insert_account(
+            accounts::insert(
                 conn,
                 &NewAccount {
                     user_id: &user.id,
@@ -132,12 +105,28 @@ async fn handle(
                 },
                 now,
             )?;
+            if verify_first {
+                if mail {
+                    send_verification(conn, &base_url, &user, &verify_callback)?;
+                }
+                return Ok::<_, ApiError>((user, None));
+            }
             let session = session::store::create(conn, &user.id, remember, &origin, now)?;
-            Ok::<_, ApiError>((user, session))
+            Ok((user, Some(session)))
         })
     })
     .await?;
     tracing::info!(user_id = %user.id, "user signed up");
+    let Some(session) = session else {
+        if form {
+            return Ok(redirect::back_to_page(
+                "/sign-in",
+                "EMAIL_NOT_VERIFIED",
+                &[("email", Some(user.email.as_str()))],
+            ));
+        }
+        return Ok(HttpResponse::Ok().json(serde_json::json!({ "token": null, "user": user })));
+    };
     let cookie = session::cookie::set_session(&state.settings.auth, &session.token, remember);
     if form {
         return Ok(redirect::see_other_with_cookie(

@@ -1,14 +1,13 @@
 use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use chrono::{Duration, Utc};
-use diesel::prelude::*;
-use nutrition_store::schema::auth::verification;
 use serde::{Deserialize, Serialize};
 
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::google;
 use crate::redirect;
+use crate::repo::verification;
 use crate::state::AppState;
 
 /// How long a started sign-in may take at the provider.
@@ -64,17 +63,14 @@ pub async fn sign_in_social(
     let key = state_value.clone();
     nutrition_store::run(&state.pool, move |conn| {
         let now = Utc::now();
-        diesel::insert_into(verification::table)
-            .values((
-                verification::id.eq(session::ids::id()),
-                verification::identifier.eq(format!("oauth:{key}")),
-                verification::value.eq(stored),
-                verification::expires_at.eq(now + Duration::seconds(STATE_LIFETIME_SECS)),
-                verification::created_at.eq(now),
-                verification::updated_at.eq(now),
-            ))
-            .execute(conn)
-            .map_err(ApiError::from)
+        verification::insert(
+            conn,
+            &format!("oauth:{key}"),
+            &stored,
+            now + Duration::seconds(STATE_LIFETIME_SECS),
+            now,
+        )
+        .map_err(ApiError::from)
     })
     .await?;
     let name = session::cookie::cookie_name(auth, STATE_COOKIE);

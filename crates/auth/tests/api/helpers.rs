@@ -31,6 +31,7 @@ pub fn env_for(database_url: &str, extra: &[(String, String)]) -> Env {
         ("AUTH_BASE_URL".into(), BASE_URL.into()),
         // Tests sign in often; the rate-limit tests set their own limits.
         ("AUTH_RATE_LIMIT_MAX".into(), "10000".into()),
+        ("AUTH_MAIL_RATE_LIMIT_MAX".into(), "10000".into()),
     ];
     for (k, v) in extra {
         pairs.retain(|(key, _)| key != k);

@@ -1,6 +1,9 @@
 //! Black-box tests of the auth service against a real Postgres database.
 
+mod cross_site;
 mod helpers;
+mod links;
+mod manage;
 mod oauth;
 mod operations;
 mod origin;

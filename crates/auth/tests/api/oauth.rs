@@ -130,6 +130,8 @@ async fn verified_google_address_links_to_the_existing_user() {
     let fake = FakeOAuth::start().await;
     let app = spawn_with(&fake.env()).await;
     let (_, signed_up) = app.sign_up("mix@example.com", "password-123").await;
+    // The address was confirmed (through the verification mail).
+    app.sql("UPDATE auth.\"user\" SET email_verified = true WHERE email = 'mix@example.com'");
     fake.sign_in_as(identity("google-sub-2", "mix@example.com", true));
     let done = google_flow(&app, Some("/plan")).await;
     assert_eq!(done.header("location").as_deref(), Some("/plan"));
@@ -165,6 +167,31 @@ async fn unverified_google_address_does_not_take_over_an_account() {
     assert!(done.session_cookie().is_none());
     assert_eq!(app.count("auth.account"), 1);
     assert_eq!(app.count("auth.session"), 1, "only the sign-up's");
+}
+
+#[tokio::test]
+async fn google_never_links_to_a_user_whose_address_is_unverified() {
+    // Someone registered the address with a password and never confirmed it; its owner now
+    // signs in with Google, which vouches for the address. Linking would let the first
+    // registrant into the owner's account with their password.
+    let fake = FakeOAuth::start().await;
+    let app = spawn_with(&fake.env()).await;
+    app.sign_up("owner@example.com", "squatter-password").await;
+    fake.sign_in_as(identity("owner-sub", "owner@example.com", true));
+    let done = google_flow(&app, None).await;
+    assert_eq!(done.status, 302);
+    assert_eq!(
+        done.header("location").as_deref(),
+        Some("/sign-in?error=ACCOUNT_NOT_LINKED")
+    );
+    assert!(done.session_cookie().is_none());
+    assert_eq!(app.count("auth.account"), 1, "no Google account linked");
+    assert_eq!(
+        app.scalar("SELECT email_verified::text AS v FROM auth.\"user\"")
+            .as_deref(),
+        Some("false"),
+        "the address is not marked verified either"
+    );
 }
 
 #[tokio::test]

@@ -54,6 +54,23 @@ async fn per_address_limit_with_retry_after() {
         .and_then(|v| v.parse().ok())
         .expect("Retry-After");
     assert!((1..=10).contains(&retry), "{retry}");
+    assert_eq!(
+        limited.header("x-retry-after"),
+        Some(retry.to_string()),
+        "the header better-auth's client reads"
+    );
+    assert_eq!(
+        limited.body["message"],
+        "Too many requests. Please try again later."
+    );
+    // The counters name neither the client address nor the e-mail address.
+    let keys = app
+        .scalar("SELECT string_agg(key, ' ') AS v FROM auth.rate_limit")
+        .unwrap_or_default();
+    assert!(keys.contains("sign-in:ip:"), "{keys}");
+    for clear in ["198.51.100.7", "user0@example.com", "example.com"] {
+        assert!(!keys.contains(clear), "{clear} stored in clear: {keys}");
+    }
     // Another client address is not affected.
     let other = attempt(&app.base, &app, "user9@example.com", "198.51.100.8").await;
     assert_eq!(other.status, 401);

@@ -1,15 +1,13 @@
-//! User and account rows of the `auth` schema.
+//! Rows of `auth.user`.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error};
 use nutrition_store::schema::auth::{account, user};
+
+use super::accounts::CREDENTIAL;
 use session::User;
 use session::ids;
-
-/// Provider id of e-mail and password accounts (better-auth's name).
-pub const CREDENTIAL: &str = "credential";
-pub const GOOGLE: &str = "google";
 
 /// A user with the password hash of their credential account, if they have one.
 pub fn find_with_password(
@@ -65,83 +63,12 @@ pub fn insert(
     }
 }
 
-pub struct NewAccount<'a> {
-    pub user_id: &'a str,
-    pub provider_id: &'a str,
-    pub account_id: &'a str,
-    pub password: Option<&'a str>,
-    pub access_token: Option<&'a str>,
-    pub refresh_token: Option<&'a str>,
-    pub id_token: Option<&'a str>,
-    pub scope: Option<&'a str>,
-}
-
-pub fn insert_account(
-    conn: &mut PgConnection,
-    new: &NewAccount<'_>,
-    now: DateTime<Utc>,
-) -> QueryResult<()> {
-    diesel::insert_into(account::table)
-        .values((
-            account::id.eq(ids::id()),
-            account::user_id.eq(new.user_id),
-            account::provider_id.eq(new.provider_id),
-            account::account_id.eq(new.account_id),
-            account::password.eq(new.password),
-            account::access_token.eq(new.access_token),
-            account::refresh_token.eq(new.refresh_token),
-            account::id_token.eq(new.id_token),
-            account::scope.eq(new.scope),
-            account::created_at.eq(now),
-            account::updated_at.eq(now),
-        ))
-        .execute(conn)?;
-    Ok(())
-}
-
-/// The user linked to a provider account.
-pub fn find_by_account(
-    conn: &mut PgConnection,
-    provider: &str,
-    account_id: &str,
-) -> QueryResult<Option<User>> {
-    account::table
-        .inner_join(user::table)
-        .filter(account::provider_id.eq(provider))
-        .filter(account::account_id.eq(account_id))
-        .select(User::as_select())
-        .first(conn)
-        .optional()
-}
-
 pub fn find_by_email(conn: &mut PgConnection, email: &str) -> QueryResult<Option<User>> {
     user::table
         .filter(user::email.eq(email))
         .select(User::as_select())
         .first(conn)
         .optional()
-}
-
-/// Stores fresh provider tokens on an existing account link.
-pub fn update_tokens(
-    conn: &mut PgConnection,
-    provider: &str,
-    account_id: &str,
-    access_token: Option<&str>,
-    id_token: Option<&str>,
-    now: DateTime<Utc>,
-) -> QueryResult<usize> {
-    diesel::update(
-        account::table
-            .filter(account::provider_id.eq(provider))
-            .filter(account::account_id.eq(account_id)),
-    )
-    .set((
-        account::access_token.eq(access_token),
-        account::id_token.eq(id_token),
-        account::updated_at.eq(now),
-    ))
-    .execute(conn)
 }
 
 /// Marks a user's e-mail address verified (a provider vouched for it).
@@ -153,4 +80,54 @@ pub fn mark_verified(
     diesel::update(user::table.filter(user::id.eq(user_id)))
         .set((user::email_verified.eq(true), user::updated_at.eq(now)))
         .execute(conn)
+}
+
+pub fn find_by_id(conn: &mut PgConnection, id: &str) -> QueryResult<Option<User>> {
+    user::table
+        .find(id)
+        .select(User::as_select())
+        .first(conn)
+        .optional()
+}
+
+/// Changes the name and/or the image (`Some(None)` removes it); returns the user as stored.
+pub fn update_profile(
+    conn: &mut PgConnection,
+    id: &str,
+    name: Option<&str>,
+    image: Option<Option<&str>>,
+    now: DateTime<Utc>,
+) -> QueryResult<User> {
+    let target = user::table.find(id);
+    match (name, image) {
+        (Some(n), Some(i)) => diesel::update(target)
+            .set((
+                user::name.eq(n),
+                user::image.eq(i),
+                user::updated_at.eq(now),
+            ))
+            .returning(User::as_returning())
+            .get_result(conn),
+        (Some(n), None) => diesel::update(target)
+            .set((user::name.eq(n), user::updated_at.eq(now)))
+            .returning(User::as_returning())
+            .get_result(conn),
+        (None, Some(i)) => diesel::update(target)
+            .set((user::image.eq(i), user::updated_at.eq(now)))
+            .returning(User::as_returning())
+            .get_result(conn),
+        (None, None) => target.select(User::as_select()).first(conn),
+    }
+}
+
+/// Locks the user's row until the end of the transaction, so that changes which depend on the
+/// user's other rows (the number of accounts) happen one after another.
+pub fn lock(conn: &mut PgConnection, id: &str) -> QueryResult<()> {
+    user::table
+        .find(id)
+        .select(user::id)
+        .for_update()
+        .first::<String>(conn)
+        .optional()?;
+    Ok(())
 }

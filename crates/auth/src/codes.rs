@@ -1,0 +1,35 @@
+//! better-auth's error codes and their English messages (its `BASE_ERROR_CODES`), so that a
+//! client written for better-auth shows the texts it expects.
+
+/// The message better-auth sends with `code`.
+pub fn message(code: &str) -> &'static str {
+    match code {
+        "USER_NOT_FOUND" => "User not found",
+        "INVALID_PASSWORD" => "Invalid password",
+        "INVALID_EMAIL" => "Invalid email",
+        "INVALID_EMAIL_OR_PASSWORD" => "Invalid email or password",
+        "INVALID_TOKEN" => "Invalid token",
+        "TOKEN_EXPIRED" => "Token expired",
+        "EMAIL_NOT_VERIFIED" => "Email not verified",
+        "PASSWORD_TOO_SHORT" => "Password too short",
+        "PASSWORD_TOO_LONG" => "Password too long",
+        "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" => "User already exists. Use another email.",
+        "EMAIL_CAN_NOT_BE_UPDATED" => "Email can not be updated",
+        "CREDENTIAL_ACCOUNT_NOT_FOUND" => "Credential account not found",
+        "SESSION_EXPIRED" => "Session expired. Re-authenticate to perform this action.",
+        "FAILED_TO_UNLINK_LAST_ACCOUNT" => "You can't unlink your last account",
+        "ACCOUNT_NOT_FOUND" => "Account not found",
+        "CROSS_SITE_NAVIGATION_LOGIN_BLOCKED" => {
+            "Cross-site navigation login blocked. This request appears to be a CSRF attack."
+        }
+        "EMAIL_ALREADY_VERIFIED" => "Email is already verified",
+        "EMAIL_MISMATCH" => "Email mismatch",
+        "INVALID_ORIGIN" => "Invalid origin",
+        "INVALID_CALLBACK_URL" => "Invalid callbackURL",
+        "INVALID_REDIRECT_URL" => "Invalid redirectURL",
+        "MISSING_OR_NULL_ORIGIN" => "Missing or null Origin",
+        "VALIDATION_ERROR" => "Validation Error",
+        "NO_FIELDS_TO_UPDATE" => "No fields to update",
+        _ => "Bad request",
+    }
+}

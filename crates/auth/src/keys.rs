@@ -1,0 +1,78 @@
+//! Values derived from `AUTH_SECRET` with HMAC-SHA256, one sub-key per purpose, so that none of
+//! them can be turned into another (a session handle is never a valid cookie signature).
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
+
+type HmacSha256 = Hmac<Sha256>;
+
+fn mac(key: &[u8], data: &[u8]) -> [u8; 32] {
+    let mut m = HmacSha256::new_from_slice(key).expect("HMAC accepts keys of any length");
+    m.update(data);
+    m.finalize().into_bytes().into()
+}
+
+/// The sub-key of `secret` for `purpose`.
+fn derive(secret: &str, purpose: &str) -> [u8; 32] {
+    mac(
+        secret.as_bytes(),
+        format!("digiuno/{purpose}/v1").as_bytes(),
+    )
+}
+
+/// The opaque handle of a session in `list-sessions`, accepted by `revoke-session`. Stable for a
+/// session, useless as a cookie, and not reversible to the session's id or token.
+pub fn session_handle(secret: &str, session_id: &str) -> String {
+    URL_SAFE_NO_PAD.encode(mac(
+        &derive(secret, "session-handle"),
+        session_id.as_bytes(),
+    ))
+}
+
+/// The stored key of a rate-limit counter: the route in clear (for operators), the client
+/// address or e-mail address only as a keyed hash, so that the table names no one.
+pub fn rate_limit_key(secret: &str, route: &str, kind: &str, value: &str) -> String {
+    let digest = mac(
+        &derive(secret, "rate-limit"),
+        format!("{route}\n{kind}\n{value}").as_bytes(),
+    );
+    format!("{route}:{kind}:{}", URL_SAFE_NO_PAD.encode(digest))
+}
+
+/// A fresh single-use token for an e-mailed link: 256 random bits, URL-safe.
+pub fn link_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// How a link token is stored: its SHA-256, so that a copy of the table opens no account. A
+/// 256-bit random token needs no slow hash.
+pub fn token_digest(token: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(token.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn derived_values_are_stable_and_separate() {
+        let h = session_handle(SECRET, "abc");
+        assert_eq!(h, session_handle(SECRET, "abc"));
+        assert_eq!(h.len(), 43);
+        assert_ne!(h, session_handle(SECRET, "abd"));
+        assert_ne!(h, session_handle("another-secret-0123456789abcdef0", "abc"));
+        let k = rate_limit_key(SECRET, "sign-in", "email", "a@b.co");
+        assert!(k.starts_with("sign-in:email:"), "{k}");
+        assert!(!k.contains("a@b.co"));
+        assert_ne!(k, rate_limit_key(SECRET, "sign-up", "email", "a@b.co"));
+        let t = link_token();
+        assert_eq!(t.len(), 43);
+        assert_ne!(t, link_token());
+        assert_ne!(token_digest(&t), t);
+    }
+}

@@ -1,0 +1,122 @@
+//! Single-use tokens for e-mailed links (password reset, address verification): 256 random bits
+//! in the link, only their SHA-256 in `auth.verification`, the user's id as the value.
+
+use chrono::{DateTime, Duration, Utc};
+use diesel::PgConnection;
+use diesel::QueryResult;
+use url::Url;
+
+use crate::keys;
+use crate::redirect::q;
+use crate::repo::verification;
+
+/// A reset link works for an hour.
+pub const RESET_LIFETIME: Duration = Duration::hours(1);
+/// A verification link works for a day.
+pub const VERIFY_LIFETIME: Duration = Duration::hours(24);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    Reset,
+    Verify,
+}
+
+impl Purpose {
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Self::Reset => "reset-password:",
+            Self::Verify => "verify-email:",
+        }
+    }
+
+    fn lifetime(self) -> Duration {
+        match self {
+            Self::Reset => RESET_LIFETIME,
+            Self::Verify => VERIFY_LIFETIME,
+        }
+    }
+
+    fn identifier(self, token: &str) -> String {
+        format!("{}{}", self.prefix(), keys::token_digest(token))
+    }
+}
+
+/// Longest token looked up; ours are 43 characters.
+const MAX_TOKEN: usize = 128;
+
+/// Stores a new token for `user_id`; returns it (the only copy in clear).
+pub fn issue(
+    conn: &mut PgConnection,
+    purpose: Purpose,
+    user_id: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<String> {
+    let token = keys::link_token();
+    verification::insert(
+        conn,
+        &purpose.identifier(&token),
+        user_id,
+        now + purpose.lifetime(),
+        now,
+    )?;
+    Ok(token)
+}
+
+/// The user a live token belongs to, leaving the token usable.
+pub fn peek(
+    conn: &mut PgConnection,
+    purpose: Purpose,
+    token: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<String>> {
+    if token.is_empty() || token.len() > MAX_TOKEN {
+        return Ok(None);
+    }
+    verification::find_live(conn, &purpose.identifier(token), now)
+}
+
+/// Uses a token up: the user it belonged to if it was live, and every other token of the same
+/// purpose for that user is dropped too.
+pub fn redeem(
+    conn: &mut PgConnection,
+    purpose: Purpose,
+    token: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<String>> {
+    if token.is_empty() || token.len() > MAX_TOKEN {
+        return Ok(None);
+    }
+    let user_id = verification::consume(conn, &purpose.identifier(token), now)?;
+    if let Some(id) = &user_id {
+        verification::delete_matching(conn, purpose.prefix(), id)?;
+    }
+    Ok(user_id)
+}
+
+fn base(base_url: &Url) -> String {
+    base_url.as_str().trim_end_matches('/').to_owned()
+}
+
+/// The reset link of the mail: auth checks the token, then sends the browser to `callback`.
+pub fn reset_link(base_url: &Url, token: &str, callback: &str) -> String {
+    format!(
+        "{}/api/auth/reset-password/{token}?callbackURL={}",
+        base(base_url),
+        q(callback)
+    )
+}
+
+/// The verification link of the mail.
+pub fn verify_link(base_url: &Url, token: &str, callback: &str) -> String {
+    format!(
+        "{}/api/auth/verify-email?token={token}&callbackURL={}",
+        base(base_url),
+        q(callback)
+    )
+}
+
+/// `target` with one more query parameter.
+pub fn with_param(target: &str, name: &str, value: &str) -> String {
+    let sep = if target.contains('?') { '&' } else { '?' };
+    format!("{target}{sep}{name}={}", q(value))
+}

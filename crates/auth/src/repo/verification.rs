@@ -1,0 +1,73 @@
+//! Rows of `auth.verification`: short-lived single-use values (OAuth state, password-reset and
+//! e-mail verification tokens), each under an `identifier` naming its purpose.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use nutrition_store::schema::auth::verification;
+
+pub fn insert(
+    conn: &mut PgConnection,
+    identifier: &str,
+    value: &str,
+    expires_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> QueryResult<()> {
+    diesel::insert_into(verification::table)
+        .values((
+            verification::id.eq(session::ids::id()),
+            verification::identifier.eq(identifier),
+            verification::value.eq(value),
+            verification::expires_at.eq(expires_at),
+            verification::created_at.eq(now),
+            verification::updated_at.eq(now),
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
+/// The value under `identifier` if it has not expired, left in place.
+pub fn find_live(
+    conn: &mut PgConnection,
+    identifier: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<String>> {
+    verification::table
+        .filter(verification::identifier.eq(identifier))
+        .filter(verification::expires_at.gt(now))
+        .select(verification::value)
+        .first(conn)
+        .optional()
+}
+
+/// Takes the value under `identifier` if it has not expired. Single use: of parallel callers,
+/// only the one whose delete removed the row gets it.
+pub fn consume(
+    conn: &mut PgConnection,
+    identifier: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<String>> {
+    diesel::delete(
+        verification::table
+            .filter(verification::identifier.eq(identifier))
+            .filter(verification::expires_at.gt(now)),
+    )
+    .returning(verification::value)
+    .get_result(conn)
+    .optional()
+}
+
+/// Deletes every row whose identifier starts with `prefix` and whose value is `value`: the other
+/// outstanding tokens of one purpose for one user.
+pub fn delete_matching(conn: &mut PgConnection, prefix: &str, value: &str) -> QueryResult<usize> {
+    diesel::delete(
+        verification::table
+            .filter(verification::identifier.like(format!("{prefix}%")))
+            .filter(verification::value.eq(value)),
+    )
+    .execute(conn)
+}
+
+/// Deletes what has expired.
+pub fn delete_expired(conn: &mut PgConnection, now: DateTime<Utc>) -> QueryResult<usize> {
+    diesel::delete(verification::table.filter(verification::expires_at.le(now))).execute(conn)
+}

@@ -1,0 +1,96 @@
+//! The ways the user signs in: a password, Google.
+
+use actix_web::{HttpResponse, web};
+use diesel::Connection;
+use serde::Deserialize;
+use session::MaybeSession;
+
+use crate::body::Body;
+use crate::error::ApiError;
+use crate::repo::{accounts, users};
+use crate::routes::sessions::signed_in;
+use crate::state::AppState;
+
+fn account_json(a: &accounts::Linked) -> serde_json::Value {
+    let scopes: Vec<&str> = a
+        .scope
+        .as_deref()
+        .unwrap_or_default()
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    serde_json::json!({
+        "id": a.id,
+        "providerId": a.provider_id,
+        "accountId": a.account_id,
+        "userId": a.user_id,
+        "scopes": scopes,
+        "createdAt": service_kit::time::format(&a.created_at),
+        "updatedAt": service_kit::time::format(&a.updated_at),
+    })
+}
+
+/// `GET /api/auth/list-accounts`: no tokens and no password, only what identifies each account.
+pub async fn list_accounts(
+    state: web::Data<AppState>,
+    current: MaybeSession,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    let list = nutrition_store::run(&state.pool, move |conn| {
+        accounts::list(conn, &me.user.id).map_err(ApiError::from)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(list.iter().map(account_json).collect::<Vec<_>>()))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Unlink {
+    provider_id: Option<String>,
+    account_id: Option<String>,
+}
+
+/// `POST /api/auth/unlink-account` `{providerId, accountId?}`. `accountId` may be the provider's
+/// account id or, as better-auth 1.7's client sends it alone, the id from `list-accounts`. The
+/// last account is never removed: the user could not sign in any more.
+pub async fn unlink_account(
+    state: web::Data<AppState>,
+    current: MaybeSession,
+    body: Body<Unlink>,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    let Unlink {
+        provider_id,
+        account_id,
+    } = body.value;
+    if provider_id.is_none() && account_id.is_none() {
+        return Err(ApiError::bad_request(
+            "VALIDATION_ERROR",
+            "providerId: required (or accountId)",
+        ));
+    }
+    nutrition_store::run(&state.pool, move |conn| {
+        conn.transaction(|conn| {
+            // Two parallel unlinks must not remove the last two accounts together.
+            users::lock(conn, &me.user.id)?;
+            let list = accounts::list(conn, &me.user.id)?;
+            if list.len() <= 1 {
+                return Err(ApiError::bad("FAILED_TO_UNLINK_LAST_ACCOUNT"));
+            }
+            let target = list.iter().find(|a| {
+                provider_id.as_deref().is_none_or(|p| p == a.provider_id)
+                    && account_id
+                        .as_deref()
+                        .is_none_or(|id| id == a.account_id || id == a.id)
+            });
+            let Some(target) = target else {
+                return Err(ApiError::bad("ACCOUNT_NOT_FOUND"));
+            };
+            accounts::delete(conn, &me.user.id, &target.id)?;
+            Ok(())
+        })
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })))
+}

@@ -1,0 +1,212 @@
+//! Forgotten passwords: the request that mails a link, the link itself, and the new password.
+
+use std::time::Duration;
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use chrono::Utc;
+use diesel::Connection;
+use serde::Deserialize;
+
+use crate::body::Body;
+use crate::error::ApiError;
+use crate::links::{self, Purpose};
+use crate::mailbox::{self, LinkMail};
+use crate::repo::{accounts, sessions, users};
+use crate::routes::user::check_length;
+use crate::state::AppState;
+use crate::{password, redirect};
+
+/// The least time `request-password-reset` and the anonymous `send-verification-email` take,
+/// so that a known address (a token and a mail written) cannot be told from an unknown one.
+pub const MAIL_ROUTE_MIN_TIME: Duration = Duration::from_millis(300);
+/// Where a reset link leads when the request named no page: this service's own form.
+pub const DEFAULT_RESET_PAGE: &str = "/reset-password";
+
+pub const RESET_REQUESTED: &str =
+    "If this email exists in our system, check your email for the reset link";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RequestReset {
+    email: String,
+    redirect_to: Option<String>,
+}
+
+/// `POST /api/auth/request-password-reset`: always 200 with the same body, after the same time.
+pub async fn request_password_reset(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: Body<RequestReset>,
+) -> Result<HttpResponse, ApiError> {
+    let form = body.form;
+    let outcome = request_reset(&req, &state, body.value).await;
+    if !form {
+        return outcome;
+    }
+    Ok(match outcome {
+        Ok(_) => redirect::see_other("/forgot-password?sent=1"),
+        Err(e) => redirect::back_to_page("/forgot-password", e.code(), &[]),
+    })
+}
+
+async fn request_reset(
+    req: &HttpRequest,
+    state: &AppState,
+    input: RequestReset,
+) -> Result<HttpResponse, ApiError> {
+    if !mailbox::enabled(state) {
+        return Err(ApiError::EmailDisabled);
+    }
+    let email =
+        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    let callback = redirect::callback(&state.settings.auth, input.redirect_to.as_deref())
+        .map_err(|_| ApiError::Forbidden("INVALID_REDIRECT_URL"))?
+        .unwrap_or_else(|| DEFAULT_RESET_PAGE.to_owned());
+    let limit = state.settings.mail_rate_limit;
+    state
+        .limit(
+            req,
+            "request-password-reset",
+            Some(("email", &email)),
+            limit,
+        )
+        .await?;
+    let started = tokio::time::Instant::now();
+    let base_url = state.settings.auth.base_url.clone();
+    let queued = nutrition_store::run(&state.pool, move |conn| {
+        conn.transaction(|conn| {
+            let Some(user) = users::find_by_email(conn, &email)? else {
+                return Ok(false);
+            };
+            let token = links::issue(conn, Purpose::Reset, &user.id, Utc::now())?;
+            let link = links::reset_link(&base_url, &token, &callback);
+            mailbox::queue(
+                conn,
+                LinkMail::PasswordReset,
+                &user.email,
+                &user.name,
+                &link,
+            )?;
+            Ok::<_, ApiError>(true)
+        })
+    })
+    .await;
+    tokio::time::sleep_until(started + MAIL_ROUTE_MIN_TIME).await;
+    if queued? {
+        tracing::info!("password reset requested for a known address");
+    }
+    Ok(HttpResponse::Ok().json(serde_json::json!({
+        "status": true,
+        "message": RESET_REQUESTED,
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LinkQuery {
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+/// `GET /api/auth/reset-password/{token}?callbackURL=`: the link of the mail. A live token goes
+/// on to the page with `?token=`, anything else with `?error=INVALID_TOKEN`; the token stays
+/// usable until the new password is set.
+pub async fn reset_link(
+    state: web::Data<AppState>,
+    token: web::Path<String>,
+    query: web::Query<LinkQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let callback = redirect::callback(&state.settings.auth, query.callback_url.as_deref())?
+        .unwrap_or_else(|| DEFAULT_RESET_PAGE.to_owned());
+    let token = token.into_inner();
+    let lookup = token.clone();
+    let live = nutrition_store::run(&state.pool, move |conn| {
+        links::peek(conn, Purpose::Reset, &lookup, Utc::now()).map_err(ApiError::from)
+    })
+    .await?;
+    let location = match live {
+        Some(_) => links::with_param(&callback, "token", &token),
+        None => links::with_param(&callback, "error", "INVALID_TOKEN"),
+    };
+    Ok(HttpResponse::Found()
+        .insert_header((header::LOCATION, location))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .finish())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResetPassword {
+    new_password: String,
+    token: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TokenQuery {
+    token: Option<String>,
+}
+
+/// `POST /api/auth/reset-password` `{newPassword, token}`: sets the password (creating the
+/// credential account of a Google-only user) and ends every session of the user.
+pub async fn reset_password(
+    state: web::Data<AppState>,
+    query: web::Query<TokenQuery>,
+    body: Body<ResetPassword>,
+) -> Result<HttpResponse, ApiError> {
+    let form = body.form;
+    let input = body.value;
+    let token = input
+        .token
+        .clone()
+        .or_else(|| query.into_inner().token)
+        .unwrap_or_default();
+    let outcome = reset(&state, &token, input.new_password).await;
+    if !form {
+        return outcome;
+    }
+    Ok(match outcome {
+        Ok(_) => redirect::see_other("/sign-in?reset=1"),
+        Err(e) => {
+            let token = Some(token.as_str()).filter(|t| !t.is_empty() && t.len() <= 128);
+            redirect::back_to_page("/reset-password", e.code(), &[("token", token)])
+        }
+    })
+}
+
+async fn reset(
+    state: &AppState,
+    token: &str,
+    new_password: String,
+) -> Result<HttpResponse, ApiError> {
+    if token.is_empty() {
+        return Err(ApiError::bad("INVALID_TOKEN"));
+    }
+    check_length(&new_password)?;
+    // The slow hash only for a token that exists now; redeeming it below is what counts.
+    let lookup = token.to_owned();
+    let live = nutrition_store::run(&state.pool, move |conn| {
+        links::peek(conn, Purpose::Reset, &lookup, Utc::now()).map_err(ApiError::from)
+    })
+    .await?;
+    if live.is_none() {
+        return Err(ApiError::bad("INVALID_TOKEN"));
+    }
+    let hash = web::block(move || password::hash(&new_password))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    let token = token.to_owned();
+    let user_id = nutrition_store::run(&state.pool, move |conn| {
+        conn.transaction(|conn| {
+            let now = Utc::now();
+            let user_id = links::redeem(conn, Purpose::Reset, &token, now)?
+                .ok_or_else(|| ApiError::bad("INVALID_TOKEN"))?;
+            accounts::set_password(conn, &user_id, &hash, now)?;
+            sessions::delete_all(conn, &user_id)?;
+            Ok::<_, ApiError>(user_id)
+        })
+    })
+    .await?;
+    tracing::info!(%user_id, "password reset; every session ended");
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })))
+}

@@ -1,0 +1,122 @@
+//! The user's sessions: list them, end one, end all, end all but this one. Ending a session
+//! deletes its row, so it stops working in every service at once.
+
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use chrono::Utc;
+use serde::Deserialize;
+use session::MaybeSession;
+use session::store::Verified;
+use subtle::ConstantTimeEq;
+
+use crate::body::Body;
+use crate::error::ApiError;
+use crate::keys;
+use crate::repo::sessions;
+use crate::state::AppState;
+
+/// The signed-in user, or better-auth's 401.
+pub fn signed_in(current: MaybeSession) -> Result<Verified, ApiError> {
+    current.0.ok_or(ApiError::Unauthorized("UNAUTHORIZED"))
+}
+
+fn status_true() -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({ "status": true }))
+}
+
+/// `GET /api/auth/list-sessions`: the live sessions, newest first. `token` is an opaque handle
+/// for `revoke-session`, never the bearer token of the cookie.
+pub async fn list_sessions(
+    state: web::Data<AppState>,
+    current: MaybeSession,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    let user_id = me.user.id.clone();
+    let rows = nutrition_store::run(&state.pool, move |conn| {
+        sessions::list_live(conn, &user_id, Utc::now()).map_err(ApiError::from)
+    })
+    .await?;
+    let secret = state.settings.auth.secret.expose();
+    let list = rows
+        .into_iter()
+        .map(|s| {
+            let mut v = serde_json::to_value(&s).map_err(ApiError::internal)?;
+            v["token"] = keys::session_handle(secret, &s.id).into();
+            v["current"] = (s.id == me.session.id).into();
+            Ok(v)
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    Ok(HttpResponse::Ok().json(list))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeSession {
+    token: String,
+}
+
+/// `POST /api/auth/revoke-session`: ends the session with this handle, if it is one of the
+/// user's; like better-auth, an unknown handle is no error.
+pub async fn revoke_session(
+    state: web::Data<AppState>,
+    current: MaybeSession,
+    body: Body<RevokeSession>,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    let handle = body.value.token;
+    let secret = state.settings.auth.secret.clone();
+    let user_id = me.user.id.clone();
+    let ended = nutrition_store::run(&state.pool, move |conn| {
+        let live = sessions::list_live(conn, &user_id, Utc::now())?;
+        let Some(target) = live.into_iter().find(|s| {
+            let h = keys::session_handle(secret.expose(), &s.id);
+            bool::from(h.as_bytes().ct_eq(handle.as_bytes()))
+        }) else {
+            return Ok(None);
+        };
+        sessions::delete_one(conn, &user_id, &target.id)?;
+        Ok::<_, ApiError>(Some(target.id))
+    })
+    .await?;
+    let mut resp = status_true();
+    if ended.as_deref() == Some(me.session.id.as_str()) {
+        clear_cookie(&state, &mut resp);
+    }
+    Ok(resp)
+}
+
+/// `POST /api/auth/revoke-sessions`: ends every session of the user, this one included.
+pub async fn revoke_sessions(
+    state: web::Data<AppState>,
+    current: MaybeSession,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    nutrition_store::run(&state.pool, move |conn| {
+        sessions::delete_all(conn, &me.user.id).map_err(ApiError::from)
+    })
+    .await?;
+    let mut resp = status_true();
+    clear_cookie(&state, &mut resp);
+    Ok(resp)
+}
+
+/// `POST /api/auth/revoke-other-sessions`: ends every session of the user but this one.
+pub async fn revoke_other_sessions(
+    state: web::Data<AppState>,
+    current: MaybeSession,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    nutrition_store::run(&state.pool, move |conn| {
+        sessions::delete_others(conn, &me.user.id, &me.session.id).map_err(ApiError::from)
+    })
+    .await?;
+    Ok(status_true())
+}
+
+fn clear_cookie(state: &AppState, resp: &mut HttpResponse) {
+    if let Ok(v) =
+        header::HeaderValue::from_str(&session::cookie::clear_session(&state.settings.auth))
+    {
+        resp.headers_mut().append(header::SET_COOKIE, v);
+    }
+}

@@ -1,0 +1,183 @@
+//! The signed-in user changes their name, picture or password.
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use chrono::Utc;
+use diesel::Connection;
+use serde::{Deserialize, Deserializer};
+use session::MaybeSession;
+
+use crate::body::Body;
+use crate::error::ApiError;
+use crate::repo::{accounts, sessions, users};
+use crate::routes::sessions::signed_in;
+use crate::state::AppState;
+use crate::{client, password};
+
+/// Longest display name kept (as at sign-up).
+pub const MAX_NAME: usize = 200;
+pub const MAX_IMAGE: usize = 2048;
+
+/// `Some(None)` for an explicit `null`, `None` for an absent field.
+fn nullable<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateUser {
+    name: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    image: Option<Option<String>>,
+    /// Accepted only to be refused with better-auth's own error.
+    email: Option<serde_json::Value>,
+}
+
+/// A display name as stored: trimmed, bounded, printable.
+pub fn valid_name(raw: &str) -> Result<String, ApiError> {
+    let name = raw.trim().to_owned();
+    if name.chars().count() > MAX_NAME || name.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            "VALIDATION_ERROR",
+            "name: at most 200 printable characters",
+        ));
+    }
+    Ok(name)
+}
+
+/// A picture address as stored: an http(s) URL, or nothing when empty.
+pub fn valid_image(raw: Option<&str>) -> Result<Option<String>, ApiError> {
+    let image = raw
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned);
+    if image
+        .as_ref()
+        .is_some_and(|i| i.len() > MAX_IMAGE || service_kit::config::parse_http_url(i).is_err())
+    {
+        return Err(ApiError::bad_request(
+            "VALIDATION_ERROR",
+            "image: must be an http(s) URL",
+        ));
+    }
+    Ok(image)
+}
+
+/// The 400 better-auth answers for a password outside its length bounds.
+pub fn check_length(password: &str) -> Result<(), ApiError> {
+    let length = password.chars().count();
+    if length < password::MIN_LENGTH {
+        return Err(ApiError::bad("PASSWORD_TOO_SHORT"));
+    }
+    if length > password::MAX_LENGTH {
+        return Err(ApiError::bad("PASSWORD_TOO_LONG"));
+    }
+    Ok(())
+}
+
+/// `POST /api/auth/update-user`: `{name?, image?}`; the e-mail address cannot change here.
+pub async fn update_user(
+    state: web::Data<AppState>,
+    current: MaybeSession,
+    body: Body<UpdateUser>,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    let input = body.value;
+    if input.email.is_some() {
+        return Err(ApiError::bad("EMAIL_CAN_NOT_BE_UPDATED"));
+    }
+    if input.name.is_none() && input.image.is_none() {
+        return Err(ApiError::bad("NO_FIELDS_TO_UPDATE"));
+    }
+    let name = input.name.as_deref().map(valid_name).transpose()?;
+    let image = match input.image {
+        None => None,
+        Some(raw) => Some(valid_image(raw.as_deref())?),
+    };
+    nutrition_store::run(&state.pool, move |conn| {
+        users::update_profile(
+            conn,
+            &me.user.id,
+            name.as_deref(),
+            image.as_ref().map(Option::as_deref),
+            Utc::now(),
+        )
+        .map_err(ApiError::from)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChangePassword {
+    new_password: String,
+    current_password: String,
+    revoke_other_sessions: Option<bool>,
+}
+
+/// `POST /api/auth/change-password`. With `revokeOtherSessions`, every session ends and a new
+/// one is opened for this browser: `token` is its token, else `null`.
+pub async fn change_password(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    current: MaybeSession,
+    body: Body<ChangePassword>,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    let input = body.value;
+    check_length(&input.new_password)?;
+    let limit = state.settings.rate_limit;
+    state
+        .limit(&req, "change-password", Some(("user", &me.user.id)), limit)
+        .await?;
+    let user_id = me.user.id.clone();
+    let stored = nutrition_store::run(&state.pool, move |conn| {
+        accounts::password_of(conn, &user_id).map_err(ApiError::from)
+    })
+    .await?;
+    let Some(Some(stored)) = stored else {
+        return Err(ApiError::bad("CREDENTIAL_ACCOUNT_NOT_FOUND"));
+    };
+    let (current_password, new_password) = (input.current_password, input.new_password);
+    let hash = web::block(move || {
+        if password::verify(&current_password, &stored) {
+            password::hash(&new_password).map(Some)
+        } else {
+            Ok(None)
+        }
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map_err(ApiError::internal)?
+    .ok_or_else(|| ApiError::bad("INVALID_PASSWORD"))?;
+
+    let revoke = input.revoke_other_sessions.unwrap_or(false);
+    let origin = client::origin(&req, &state.settings.trusted_proxies);
+    let user_id = me.user.id.clone();
+    let new_session = nutrition_store::run(&state.pool, move |conn| {
+        conn.transaction(|conn| {
+            let now = Utc::now();
+            accounts::set_password(conn, &user_id, &hash, now)?;
+            if !revoke {
+                return Ok(None);
+            }
+            sessions::delete_all(conn, &user_id)?;
+            session::store::create(conn, &user_id, true, &origin, now).map(Some)
+        })
+        .map_err(ApiError::from)
+    })
+    .await?;
+    tracing::info!(user_id = %me.user.id, revoke, "password changed");
+    let mut resp = HttpResponse::Ok();
+    if let Some(s) = &new_session {
+        resp.insert_header((
+            header::SET_COOKIE,
+            session::cookie::set_session(&state.settings.auth, &s.token, true),
+        ));
+    }
+    Ok(resp.json(serde_json::json!({
+        "token": new_session.map(|s| s.token),
+        "user": me.user,
+    })))
+}

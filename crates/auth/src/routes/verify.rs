@@ -1,0 +1,143 @@
+//! Confirming an e-mail address: the request that mails a link, and the link itself.
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use chrono::Utc;
+use diesel::{Connection, PgConnection};
+use serde::Deserialize;
+use session::{MaybeSession, User};
+
+use crate::body::Body;
+use crate::error::ApiError;
+use crate::links::{self, Purpose};
+use crate::mailbox::{self, LinkMail};
+use crate::redirect;
+use crate::repo::users;
+use crate::routes::reset::MAIL_ROUTE_MIN_TIME;
+use crate::state::AppState;
+
+/// Issues a verification token for `user` and queues its mail, in the caller's transaction.
+pub fn send_verification(
+    conn: &mut PgConnection,
+    base_url: &url::Url,
+    user: &User,
+    callback: &str,
+) -> Result<(), ApiError> {
+    let token = links::issue(conn, Purpose::Verify, &user.id, Utc::now())?;
+    let link = links::verify_link(base_url, &token, callback);
+    mailbox::queue(
+        conn,
+        LinkMail::EmailVerification,
+        &user.email,
+        &user.name,
+        &link,
+    )
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendVerification {
+    email: String,
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+/// `POST /api/auth/send-verification-email` `{email, callbackURL?}`. Signed in, the address must
+/// be the user's own and not yet verified. Without a session (someone whose sign-in was refused
+/// for an unverified address) the answer is 200 whether or not the address is known, after the
+/// same time.
+pub async fn send_verification_email(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    current: MaybeSession,
+    body: Body<SendVerification>,
+) -> Result<HttpResponse, ApiError> {
+    if !mailbox::enabled(&state) {
+        return Err(ApiError::EmailDisabled);
+    }
+    let input = body.value;
+    let email =
+        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?
+        .unwrap_or_else(|| "/".to_owned());
+    let limit = state.settings.mail_rate_limit;
+    state
+        .limit(
+            &req,
+            "send-verification-email",
+            Some(("email", &email)),
+            limit,
+        )
+        .await?;
+    let base_url = state.settings.auth.base_url.clone();
+    if let Some(me) = current.0 {
+        if me.user.email != email {
+            return Err(ApiError::bad("EMAIL_MISMATCH"));
+        }
+        if me.user.email_verified {
+            return Err(ApiError::bad("EMAIL_ALREADY_VERIFIED"));
+        }
+        nutrition_store::run(&state.pool, move |conn| {
+            conn.transaction(|conn| send_verification(conn, &base_url, &me.user, &callback))
+        })
+        .await?;
+        return Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })));
+    }
+    let started = tokio::time::Instant::now();
+    let outcome = nutrition_store::run(&state.pool, move |conn| {
+        conn.transaction(|conn| match users::find_by_email(conn, &email)? {
+            Some(user) if !user.email_verified => {
+                send_verification(conn, &base_url, &user, &callback)
+            }
+            _ => Ok(()),
+        })
+    })
+    .await;
+    tokio::time::sleep_until(started + MAIL_ROUTE_MIN_TIME).await;
+    outcome?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct VerifyQuery {
+    token: Option<String>,
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+/// `GET /api/auth/verify-email?token=&callbackURL=`: marks the address verified and goes on to
+/// `callbackURL` (or answers `{status: true}` without one); a bad token goes to
+/// `callbackURL?error=INVALID_TOKEN` (or is a 401).
+pub async fn verify_email(
+    state: web::Data<AppState>,
+    query: web::Query<VerifyQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let query = query.into_inner();
+    let callback = redirect::callback(&state.settings.auth, query.callback_url.as_deref())?;
+    let token = query.token.unwrap_or_default();
+    let verified = nutrition_store::run(&state.pool, move |conn| {
+        conn.transaction(|conn| {
+            let now = Utc::now();
+            let Some(user_id) = links::redeem(conn, Purpose::Verify, &token, now)? else {
+                return Ok(false);
+            };
+            users::mark_verified(conn, &user_id, now)?;
+            Ok::<_, ApiError>(true)
+        })
+    })
+    .await?;
+    let found = |location: String| {
+        HttpResponse::Found()
+            .insert_header((header::LOCATION, location))
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .finish()
+    };
+    match (verified, callback) {
+        (true, Some(cb)) => Ok(found(cb)),
+        (true, None) => {
+            Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true, "user": null })))
+        }
+        (false, Some(cb)) => Ok(found(links::with_param(&cb, "error", "INVALID_TOKEN"))),
+        (false, None) => Err(ApiError::Unauthorized("INVALID_TOKEN")),
+    }
+}

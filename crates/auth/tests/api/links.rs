@@ -1,0 +1,396 @@
+//! Password reset and address verification links: the token rules (single use, lifetime, bound
+//! to one purpose), the redirects, the forms of the pages, and what happens without mail.
+
+use auth::links::{self, Purpose};
+use chrono::Utc;
+use serde_json::json;
+
+use crate::helpers::{TestApp, get, read, spawn_app, spawn_nutrition, spawn_with};
+
+const PASSWORD: &str = "password-123";
+
+/// A token as the mail would carry it, issued by the service's own code.
+fn issue(app: &TestApp, purpose: Purpose, user_id: &str) -> String {
+    let mut conn = app.db.connect();
+    links::issue(&mut conn, purpose, user_id, Utc::now()).expect("issue")
+}
+
+async fn user_id(app: &TestApp, cookie: &str) -> String {
+    app.get("/api/auth/get-session", Some(cookie)).await.body["user"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn without_smtp_the_mail_routes_are_503_and_the_pages_hide_the_links() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.sign_up("mia@example.com", PASSWORD).await;
+    let disabled = json!({ "code": "EMAIL_DISABLED", "message": "Sending e-mail isn't enabled on this server" });
+    let resp = app
+        .post(
+            "/api/auth/request-password-reset",
+            json!({ "email": "mia@example.com" }),
+            None,
+        )
+        .await;
+    assert_eq!((resp.status, &resp.body), (503, &disabled));
+    let resp = app
+        .post(
+            "/api/auth/send-verification-email",
+            json!({ "email": "mia@example.com" }),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!((resp.status, &resp.body), (503, &disabled));
+    assert_eq!(app.count("auth.verification"), 0);
+    let page = app.get("/sign-in", None).await;
+    assert!(
+        !page.text.contains("/forgot-password"),
+        "no reset link without mail"
+    );
+    let page = app.get("/forgot-password", None).await;
+    assert_eq!(page.status, 200);
+    assert!(!page.text.contains("<form"), "{}", page.text);
+}
+
+#[tokio::test]
+async fn the_reset_link_redirects_and_its_token_works_once() {
+    let app = spawn_app().await;
+    let api = spawn_nutrition(&app).await;
+    let me = format!("{}/me", api.base);
+    let (cookie, _) = app.sign_up("lara@example.com", PASSWORD).await;
+    let uid = user_id(&app, &cookie).await;
+    let token = issue(&app, Purpose::Reset, &uid);
+    assert!(
+        app.scalar(&format!("SELECT count(*)::text AS v FROM auth.verification WHERE identifier LIKE '%{token}%' OR value LIKE '%{token}%'"))
+            .as_deref()
+            == Some("0"),
+        "the token is stored only as a hash"
+    );
+
+    // The mail's link: a live token goes on to the page with ?token=.
+    let resp = app
+        .get(
+            &format!("/api/auth/reset-password/{token}?callbackURL=%2Freset-password"),
+            None,
+        )
+        .await;
+    assert_eq!(resp.status, 302);
+    assert_eq!(
+        resp.header("location"),
+        Some(format!("/reset-password?token={token}"))
+    );
+    let resp = app
+        .get(&format!("/api/auth/reset-password/{token}"), None)
+        .await;
+    assert_eq!(
+        resp.header("location"),
+        Some(format!("/reset-password?token={token}")),
+        "the default page"
+    );
+    let resp = app
+        .get(
+            "/api/auth/reset-password/not-a-token?callbackURL=%2Freset-password%3Fa%3D1",
+            None,
+        )
+        .await;
+    assert_eq!(resp.status, 302);
+    assert_eq!(
+        resp.header("location").as_deref(),
+        Some("/reset-password?a=1&error=INVALID_TOKEN")
+    );
+    let resp = app
+        .get(
+            &format!(
+                "/api/auth/reset-password/{token}?callbackURL=https%3A%2F%2Fevil.example.com%2F"
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (resp.status, resp.body["code"].as_str()),
+        (403, Some("INVALID_CALLBACK_URL"))
+    );
+
+    // The page shows the form for this token.
+    let page = app
+        .get(&format!("/reset-password?token={token}"), None)
+        .await;
+    assert!(page.text.contains(r#"action="/api/auth/reset-password""#));
+    assert!(
+        page.text
+            .contains(&format!(r#"name="token" value="{token}""#))
+    );
+
+    let short = app
+        .post(
+            "/api/auth/reset-password",
+            json!({ "newPassword": "short", "token": token }),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (short.status, short.body["code"].as_str()),
+        (400, Some("PASSWORD_TOO_SHORT"))
+    );
+    let resp = app
+        .post(
+            "/api/auth/reset-password",
+            json!({ "newPassword": "brand-new-pass", "token": token }),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (resp.status, &resp.body),
+        (200, &json!({ "status": true })),
+        "{}",
+        resp.text
+    );
+    assert_eq!(
+        get(&app.http, &me, Some(&cookie)).await.status,
+        401,
+        "every session ended"
+    );
+    assert_eq!(app.count("auth.session"), 0);
+    let signed_in = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "lara@example.com", "password": "brand-new-pass" }),
+            None,
+        )
+        .await;
+    assert_eq!(signed_in.status, 200);
+
+    // Single use.
+    let again = app
+        .post(
+            "/api/auth/reset-password",
+            json!({ "newPassword": "another-pass-1", "token": token }),
+            None,
+        )
+        .await;
+    assert_eq!(again.status, 400);
+    assert_eq!(
+        again.body,
+        json!({ "code": "INVALID_TOKEN", "message": "Invalid token" })
+    );
+    let link = app
+        .get(
+            &format!("/api/auth/reset-password/{token}?callbackURL=%2Freset-password"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        link.header("location").as_deref(),
+        Some("/reset-password?error=INVALID_TOKEN")
+    );
+    for body in [
+        json!({ "newPassword": "another-pass-1" }),
+        json!({ "newPassword": "another-pass-1", "token": "" }),
+    ] {
+        let resp = app.post("/api/auth/reset-password", body, None).await;
+        assert_eq!(resp.body["code"], "INVALID_TOKEN");
+    }
+}
+
+#[tokio::test]
+async fn reset_tokens_expire_after_an_hour_and_serve_one_purpose() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.sign_up("olga@example.com", PASSWORD).await;
+    let uid = user_id(&app, &cookie).await;
+    let old = issue(&app, Purpose::Reset, &uid);
+    app.sql("UPDATE auth.verification SET expires_at = now() - interval '1 second'");
+    let resp = app
+        .post(
+            "/api/auth/reset-password",
+            json!({ "newPassword": "brand-new-pass", "token": old }),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (resp.status, resp.body["code"].as_str()),
+        (400, Some("INVALID_TOKEN"))
+    );
+    let lifetime = {
+        let _ = issue(&app, Purpose::Reset, &uid);
+        app.scalar("SELECT round(extract(epoch FROM max(expires_at) - now()))::text AS v FROM auth.verification")
+    };
+    assert_eq!(lifetime.as_deref(), Some("3600"));
+    // A verification token does not reset a password, nor the other way round.
+    let verify = issue(&app, Purpose::Verify, &uid);
+    let resp = app
+        .post(
+            "/api/auth/reset-password",
+            json!({ "newPassword": "brand-new-pass", "token": verify }),
+            None,
+        )
+        .await;
+    assert_eq!(resp.body["code"], "INVALID_TOKEN");
+    let reset = issue(&app, Purpose::Reset, &uid);
+    let resp = app
+        .get(
+            &format!("/api/auth/verify-email?token={reset}&callbackURL=%2F"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        resp.header("location").as_deref(),
+        Some("/?error=INVALID_TOKEN")
+    );
+}
+
+#[tokio::test]
+async fn the_reset_page_posts_a_form_and_lands_on_sign_in() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.sign_up("pia@example.com", PASSWORD).await;
+    let uid = user_id(&app, &cookie).await;
+    let token = issue(&app, Purpose::Reset, &uid);
+    let form = |pw: &str, token: &str| {
+        app.http
+            .post(app.url("/api/auth/reset-password"))
+            .header("origin", crate::helpers::BASE_URL)
+            .form(&[("newPassword", pw), ("token", token)])
+    };
+    let resp = read(form("short", &token).send().await.expect("POST")).await;
+    assert_eq!(resp.status, 303);
+    assert_eq!(
+        resp.header("location"),
+        Some(format!(
+            "/reset-password?error=PASSWORD_TOO_SHORT&token={token}"
+        ))
+    );
+    let page = app
+        .get(&resp.header("location").expect("location"), None)
+        .await;
+    assert!(page.text.contains("almeno 8 caratteri"));
+    let resp = read(form("brand-new-pass", &token).send().await.expect("POST")).await;
+    assert_eq!(
+        (resp.status, resp.header("location").as_deref()),
+        (303, Some("/sign-in?reset=1"))
+    );
+    let page = app.get("/sign-in?reset=1", None).await;
+    assert!(page.text.contains("Password aggiornata"));
+    let resp = read(form("brand-new-pass", &token).send().await.expect("POST")).await;
+    let location = resp.header("location").expect("location");
+    assert!(
+        location.starts_with("/reset-password?error=INVALID_TOKEN"),
+        "{location}"
+    );
+    let page = app.get(&location, None).await;
+    assert!(page.text.contains(r#"href="/forgot-password""#));
+    assert!(!page.text.contains("<form"));
+    // The page without any token.
+    let page = app.get("/reset-password", None).await;
+    assert!(page.text.contains("non è valido"));
+}
+
+#[tokio::test]
+async fn verify_email_marks_the_address_once() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.sign_up("vera@example.com", PASSWORD).await;
+    let uid = user_id(&app, &cookie).await;
+    let token = issue(&app, Purpose::Verify, &uid);
+    let resp = app
+        .get(
+            &format!("/api/auth/verify-email?token={token}&callbackURL=%2Fplan"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (resp.status, resp.header("location").as_deref()),
+        (302, Some("/plan"))
+    );
+    let user = app.get("/api/auth/get-session", Some(&cookie)).await.body["user"].clone();
+    assert_eq!(user["emailVerified"], true);
+    let again = app
+        .get(
+            &format!("/api/auth/verify-email?token={token}&callbackURL=%2Fplan"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        again.header("location").as_deref(),
+        Some("/plan?error=INVALID_TOKEN")
+    );
+    let without = app
+        .get(&format!("/api/auth/verify-email?token={token}"), None)
+        .await;
+    assert_eq!(
+        (without.status, &without.body),
+        (
+            401,
+            &json!({ "code": "INVALID_TOKEN", "message": "Invalid token" })
+        )
+    );
+    let token = issue(&app, Purpose::Verify, &uid);
+    let plain = app
+        .get(&format!("/api/auth/verify-email?token={token}"), None)
+        .await;
+    assert_eq!(
+        (plain.status, &plain.body),
+        (200, &json!({ "status": true, "user": null }))
+    );
+    let evil = app
+        .get(
+            "/api/auth/verify-email?token=x&callbackURL=https%3A%2F%2Fevil.example.com",
+            None,
+        )
+        .await;
+    assert_eq!(evil.status, 403);
+}
+
+#[tokio::test]
+async fn required_verification_refuses_unverified_sign_in() {
+    let app = spawn_with(&[("AUTH_REQUIRE_EMAIL_VERIFICATION".into(), "true".into())]).await;
+    let resp = app
+        .post(
+            "/api/auth/sign-up/email",
+            json!({ "name": "Ida", "email": "ida@example.com", "password": PASSWORD }),
+            None,
+        )
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    assert!(
+        resp.body["token"].is_null(),
+        "no session before the address is confirmed"
+    );
+    assert!(resp.session_set_cookie().is_none());
+    assert_eq!(app.count("auth.session"), 0);
+    let sign_in = json!({ "email": "ida@example.com", "password": PASSWORD });
+    let resp = app
+        .post("/api/auth/sign-in/email", sign_in.clone(), None)
+        .await;
+    assert_eq!(resp.status, 403);
+    assert_eq!(
+        resp.body,
+        json!({ "code": "EMAIL_NOT_VERIFIED", "message": "Email not verified" })
+    );
+    assert!(resp.session_set_cookie().is_none());
+    // A wrong password is still the usual 401: the rule says nothing to a guesser.
+    let wrong = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "ida@example.com", "password": "not-it-at-all" }),
+            None,
+        )
+        .await;
+    assert_eq!(wrong.status, 401);
+
+    let uid = app
+        .scalar("SELECT id AS v FROM auth.\"user\"")
+        .expect("user");
+    let token = issue(&app, Purpose::Verify, &uid);
+    let resp = app
+        .get(
+            &format!("/api/auth/verify-email?token={token}&callbackURL=%2Fsign-in%3Fverified%3D1"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        resp.header("location").as_deref(),
+        Some("/sign-in?verified=1")
+    );
+    let resp = app.post("/api/auth/sign-in/email", sign_in, None).await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+}

@@ -1,0 +1,512 @@
+//! Section 5 of the contract without e-mail: sessions, profile, password and linked accounts,
+//! each success and error with better-auth's bodies.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, get, spawn_app, spawn_nutrition};
+
+const PASSWORD: &str = "password-123";
+
+async fn sign_in(app: &TestApp, email: &str, password: &str) -> String {
+    let resp = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": email, "password": password }),
+            None,
+        )
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    resp.session_cookie().expect("cookie")
+}
+
+fn error(code: &str, message: &str) -> Value {
+    json!({ "code": code, "message": message })
+}
+
+#[tokio::test]
+async fn every_route_needs_a_session() {
+    let app = spawn_app().await;
+    for path in ["/api/auth/list-sessions", "/api/auth/list-accounts"] {
+        let resp = app.get(path, None).await;
+        assert_eq!(resp.status, 401, "{path}");
+        assert_eq!(resp.body, error("UNAUTHORIZED", "Unauthorized"), "{path}");
+    }
+    for (path, body) in [
+        ("/api/auth/revoke-session", json!({ "token": "x" })),
+        ("/api/auth/revoke-sessions", json!({})),
+        ("/api/auth/revoke-other-sessions", json!({})),
+        ("/api/auth/update-user", json!({ "name": "x" })),
+        (
+            "/api/auth/change-password",
+            json!({ "newPassword": "new-password-1", "currentPassword": PASSWORD }),
+        ),
+        (
+            "/api/auth/unlink-account",
+            json!({ "providerId": "google" }),
+        ),
+    ] {
+        let resp = app.post(path, body, None).await;
+        assert_eq!(resp.status, 401, "{path}: {}", resp.text);
+        assert_eq!(resp.body["code"], "UNAUTHORIZED", "{path}");
+    }
+}
+
+#[tokio::test]
+async fn list_sessions_gives_handles_never_tokens() {
+    let app = spawn_app().await;
+    let (first, _) = app.sign_up("sara@example.com", PASSWORD).await;
+    let second = sign_in(&app, "sara@example.com", PASSWORD).await;
+    // Another user's session is not listed.
+    app.sign_up("other@example.com", PASSWORD).await;
+
+    let resp = app.get("/api/auth/list-sessions", Some(&second)).await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    let list = resp.body.as_array().expect("array").clone();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["current"], true, "newest first, and it is this one");
+    assert_eq!(list[1]["current"], false);
+    for s in &list {
+        for field in [
+            "id",
+            "userId",
+            "expiresAt",
+            "createdAt",
+            "updatedAt",
+            "ipAddress",
+            "userAgent",
+            "token",
+        ] {
+            assert!(s.get(field).is_some(), "{field} missing: {s}");
+        }
+        let handle = s["token"].as_str().expect("handle");
+        assert!(!first.contains(handle) && !second.contains(handle));
+        assert_eq!(
+            app.scalar(&format!(
+                "SELECT count(*)::text AS v FROM auth.session WHERE token = '{handle}'"
+            ))
+            .as_deref(),
+            Some("0"),
+            "a handle is no session token"
+        );
+    }
+    assert!(list[0]["createdAt"].as_str() >= list[1]["createdAt"].as_str());
+}
+
+#[tokio::test]
+async fn revoke_session_ends_it_in_nutrition_api_at_once() {
+    let app = spawn_app().await;
+    let api = spawn_nutrition(&app).await;
+    let (laptop, _) = app.sign_up("marco@example.com", PASSWORD).await;
+    let phone = sign_in(&app, "marco@example.com", PASSWORD).await;
+    let me = format!("{}/me", api.base);
+    assert_eq!(get(&app.http, &me, Some(&phone)).await.status, 200);
+
+    let list = app.get("/api/auth/list-sessions", Some(&laptop)).await;
+    let phone_handle = list.body.as_array().expect("array")[0]["token"]
+        .as_str()
+        .expect("handle")
+        .to_owned();
+    // The cookie token itself is not accepted as a handle, nor is a made-up one.
+    let phone_token = phone
+        .split('=')
+        .nth(1)
+        .and_then(|v| v.split('.').next())
+        .expect("token");
+    for wrong in [phone_token, "nothing"] {
+        let resp = app
+            .post(
+                "/api/auth/revoke-session",
+                json!({ "token": wrong }),
+                Some(&laptop),
+            )
+            .await;
+        assert_eq!(resp.body, json!({ "status": true }));
+    }
+    assert_eq!(app.count("auth.session"), 2);
+
+    let resp = app
+        .post(
+            "/api/auth/revoke-session",
+            json!({ "token": phone_handle }),
+            Some(&laptop),
+        )
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    assert_eq!(resp.body, json!({ "status": true }));
+    assert_eq!(get(&app.http, &me, Some(&phone)).await.status, 401);
+    assert_eq!(get(&app.http, &me, Some(&laptop)).await.status, 200);
+
+    // A handle of someone else's session changes nothing.
+    let (stranger, _) = app.sign_up("stranger@example.com", PASSWORD).await;
+    let laptop_handle = app.get("/api/auth/list-sessions", Some(&laptop)).await.body[0]["token"]
+        .as_str()
+        .expect("handle")
+        .to_owned();
+    let resp = app
+        .post(
+            "/api/auth/revoke-session",
+            json!({ "token": laptop_handle }),
+            Some(&stranger),
+        )
+        .await;
+    assert_eq!(resp.body, json!({ "status": true }));
+    assert_eq!(get(&app.http, &me, Some(&laptop)).await.status, 200);
+
+    // A missing or mistyped token is the contract's validation error.
+    let resp = app
+        .post("/api/auth/revoke-session", json!({}), Some(&laptop))
+        .await;
+    assert_eq!(
+        (resp.status, resp.body["code"].as_str()),
+        (400, Some("VALIDATION_ERROR"))
+    );
+}
+
+#[tokio::test]
+async fn revoke_other_sessions_then_revoke_sessions() {
+    let app = spawn_app().await;
+    let api = spawn_nutrition(&app).await;
+    let me = format!("{}/me", api.base);
+    let (a, _) = app.sign_up("lia@example.com", PASSWORD).await;
+    let b = sign_in(&app, "lia@example.com", PASSWORD).await;
+    let c = sign_in(&app, "lia@example.com", PASSWORD).await;
+    let (other, _) = app.sign_up("nico@example.com", PASSWORD).await;
+
+    let resp = app
+        .post("/api/auth/revoke-other-sessions", json!({}), Some(&b))
+        .await;
+    assert_eq!((resp.status, &resp.body), (200, &json!({ "status": true })));
+    assert_eq!(get(&app.http, &me, Some(&a)).await.status, 401);
+    assert_eq!(get(&app.http, &me, Some(&c)).await.status, 401);
+    assert_eq!(get(&app.http, &me, Some(&b)).await.status, 200);
+
+    let resp = app
+        .post("/api/auth/revoke-sessions", json!({}), Some(&b))
+        .await;
+    assert_eq!((resp.status, &resp.body), (200, &json!({ "status": true })));
+    assert!(
+        resp.session_set_cookie()
+            .is_some_and(|c| c.contains("Max-Age=0"))
+    );
+    assert_eq!(get(&app.http, &me, Some(&b)).await.status, 401);
+    assert_eq!(
+        get(&app.http, &me, Some(&other)).await.status,
+        200,
+        "other users untouched"
+    );
+}
+
+#[tokio::test]
+async fn update_user_changes_name_and_image_but_never_the_email() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.sign_up("gio@example.com", PASSWORD).await;
+    let resp = app
+        .post(
+            "/api/auth/update-user",
+            json!({ "name": "  Giovanni ", "image": "https://img.example.com/g.png" }),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(
+        (resp.status, &resp.body),
+        (200, &json!({ "status": true })),
+        "{}",
+        resp.text
+    );
+    let user = app.get("/api/auth/get-session", Some(&cookie)).await.body["user"].clone();
+    assert_eq!(user["name"], "Giovanni");
+    assert_eq!(user["image"], "https://img.example.com/g.png");
+
+    let resp = app
+        .post(
+            "/api/auth/update-user",
+            json!({ "image": null }),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(resp.status, 200);
+    let user = app.get("/api/auth/get-session", Some(&cookie)).await.body["user"].clone();
+    assert!(user["image"].is_null());
+    assert_eq!(user["name"], "Giovanni");
+
+    let resp = app
+        .post(
+            "/api/auth/update-user",
+            json!({ "name": "X", "email": "thief@example.com" }),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(resp.status, 400);
+    assert_eq!(
+        resp.body,
+        error("EMAIL_CAN_NOT_BE_UPDATED", "Email can not be updated")
+    );
+    let resp = app
+        .post("/api/auth/update-user", json!({}), Some(&cookie))
+        .await;
+    assert_eq!(resp.status, 400);
+    assert_eq!(
+        resp.body,
+        error("NO_FIELDS_TO_UPDATE", "No fields to update")
+    );
+    for bad in [
+        json!({ "image": "javascript:alert(1)" }),
+        json!({ "name": "a\u{0}b" }),
+        json!({ "role": "admin" }),
+    ] {
+        let resp = app
+            .post("/api/auth/update-user", bad.clone(), Some(&cookie))
+            .await;
+        assert_eq!(
+            (resp.status, resp.body["code"].as_str()),
+            (400, Some("VALIDATION_ERROR")),
+            "{bad}"
+        );
+    }
+    let user = app.get("/api/auth/get-session", Some(&cookie)).await.body["user"].clone();
+    assert_eq!(
+        (user["email"].as_str(), user["name"].as_str()),
+        (Some("gio@example.com"), Some("Giovanni"))
+    );
+}
+
+#[tokio::test]
+async fn change_password_checks_and_optionally_revokes_other_sessions() {
+    let app = spawn_app().await;
+    let api = spawn_nutrition(&app).await;
+    let me = format!("{}/me", api.base);
+    let (cookie, _) = app.sign_up("ada@example.com", PASSWORD).await;
+    let other = sign_in(&app, "ada@example.com", PASSWORD).await;
+    let change = |new: &str, current: &str, revoke: Option<bool>| {
+        let mut body = json!({ "newPassword": new, "currentPassword": current });
+        if let Some(r) = revoke {
+            body["revokeOtherSessions"] = r.into();
+        }
+        body
+    };
+
+    let resp = app
+        .post(
+            "/api/auth/change-password",
+            change("short", PASSWORD, None),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(
+        (resp.status, &resp.body),
+        (400, &error("PASSWORD_TOO_SHORT", "Password too short"))
+    );
+    let resp = app
+        .post(
+            "/api/auth/change-password",
+            change(&"x".repeat(129), PASSWORD, None),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(
+        (resp.status, &resp.body),
+        (400, &error("PASSWORD_TOO_LONG", "Password too long"))
+    );
+    let resp = app
+        .post(
+            "/api/auth/change-password",
+            change("new-password-1", "wrong-password", None),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(
+        (resp.status, &resp.body),
+        (400, &error("INVALID_PASSWORD", "Invalid password"))
+    );
+
+    let resp = app
+        .post(
+            "/api/auth/change-password",
+            change("new-password-1", PASSWORD, None),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    assert!(resp.body["token"].is_null());
+    assert_eq!(resp.body["user"]["email"], "ada@example.com");
+    assert_eq!(
+        get(&app.http, &me, Some(&other)).await.status,
+        200,
+        "sessions kept"
+    );
+    sign_in(&app, "ada@example.com", "new-password-1").await;
+    let old = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "ada@example.com", "password": PASSWORD }),
+            None,
+        )
+        .await;
+    assert_eq!(old.status, 401);
+
+    let resp = app
+        .post(
+            "/api/auth/change-password",
+            change("new-password-2", "new-password-1", Some(true)),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    let token = resp.body["token"]
+        .as_str()
+        .expect("a new session token")
+        .to_owned();
+    let fresh = resp.session_cookie().expect("the new session's cookie");
+    assert!(fresh.contains(&token));
+    assert_eq!(app.count("auth.session"), 1, "every other session ended");
+    assert_eq!(get(&app.http, &me, Some(&cookie)).await.status, 401);
+    assert_eq!(get(&app.http, &me, Some(&other)).await.status, 401);
+    assert_eq!(get(&app.http, &me, Some(&fresh)).await.status, 200);
+}
+
+#[tokio::test]
+async fn change_password_is_rate_limited() {
+    let app = crate::helpers::spawn_with(&[
+        ("AUTH_RATE_LIMIT_MAX".into(), "3".into()),
+        ("AUTH_RATE_LIMIT_WINDOW_SECS".into(), "60".into()),
+    ])
+    .await;
+    let (cookie, _) = app.sign_up("rita@example.com", PASSWORD).await;
+    for _ in 0..3 {
+        let resp = app
+            .post(
+                "/api/auth/change-password",
+                json!({ "newPassword": "new-password-1", "currentPassword": "wrong-password" }),
+                Some(&cookie),
+            )
+            .await;
+        assert_eq!(resp.status, 400);
+    }
+    let resp = app
+        .post(
+            "/api/auth/change-password",
+            json!({ "newPassword": "new-password-1", "currentPassword": PASSWORD }),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(
+        (resp.status, resp.body["code"].as_str()),
+        (429, Some("RATE_LIMITED"))
+    );
+    assert!(resp.header("x-retry-after").is_some() && resp.header("retry-after").is_some());
+}
+
+#[tokio::test]
+async fn list_and_unlink_accounts() {
+    let app = spawn_app().await;
+    let (cookie, signed_up) = app.sign_up("ugo@example.com", PASSWORD).await;
+    let user_id = signed_up.body["user"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+
+    let resp = app.get("/api/auth/list-accounts", Some(&cookie)).await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    let list = resp.body.as_array().expect("array").clone();
+    assert_eq!(list.len(), 1);
+    let credential = &list[0];
+    assert_eq!(credential["providerId"], "credential");
+    assert_eq!(credential["accountId"], user_id.as_str());
+    assert_eq!(credential["userId"], user_id.as_str());
+    assert_eq!(credential["scopes"], json!([]));
+    assert!(credential["createdAt"].is_string() && credential["updatedAt"].is_string());
+    for secret in ["password", "accessToken", "refreshToken", "idToken"] {
+        assert!(credential.get(secret).is_none(), "{secret} exposed");
+    }
+
+    let resp = app
+        .post(
+            "/api/auth/unlink-account",
+            json!({ "providerId": "credential" }),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(resp.status, 400);
+    assert_eq!(
+        resp.body,
+        error(
+            "FAILED_TO_UNLINK_LAST_ACCOUNT",
+            "You can't unlink your last account"
+        )
+    );
+
+    app.sql(&format!(
+        "INSERT INTO auth.account (id, account_id, provider_id, user_id, scope, access_token)
+         VALUES ('acc-g', 'google-sub-9', 'google', '{user_id}', 'openid,email profile', 'secret-at')"
+    ));
+    let list = app.get("/api/auth/list-accounts", Some(&cookie)).await.body;
+    let google = list
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|a| a["providerId"] == "google")
+        .expect("google")
+        .clone();
+    assert_eq!(google["scopes"], json!(["openid", "email", "profile"]));
+    assert!(!list.to_string().contains("secret-at"));
+
+    let resp = app
+        .post(
+            "/api/auth/unlink-account",
+            json!({ "providerId": "google", "accountId": "someone-else" }),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(
+        (resp.status, &resp.body),
+        (400, &error("ACCOUNT_NOT_FOUND", "Account not found"))
+    );
+    let resp = app
+        .post(
+            "/api/auth/unlink-account",
+            json!({ "providerId": "google", "accountId": "google-sub-9" }),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(
+        (resp.status, &resp.body),
+        (200, &json!({ "status": true })),
+        "{}",
+        resp.text
+    );
+    assert_eq!(app.count("auth.account"), 1);
+
+    // better-auth 1.7's client sends only the id from list-accounts.
+    app.sql(&format!(
+        "INSERT INTO auth.account (id, account_id, provider_id, user_id) VALUES ('acc-g2', 'google-sub-9', 'google', '{user_id}')"
+    ));
+    let resp = app
+        .post(
+            "/api/auth/unlink-account",
+            json!({ "accountId": "acc-g2" }),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(resp.body, json!({ "status": true }));
+    // Unlinking the password while Google remains is allowed; the last one never is.
+    app.sql(&format!(
+        "INSERT INTO auth.account (id, account_id, provider_id, user_id) VALUES ('acc-g3', 'google-sub-9', 'google', '{user_id}')"
+    ));
+    let resp = app
+        .post(
+            "/api/auth/unlink-account",
+            json!({ "providerId": "credential" }),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(resp.body, json!({ "status": true }));
+    let resp = app
+        .post(
+            "/api/auth/unlink-account",
+            json!({ "providerId": "google" }),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(resp.body["code"], "FAILED_TO_UNLINK_LAST_ACCOUNT");
+    assert_eq!(app.count("auth.account"), 1);
+}
