@@ -6,6 +6,7 @@ pub mod clock;
 pub mod db;
 pub mod error;
 pub mod mail;
+pub mod openapi;
 pub mod payments;
 pub mod releases;
 pub mod repo;

@@ -77,11 +77,13 @@ impl Application {
             clock: options.clock,
             mail: waker,
         };
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let server =
             service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     // The desktop app's historical probe; same meaning as /ready.
                     .route("/api/health", web::get().to(service_kit::http::ready))
+                    .configure(service_kit::openapi::mount(docs.clone()))
                     .configure(routes::config);
             })?;
         tracing::info!(port, "licence-server listening");

@@ -10,9 +10,9 @@
 
 use serde_json::json;
 use service_kit::http::ErrorBody;
-use utoipa::openapi::path::Operation;
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, HttpMethod, RefOr, Response, ResponseBuilder};
+use service_kit::openapi::{add_default_error, error_response, operations_mut};
+use utoipa::openapi::HttpMethod;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::model::{Fast, Symptoms};
@@ -420,77 +420,38 @@ impl Modify for Shared {
                 "The session cookie auth sets at sign-in (`__Secure-digiuno.session_token` on https).",
             ))),
         );
-        for (path, item) in doc.paths.paths.iter_mut() {
-            if !path.starts_with("/me") {
-                continue;
-            }
-            let ops: [(HttpMethod, &mut Option<Operation>); 4] = [
-                (HttpMethod::Get, &mut item.get),
-                (HttpMethod::Post, &mut item.post),
-                (HttpMethod::Patch, &mut item.patch),
-                (HttpMethod::Delete, &mut item.delete),
-            ];
-            for (method, op) in ops {
-                let Some(op) = op.as_mut() else { continue };
-                op.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(
-                    "session",
-                    Vec::<String>::new(),
-                )]);
-                let responses = &mut op.responses.responses;
-                responses.entry("401".into()).or_insert_with(|| {
+        for (method, op) in operations_mut(doc, |path| path.starts_with("/me")) {
+            op.security = Some(vec![SecurityRequirement::new(
+                "session",
+                Vec::<String>::new(),
+            )]);
+            let responses = &mut op.responses.responses;
+            responses.entry("401".into()).or_insert_with(|| {
+                error_response(
+                    "No valid session.",
+                    "UNAUTHORIZED",
+                    "a valid session is required",
+                )
+            });
+            if method != HttpMethod::Get {
+                responses.entry("403".into()).or_insert_with(|| {
                     error_response(
-                        "No valid session.",
-                        "UNAUTHORIZED",
-                        "a valid session is required",
+                        "A request with a cookie from an untrusted `Origin`.",
+                        "INVALID_ORIGIN",
+                        "Invalid origin",
                     )
                 });
-                if method != HttpMethod::Get {
-                    responses.entry("403".into()).or_insert_with(|| {
-                        error_response(
-                            "A request with a cookie from an untrusted `Origin`.",
-                            "INVALID_ORIGIN",
-                            "Invalid origin",
-                        )
-                    });
-                }
-                if !responses.contains_key("400") {
-                    responses.insert(
-                        "400".into(),
-                        error_response(
-                            "Malformed path, query or body.",
-                            "VALIDATION_ERROR",
-                            "path: must not contain the NUL character",
-                        ),
-                    );
-                }
-                responses.insert(
-                    "default".into(),
-                    error_response(
-                        "Any other error (404 for unknown routes, 405, 413, 415, 503 while the database is unreachable).",
-                        "SERVICE_UNAVAILABLE",
-                        "please try again shortly",
-                    ),
-                );
             }
+            responses.entry("400".into()).or_insert_with(|| {
+                error_response(
+                    "Malformed path or query.",
+                    "VALIDATION_ERROR",
+                    "path: must not contain the NUL character",
+                )
+            });
         }
+        add_default_error(doc, |path| path.starts_with("/me"));
     }
-}
-
-fn error_response(description: &str, code: &str, message: &str) -> RefOr<Response> {
-    RefOr::T(
-        ResponseBuilder::new()
-            .description(description)
-            .content(
-                "application/json",
-                ContentBuilder::new()
-                    .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
-                        "ErrorBody",
-                    ))))
-                    .example(Some(json!({"code": code, "message": message})))
-                    .build(),
-            )
-            .build(),
-    )
 }
 
 #[derive(OpenApi)]

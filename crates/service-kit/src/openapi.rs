@@ -11,7 +11,8 @@ use std::sync::Arc;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, web};
 use utoipa::OpenApi;
-use utoipa::openapi::OpenApi as Document;
+use utoipa::openapi::path::{HttpMethod, Operation};
+use utoipa::openapi::{ContentBuilder, OpenApi as Document, RefOr, Response, ResponseBuilder};
 
 use crate::http::ErrorBody;
 
@@ -133,12 +134,61 @@ async fn serve_page() -> HttpResponse {
     resp
 }
 
-/// The error examples most operations share.
-pub mod examples {
-    use serde_json::{Value, json};
+/// A response documented with the contract's error body and an example of it.
+pub fn error_response(description: &str, code: &str, message: &str) -> RefOr<Response> {
+    RefOr::T(
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+                        "ErrorBody",
+                    ))))
+                    .example(Some(serde_json::json!({"code": code, "message": message})))
+                    .build(),
+            )
+            .build(),
+    )
+}
 
-    pub fn error(code: &str, message: &str) -> Value {
-        json!({ "code": code, "message": message })
+/// Every operation of the paths `select` picks, as a mutable reference.
+pub fn operations_mut<'a>(
+    doc: &'a mut Document,
+    select: impl Fn(&str) -> bool + 'a,
+) -> impl Iterator<Item = (HttpMethod, &'a mut Operation)> + 'a {
+    doc.paths
+        .paths
+        .iter_mut()
+        .filter(move |(path, _)| select(path))
+        .flat_map(|(_, item)| {
+            [
+                (HttpMethod::Get, item.get.as_mut()),
+                (HttpMethod::Put, item.put.as_mut()),
+                (HttpMethod::Post, item.post.as_mut()),
+                (HttpMethod::Patch, item.patch.as_mut()),
+                (HttpMethod::Delete, item.delete.as_mut()),
+                (HttpMethod::Head, item.head.as_mut()),
+            ]
+        })
+        .filter_map(|(method, op)| op.map(|op| (method, op)))
+}
+
+/// Adds a `default` response with the contract's error body to the operations of the paths
+/// `select` picks: whatever else fails (405, 413, 415, 503 while the database is unreachable)
+/// still answers `{code, message}`.
+pub fn add_default_error(doc: &mut Document, select: impl Fn(&str) -> bool) {
+    for (_, op) in operations_mut(doc, select) {
+        op.responses
+            .responses
+            .entry("default".into())
+            .or_insert_with(|| {
+                error_response(
+                    "Any other error: 405, 413, 415, or 503 while the database is unreachable.",
+                    "DATABASE_UNAVAILABLE",
+                    "the database cannot be reached",
+                )
+            });
     }
 }
 
@@ -223,6 +273,28 @@ pub fn mounted_patterns(map: &actix_web::dev::ResourceMap) -> Vec<String> {
     out
 }
 
+/// The route patterns of an application made of the shared probes plus what `configure` adds:
+/// for tests that compare them with the document.
+pub async fn mounted_routes(configure: impl FnOnce(&mut web::ServiceConfig)) -> Vec<String> {
+    use actix_web::test::{TestRequest, call_and_read_body_json, init_service};
+    const ROUTES: &str = "/__mounted-routes";
+    let app = init_service(
+        actix_web::App::new()
+            .configure(crate::http::probes)
+            .configure(configure)
+            .route(
+                ROUTES,
+                web::get().to(|req: actix_web::HttpRequest| async move {
+                    HttpResponse::Ok().json(mounted_patterns(req.resource_map()))
+                }),
+            ),
+    )
+    .await;
+    let all: Vec<String> =
+        call_and_read_body_json(&app, TestRequest::get().uri(ROUTES).to_request()).await;
+    all.into_iter().filter(|p| p != ROUTES).collect()
+}
+
 /// Reads a Debug-escaped string literal starting after its opening quote; returns its text and
 /// the index after the closing quote.
 fn read_string(text: &str, start: usize) -> (String, usize) {
@@ -259,30 +331,18 @@ pub fn documented_operations(doc: &Document) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use actix_web::test::{TestRequest, call_and_read_body_json, init_service};
-    use actix_web::{App, HttpRequest};
 
     #[actix_web::test]
     async fn lists_the_mounted_patterns_with_their_scopes() {
-        let app = init_service(
-            App::new()
-                .route("/health", web::get().to(HttpResponse::Ok))
-                .service(
-                    web::scope("/me")
-                        .service(web::resource("").to(HttpResponse::Ok))
-                        .service(web::resource("/things/{id}").to(HttpResponse::Ok)),
-                )
-                .route(
-                    "/routes",
-                    web::get().to(|req: HttpRequest| async move {
-                        HttpResponse::Ok().json(mounted_patterns(req.resource_map()))
-                    }),
-                ),
-        )
+        let got = mounted_routes(|cfg| {
+            cfg.route("/x", web::get().to(HttpResponse::Ok)).service(
+                web::scope("/me")
+                    .service(web::resource("").to(HttpResponse::Ok))
+                    .service(web::resource("/things/{id}").to(HttpResponse::Ok)),
+            );
+        })
         .await;
-        let got: Vec<String> =
-            call_and_read_body_json(&app, TestRequest::get().uri("/routes").to_request()).await;
-        assert_eq!(got, ["/health", "/me", "/me/things/{id}", "/routes"]);
+        assert_eq!(got, ["/health", "/me", "/me/things/{id}", "/ready", "/x"]);
     }
 
     #[test]

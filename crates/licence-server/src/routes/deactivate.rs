@@ -6,7 +6,8 @@ use crate::error::ApiError;
 use crate::repo::{activations, licences};
 use crate::wire::LicenceView;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Deactivated)]
 pub struct Answer {
     deactivated: bool,
     license: LicenceView,

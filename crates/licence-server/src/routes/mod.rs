@@ -1,14 +1,14 @@
 //! The HTTP routes of contract section 4, one file per action, and what they share: the
 //! application state, the optional JSON body, the Bearer token and the licence checks behind it.
 
-mod activate;
-mod deactivate;
-mod download;
-mod latest;
+pub(crate) mod activate;
+pub(crate) mod deactivate;
+pub(crate) mod download;
+pub(crate) mod latest;
 mod usage_consume;
-mod usage_status;
-mod validate;
-mod webhook;
+pub(crate) mod usage_status;
+pub(crate) mod validate;
+pub(crate) mod webhook;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -91,7 +91,7 @@ impl FromRequest for OptionalBody {
 }
 
 /// `{licenseKey, instanceId}`, also spelled `license_key`, `instance_id`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct KeyAndInstance {
     #[serde(alias = "license_key")]

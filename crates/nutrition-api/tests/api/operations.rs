@@ -155,8 +155,6 @@ async fn sigterm_during_a_test_push_answers_and_exits() {
 /// mounts, and `/docs` is the page that renders it.
 #[tokio::test]
 async fn the_openapi_document_matches_the_mounted_routes() {
-    use actix_web::{App, HttpRequest, HttpResponse, test, web};
-
     let app = spawn_app().await;
     let resp = app
         .http
@@ -173,28 +171,12 @@ async fn the_openapi_document_matches_the_mounted_routes() {
         "/openapi.json serves the document `nutrition-api openapi` prints"
     );
 
-    let router = test::init_service(
-        App::new()
-            .configure(service_kit::http::probes)
-            .configure(service_kit::openapi::mount(
-                service_kit::openapi::Docs::new(&nutrition_api::openapi::document()),
-            ))
-            .configure(nutrition_api::routes::config)
-            .route(
-                testkit::openapi::ROUTES_PATH,
-                web::get().to(|req: HttpRequest| async move {
-                    HttpResponse::Ok()
-                        .json(service_kit::openapi::mounted_patterns(req.resource_map()))
-                }),
-            ),
-    )
-    .await;
-    let mounted: Vec<String> = test::call_and_read_body_json(
-        &router,
-        test::TestRequest::get()
-            .uri(testkit::openapi::ROUTES_PATH)
-            .to_request(),
-    )
+    let mounted = service_kit::openapi::mounted_routes(|cfg| {
+        cfg.configure(service_kit::openapi::mount(
+            service_kit::openapi::Docs::new(&nutrition_api::openapi::document()),
+        ))
+        .configure(nutrition_api::routes::config);
+    })
     .await;
     assert!(
         mounted.contains(&"/me/fast-events/{id}/end".to_owned()),
