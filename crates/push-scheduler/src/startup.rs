@@ -68,9 +68,11 @@ impl Application {
             settings: Arc::new(settings),
             pool: pool.clone(),
         };
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let server =
             service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
-                cfg.app_data(web::Data::new(state.clone()));
+                cfg.app_data(web::Data::new(state.clone()))
+                    .configure(service_kit::openapi::mount(docs.clone()));
             })?;
         tracing::info!(port, "push-scheduler health endpoints listening");
         Ok(Self {
