@@ -10,6 +10,7 @@ pub mod google;
 pub mod keys;
 pub mod links;
 pub mod mailbox;
+pub mod openapi;
 pub mod password;
 pub mod redirect;
 pub mod repo;

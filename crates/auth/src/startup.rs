@@ -49,10 +49,12 @@ impl Application {
             pool: pool.clone(),
         };
         tokio::spawn(maintenance(pool.clone()));
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let server =
             service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     .app_data(web::Data::new(layer.clone()))
+                    .configure(service_kit::openapi::mount(docs.clone()))
                     .configure(crate::routes::config);
             })?;
         tracing::info!(port, "auth listening");

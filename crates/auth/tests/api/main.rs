@@ -5,6 +5,7 @@ mod helpers;
 mod links;
 mod manage;
 mod oauth;
+mod openapi;
 mod operations;
 mod origin;
 mod pages;
