@@ -177,7 +177,7 @@ fn usage_status() {}
 /// `GET /api/health`: the historical name of `/ready`.
 #[utoipa::path(get, path = "/api/health", tag = "operations",
     responses(
-        (status = 200, description = "The database answers.", body = service_kit::openapi::Status,
+        (status = 200, description = "The database answers.", body = service_kit::openapi::ProbeStatus,
             example = json!({"status": "ready"})),
         (status = 503, description = "The database cannot be reached.", body = ErrorBody,
             example = json!({"code": "DATABASE_UNAVAILABLE", "message": "the database cannot be reached"})),

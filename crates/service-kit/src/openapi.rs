@@ -27,7 +27,7 @@ const DOCS_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
 /// `{"status": "ok"}` from `/health`, `{"status": "ready"}` from `/ready`.
 #[derive(utoipa::ToSchema)]
 #[schema(example = json!({"status": "ok"}))]
-pub struct Status {
+pub struct ProbeStatus {
     #[allow(dead_code)]
     pub status: String,
 }
@@ -35,7 +35,7 @@ pub struct Status {
 /// The liveness probe.
 #[utoipa::path(
     get, path = "/health", tag = "operations",
-    responses((status = 200, description = "The process serves requests.", body = Status,
+    responses((status = 200, description = "The process serves requests.", body = ProbeStatus,
                example = json!({"status": "ok"})))
 )]
 pub fn health_doc() {}
@@ -44,7 +44,7 @@ pub fn health_doc() {}
 #[utoipa::path(
     get, path = "/ready", tag = "operations",
     responses(
-        (status = 200, description = "The database answers.", body = Status,
+        (status = 200, description = "The database answers.", body = ProbeStatus,
          example = json!({"status": "ready"})),
         (status = 503, description = "The database cannot be reached; retry after the given seconds.",
          body = ErrorBody, headers(("Retry-After" = u32, description = "Seconds to wait")),
@@ -71,7 +71,7 @@ pub fn docs_doc() {}
 #[derive(OpenApi)]
 #[openapi(
     paths(health_doc, ready_doc, openapi_doc, docs_doc),
-    components(schemas(ErrorBody, Status))
+    components(schemas(ErrorBody, ProbeStatus))
 )]
 struct Shared;
 
