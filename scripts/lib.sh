@@ -166,9 +166,6 @@ ensure_api_tools() {
     return
   fi
   log "installing $API_TOOLS_PINS into $API_TOOLS"
-  if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
-    ensure_packages python3-venv
-  fi
   rm -rf "$API_TOOLS"
   python3 -m venv "$API_TOOLS"
   # shellcheck disable=SC2086
