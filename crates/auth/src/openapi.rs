@@ -270,6 +270,32 @@ fn sign_in() {}
         example = json!({"success": true}))))]
 fn sign_out() {}
 
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DeleteUser {
+    /// Needed unless the session is younger than 24 hours.
+    password: Option<String>,
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+#[derive(ToSchema)]
+struct Deleted {
+    success: bool,
+    message: String,
+}
+
+/// `POST /api/auth/delete-user`: erases the user everywhere in one transaction (GDPR art. 17).
+#[utoipa::path(post, path = "/api/auth/delete-user", tag = "account",
+    request_body(content = DeleteUser, example = json!({"password": "correct horse battery"})),
+    responses(
+        (status = 200, description = "Deleted; the cookie expires.", body = Deleted,
+            example = json!({"success": true, "message": "User deleted"})),
+        (status = 400, description = "A wrong password, or none with a session older than 24 hours.", body = ErrorBody,
+            example = json!({"code": "SESSION_EXPIRED", "message": "Session expired. Re-authenticate to perform this action."})),
+    ))]
+fn delete_user() {}
+
 /// `GET /api/auth/get-session`.
 #[utoipa::path(get, path = "/api/auth/get-session", tag = "sessions",
     responses((status = 200, description = "The session and user, or the literal `null` without one.",
@@ -448,7 +474,8 @@ fn forgot_password_page() {}
 fn reset_password_page() {}
 
 /// Routes that act for the signed-in user.
-const SESSION_ROUTES: [&str; 9] = [
+const SESSION_ROUTES: [&str; 10] = [
+    "/api/auth/delete-user",
     "/api/auth/list-sessions",
     "/api/auth/revoke-session",
     "/api/auth/revoke-sessions",
@@ -524,7 +551,7 @@ impl Modify for Shared {
             from a trusted `Origin`. Every error is `{code, message}` with better-auth's codes and texts."
     ),
     paths(
-        sign_up, sign_in, sign_out, get_session, providers, sign_in_social, callback_google, ok,
+        sign_up, sign_in, sign_out, delete_user, get_session, providers, sign_in_social, callback_google, ok,
         list_sessions, revoke_session, revoke_sessions, revoke_other_sessions,
         update_user, change_password, list_accounts, unlink_account,
         request_password_reset, reset_link, reset_password, send_verification_email, verify_email,

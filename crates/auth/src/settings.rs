@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 
 use ipnet::IpNet;
+use mailer::SmtpSettings;
 use service_kit::{ConfigError, Env, Secret};
 use session::AuthSettings;
 use url::Url;
@@ -36,6 +37,9 @@ pub struct Settings {
     /// Peers whose `X-Forwarded-For` is believed when deciding the client address.
     pub trusted_proxies: Vec<IpNet>,
     pub rate_limit: RateLimit,
+    /// `SMTP_URL` and `MAIL_FROM`; `None` when `SMTP_URL` is unset, and the routes that send mail
+    /// answer 503 `EMAIL_DISABLED`.
+    pub smtp: Option<SmtpSettings>,
     /// For the routes that send mail (reset and verification requests): better-auth's default is
     /// 3 per 60 s.
     pub mail_rate_limit: RateLimit,
@@ -43,6 +47,9 @@ pub struct Settings {
     /// verification mail sent).
     pub require_email_verification: bool,
 }
+
+/// The `MAIL_FROM` shown in error messages.
+pub const MAIL_FROM_EXAMPLE: &str = "Nutrizione <no-reply@example.com>";
 
 /// Attempts allowed per client address and per e-mail address within a window, for sign-in and
 /// sign-up each (better-auth's default: 3 per 10 s).
@@ -74,6 +81,7 @@ impl Settings {
                 max: env.number(AUTH_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
                 window_secs: env.number(AUTH_RATE_LIMIT_WINDOW_SECS, 10, 1, 86_400)?,
             },
+            smtp: SmtpSettings::optional_from_env(env, MAIL_FROM_EXAMPLE)?,
             mail_rate_limit: RateLimit {
                 max: env.number(AUTH_MAIL_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
                 window_secs: env.number(AUTH_MAIL_RATE_LIMIT_WINDOW_SECS, 60, 1, 86_400)?,
@@ -259,6 +267,28 @@ mod tests {
         assert_eq!(
             failing(&[("AUTH_RATE_LIMIT_WINDOW_SECS", "a")]),
             AUTH_RATE_LIMIT_WINDOW_SECS
+        );
+    }
+
+    #[test]
+    fn email_is_optional_and_checked_when_set() {
+        assert!(with(&[]).expect("valid").smtp.is_none());
+        let s = with(&[
+            ("SMTP_URL", "smtp://127.0.0.1:2525"),
+            ("MAIL_FROM", "App <app@example.com>"),
+        ])
+        .expect("valid");
+        assert!(s.smtp.is_some());
+        assert_eq!(
+            failing(&[("SMTP_URL", "smtp://127.0.0.1:2525")]),
+            "MAIL_FROM"
+        );
+        assert_eq!(
+            failing(&[
+                ("SMTP_URL", "smtp://mail.example.com:25"),
+                ("MAIL_FROM", "App <app@example.com>")
+            ]),
+            "SMTP_URL"
         );
     }
 

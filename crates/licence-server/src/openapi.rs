@@ -8,17 +8,20 @@
 use serde_json::json;
 use service_kit::http::ErrorBody;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi, PartialSchema, ToSchema};
 
+use crate::lease::PublicKey;
 use crate::routes::KeyAndInstance;
 use crate::routes::activate::{Answer as Activated, Body as Activate, Instance};
-use crate::routes::deactivate::Answer as Deactivated;
+use crate::routes::activations::{Activation, Answer as Activations};
+use crate::routes::deactivate::{Answer as Deactivated, Body as Deactivate};
 use crate::routes::download::Query as DownloadQuery;
 use crate::routes::latest::{Answer as Release, File as ReleaseFile};
+use crate::routes::public_keys::Answer as PublicKeys;
 use crate::routes::usage_status::Answer as UsageStatus;
 use crate::routes::validate::Answer as Validated;
 use crate::routes::webhook::Answer as Received;
-use crate::wire::{IssuedToken, LicenceView, UsageReport};
+use crate::wire::{IssuedLease, IssuedToken, LicenceView, UsageReport};
 
 /// 403 of validate: the error body plus `valid: false`, which the desktop app reads.
 #[derive(ToSchema)]
@@ -84,9 +87,10 @@ fn activate() {}
     ))]
 fn validate() {}
 
-/// `POST /api/license/deactivate`: frees the installation's seat.
+/// `POST /api/license/deactivate`: frees an installation's seat.
 #[utoipa::path(post, path = "/api/license/deactivate", tag = "licences",
-    request_body(content = Option<KeyAndInstance>, description = "Empty when the Bearer token is sent.",
+    request_body(content = Option<Deactivate>,
+        description = "With the Bearer token: empty (this installation) or any `instanceId` of the same licence; without: the key and the instance id.",
         example = json!({"licenseKey": "DGN-7Q4M-K2XP-9HRT", "instanceId": "a1b2c3d4"})),
     security((), ("licence_token" = [])),
     responses(
@@ -98,8 +102,32 @@ fn validate() {}
             example = json!({"code": "INVALID_TOKEN", "message": "the licence token is missing, expired or invalid"})),
         (status = 404, description = "No such installation of this licence.", body = ErrorBody,
             example = json!({"code": "INSTANCE_NOT_FOUND", "message": "no such installation"})),
+        (status = 429, description = "More deactivations in 30 days than the licence allows.", body = ErrorBody,
+            headers(("Retry-After" = u32, description = "Seconds until one more is allowed")),
+            example = json!({"code": "DEACTIVATION_LIMIT_REACHED", "message": "at most 3 deactivations per licence in 30 days"})),
     ))]
 fn deactivate() {}
+
+/// `GET /api/license/activations`: the installations of the token's licence.
+#[utoipa::path(get, path = "/api/license/activations", tag = "licences",
+    security(("licence_token" = [])),
+    responses(
+        (status = 200, description = "The installations holding a seat.", body = Activations,
+            example = json!({"activations": [{"instanceId": "a1b2c3d4", "name": "Studio iMac",
+                "createdAt": "2026-11-01T08:00:00Z", "lastValidatedAt": "2026-11-23T08:00:00Z", "current": true}]})),
+        (status = 401, description = "No, an expired or a forged token.", body = ErrorBody,
+            example = json!({"code": "INVALID_TOKEN", "message": "the licence token is missing, expired or invalid"})),
+        (status = 403, description = "The licence is inactive or this installation lost its seat.", body = Invalid,
+            example = json!({"code": "INSTANCE_NOT_ACTIVE", "message": "this installation is not activated", "valid": false})),
+    ))]
+fn activations() {}
+
+/// `GET /api/license/public-keys`: the Ed25519 keys that verify leases and answer signatures.
+#[utoipa::path(get, path = "/api/license/public-keys", tag = "licences",
+    responses((status = 200, description = "The verification keys as JSON Web Keys.", body = PublicKeys,
+        example = json!({"keys": [{"kid": "k1", "kty": "OKP", "alg": "EdDSA", "crv": "Ed25519", "use": "sig",
+            "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}))))]
+fn public_keys() {}
 
 /// `GET /api/latest`: the latest release; download addresses only with a valid token.
 #[utoipa::path(get, path = "/api/latest", tag = "releases",
@@ -150,6 +178,8 @@ fn webhook() {}
 /// `POST /api/usage/consume`: uses one unit of today's quota.
 #[utoipa::path(post, path = "/api/usage/consume", tag = "usage",
     security(("licence_token" = [])),
+    params(("Idempotency-Key" = Option<String>, Header,
+        description = "Up to 64 characters: the same key on the same licence and day answers the first result again and consumes nothing more")),
     responses(
         (status = 200, description = "Consumed.", body = UsageReport,
             example = json!({"plan": "pro", "used": 4, "limit": 30, "remaining": 26, "resetsAt": "2026-11-23T23:00:00Z"})),
@@ -201,6 +231,25 @@ impl Modify for Shared {
                     .build(),
             ),
         );
+        // Every answer of these routes is signed (contract section 7).
+        let signed = |p: &str| {
+            p.starts_with("/api/license/") || p == "/api/latest" || p.starts_with("/api/usage/")
+        };
+        for (_, op) in service_kit::openapi::operations_mut(doc, signed) {
+            for response in op.responses.responses.values_mut() {
+                if let utoipa::openapi::RefOr::T(response) = response {
+                    response.headers.insert(
+                        "Licence-Signature".into(),
+                        utoipa::openapi::HeaderBuilder::new()
+                            .schema(String::schema())
+                            .description(Some(
+                                "`kid=\"…\", alg=\"ed25519\", sig=\"<base64url>\"` over `<method> <path>\\n<Date>\\n<base64url sha256 of the body>`",
+                            ))
+                            .build(),
+                    );
+                }
+            }
+        }
         service_kit::openapi::add_default_error(doc, |path| path.starts_with("/api/"));
     }
 }
@@ -213,8 +262,8 @@ impl Modify for Shared {
             installations, daily usage quotas, release downloads and the payment provider's webhook. \
             Bodies accept camelCase and the snake_case twin. Every error is `{code, message}`."
     ),
-    paths(activate, validate, deactivate, latest, download, webhook, usage_consume, usage_status, api_health),
-    components(schemas(LicenceView, IssuedToken, Instance, ReleaseFile)),
+    paths(activate, validate, deactivate, activations, public_keys, latest, download, webhook, usage_consume, usage_status, api_health),
+    components(schemas(LicenceView, IssuedToken, IssuedLease, Instance, ReleaseFile, Activation, PublicKey)),
     modifiers(&Shared),
     tags(
         (name = "licences", description = "Activating, validating and deactivating installations."),

@@ -91,3 +91,14 @@ pub struct IssuedToken {
     #[schema(format = DateTime)]
     pub token_expires_at: String,
 }
+
+/// The offline lease of activate and validate (contract section 7).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IssuedLease {
+    /// Compact JWS (EdDSA, header `kid`) the desktop app verifies offline with a public key
+    /// of `GET /api/license/public-keys`.
+    pub lease: String,
+    #[schema(format = DateTime)]
+    pub lease_expires_at: String,
+}

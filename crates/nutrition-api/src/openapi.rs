@@ -406,6 +406,21 @@ fn devices_register() {}
     responses((status = 204, description = "Gone.")))]
 fn devices_remove() {}
 
+/// `GET /me/export`: everything the service holds about the user (GDPR arts. 15 and 20).
+#[utoipa::path(get, path = "/me/export", tag = "account",
+    params(("format" = Option<String>, Query, description = "`json` (default) or `csv` (the fasts only)")),
+    responses(
+        (status = 200, description = "An attachment (`Content-Disposition: attachment`): JSON with exportedAt, user, sessions, accounts (no secrets), preferences, pauses, fasts with symptoms, mealPlans, notificationSettings and devices (no keys); or CSV of the fasts.",
+            headers(("Content-Disposition" = String)),
+            content(
+                (Object = "application/json", example = json!({"exportedAt": "2026-11-23T09:00:00Z", "user": {}, "sessions": [], "accounts": [], "preferences": {}, "pauses": [], "fasts": [], "mealPlans": [], "notificationSettings": {}, "devices": []})),
+                (String = "text/csv"),
+            )),
+        (status = 400, description = "An unknown format.", body = ErrorBody,
+            example = json!({"code": "VALIDATION_ERROR", "message": "format: must be \"json\" or \"csv\""})),
+    ))]
+fn export() {}
+
 /// Adds what every `/me` operation shares: the session cookie, its 401, the origin rule of
 /// state-changing requests, and the contract's error body for any other failure.
 struct Shared;
@@ -464,7 +479,7 @@ impl Modify for Shared {
             Every error is `{code, message}`. Times are RFC 3339 UTC, days `YYYY-MM-DD` in Europe/Rome."
     ),
     paths(
-        me, preferences_get, preferences_patch,
+        me, preferences_get, preferences_patch, export,
         fasts_list, fasts_start, fasts_current, fasts_one, fasts_patch, fasts_end, fasts_suggestions,
         stats, pause_get, pause_set,
         plans_create, plans_today, plans_one, plans_consume, plans_unconsume,

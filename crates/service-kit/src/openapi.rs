@@ -53,6 +53,15 @@ pub fn health_doc() {}
 )]
 pub fn ready_doc() {}
 
+/// Prometheus metrics: requests by route and status with latency histograms, pool connections,
+/// outbox depth and age, delivery outcomes.
+#[utoipa::path(
+    get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "The Prometheus text format, version 0.0.4.",
+               content_type = "text/plain", body = String))
+)]
+pub fn metrics_doc() {}
+
 /// This document.
 #[utoipa::path(
     get, path = "/openapi.json", tag = "operations",
@@ -70,7 +79,7 @@ pub fn docs_doc() {}
 
 #[derive(OpenApi)]
 #[openapi(
-    paths(health_doc, ready_doc, openapi_doc, docs_doc),
+    paths(health_doc, ready_doc, metrics_doc, openapi_doc, docs_doc),
     components(schemas(ErrorBody, ProbeStatus))
 )]
 struct Shared;
@@ -281,6 +290,7 @@ pub async fn mounted_routes(configure: impl FnOnce(&mut web::ServiceConfig)) -> 
     let app = init_service(
         actix_web::App::new()
             .configure(crate::http::probes)
+            .route("/metrics", web::get().to(crate::metrics::handler))
             .configure(configure)
             .route(
                 ROUTES,
@@ -342,7 +352,17 @@ mod tests {
             );
         })
         .await;
-        assert_eq!(got, ["/health", "/me", "/me/things/{id}", "/ready", "/x"]);
+        assert_eq!(
+            got,
+            [
+                "/health",
+                "/me",
+                "/me/things/{id}",
+                "/metrics",
+                "/ready",
+                "/x"
+            ]
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::body::Body;
 use crate::error::ApiError;
 use crate::mailbox;
 use crate::redirect;
-use crate::repo::users;
+use crate::repo::{accounts, users};
 use crate::routes::verify::send_verification;
 use crate::state::AppState;
 use crate::{client, password};
@@ -73,12 +73,16 @@ async fn handle(
         // decoy so that the response takes as long as for a wrong password.
         _ => (None, decoy.to_string()),
     };
-    let matches = web::block(move || password::verify(&plain, &hash))
+    let outdated = user.is_some() && !password::is_current(&hash);
+    let (matches, plain) = web::block(move || (password::verify(&plain, &hash), plain))
         .await
         .map_err(ApiError::internal)?;
     let Some(user) = user.filter(|_| matches) else {
         return Err(ApiError::InvalidCredentials);
     };
+    if outdated {
+        upgrade_hash(state, &user.id, plain).await?;
+    }
     if state.settings.require_email_verification && !user.email_verified {
         resend_verification(req, state, &user, callback.as_deref()).await?;
         return Err(ApiError::Forbidden("EMAIL_NOT_VERIFIED"));
@@ -112,6 +116,19 @@ async fn handle(
         .json(body))
 }
 
+/// Replaces an imported (scrypt) hash with argon2id, now that the password is known to be right.
+async fn upgrade_hash(state: &AppState, user_id: &str, plain: String) -> Result<(), ApiError> {
+    let phc = web::block(move || password::hash(&plain))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    let user_id = user_id.to_owned();
+    nutrition_store::run(&state.pool, move |conn| {
+        accounts::set_password(conn, &user_id, &phc, Utc::now()).map_err(ApiError::from)
+    })
+    .await
+}
+
 /// A new verification mail for someone refused for an unverified address, at most as often as
 /// `send-verification-email` allows; beyond that the refusal alone is the answer.
 async fn resend_verification(
@@ -143,5 +160,7 @@ async fn resend_verification(
         use diesel::Connection;
         conn.transaction(|conn| send_verification(conn, &base_url, &user, &callback))
     })
-    .await
+    .await?;
+    mailbox::wake(state);
+    Ok(())
 }
