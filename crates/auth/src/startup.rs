@@ -72,6 +72,7 @@ impl Application {
             pool: pool.clone(),
         };
         tokio::spawn(maintenance(pool.clone()));
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let metrics = service_kit::metrics::ServiceMetrics::new();
         metrics.pool(pool.clone());
         if let Some(mailer) = &mailer {
@@ -95,6 +96,7 @@ impl Application {
             service_kit::http::server_with(listener, readiness, metrics, limits, move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     .app_data(web::Data::new(layer.clone()))
+                    .configure(service_kit::openapi::mount(docs.clone()))
                     .configure(crate::routes::config);
             })?;
         tracing::info!(port, "auth listening");

@@ -88,6 +88,7 @@ impl Application {
             clock: options.clock,
             mail: mailer.clone(),
         };
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let metrics = service_kit::metrics::ServiceMetrics::new();
         metrics.pool(pool.clone());
         mailer::export_metrics(&metrics, "email", mailer.health());
@@ -108,6 +109,7 @@ impl Application {
                         routes::resource("/api/health")
                             .route(web::get().to(service_kit::http::ready)),
                     )
+                    .configure(service_kit::openapi::mount(docs.clone()))
                     .configure(routes::config);
             })?;
         tracing::info!(port, "licence-server listening");

@@ -55,6 +55,7 @@ impl Application {
             }
         };
         let limits = settings.http;
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let test_pushes = Arc::new(TestPushes::new(TEST_PUSH_SENDS));
         let state = AppState {
             settings: Arc::new(settings),
@@ -74,6 +75,7 @@ impl Application {
                 cfg.app_data(web::Data::new(state.clone()))
                     .app_data(service_kit::http::BodyLimit(BODY_LIMIT))
                     .app_data(web::Data::new(layer.clone()))
+                    .configure(service_kit::openapi::mount(docs.clone()))
                     .configure(crate::routes::config);
             },
         )?;

@@ -69,6 +69,7 @@ impl Application {
             settings: Arc::new(settings),
             pool: pool.clone(),
         };
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let metrics = service_kit::metrics::ServiceMetrics::new();
         metrics.pool(pool.clone());
         metrics.outbox("push", {
@@ -82,7 +83,8 @@ impl Application {
             metrics,
             limits,
             move |cfg| {
-                cfg.app_data(web::Data::new(state.clone()));
+                cfg.app_data(web::Data::new(state.clone()))
+                    .configure(service_kit::openapi::mount(docs.clone()));
             },
         )?;
         tracing::info!(port, "push-scheduler health endpoints listening");

@@ -97,3 +97,18 @@ pub fn startup_failure(err: &anyhow::Error) -> ExitCode {
     eprintln!("start-up failed: {err:#}");
     ExitCode::FAILURE
 }
+
+/// `<binary> openapi`: writes the service's complete OpenAPI document to stdout, for clients that
+/// generate their types from it at build time without running the service.
+pub fn print_openapi(doc: &utoipa::openapi::OpenApi) -> ExitCode {
+    use std::io::Write;
+    let docs = crate::openapi::Docs::new(doc);
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{}", docs.json()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("cannot write the document: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

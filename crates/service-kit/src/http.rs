@@ -16,9 +16,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// `{"code": "UPPER_SNAKE", "message": "..."}`: the one error shape of every service.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(example = json!({"code": "VALIDATION_ERROR", "message": "name: missing field `name`"}))]
 pub struct ErrorBody {
+    /// What went wrong, as a stable UPPER_SNAKE code for programs.
+    #[schema(value_type = String, pattern = "^[A-Z][A-Z0-9_]*$")]
     pub code: Cow<'static, str>,
+    /// The same in English for people.
     pub message: String,
 }
 
