@@ -167,3 +167,34 @@ async fn a_lunch_reminder_reaches_the_service_worker_of_the_subscribed_app() {
         Err(out) => panic!("{out}"),
     }
 }
+
+/// Not a check: writes docs/screenshots/ from the real stack
+/// (`cargo nextest run -p e2e --test web --run-ignored only screenshots`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "writes docs/screenshots/; run on purpose"]
+async fn screenshots() {
+    let stack = start_stack().await;
+    let base = stack.base();
+    let out = tokio::task::spawn_blocking(move || run_node("screenshots.mjs", &base, &[]))
+        .await
+        .expect("join");
+    if let Err(out) = out {
+        panic!("{out}");
+    }
+}
+
+/// Not part of the timed suite: Lighthouse scores of /, /plan and /stats (README lists them)
+/// (`cargo nextest run -p e2e --test web --run-ignored only lighthouse`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow; needs the lighthouse CLI; run on purpose"]
+async fn lighthouse() {
+    let stack = start_stack().await;
+    let base = stack.base();
+    let out = tokio::task::spawn_blocking(move || run_node("lighthouse.mjs", &base, &[]))
+        .await
+        .expect("join");
+    match out {
+        Ok(out) => println!("{out}"),
+        Err(out) => panic!("{out}"),
+    }
+}

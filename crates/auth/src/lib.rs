@@ -12,6 +12,7 @@ pub mod keys;
 pub mod links;
 pub mod mail;
 pub mod mailbox;
+pub mod openapi;
 pub mod password;
 pub mod redirect;
 pub mod repo;

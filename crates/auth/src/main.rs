@@ -27,6 +27,9 @@ enum Command {
         #[arg(long = "from", value_name = "POSTGRES_URL")]
         from: String,
     },
+    /// Print the OpenAPI 3.1 document (the one `/openapi.json` serves) and exit; needs no
+    /// configuration and no database.
+    Openapi,
 }
 
 #[actix_web::main]
@@ -38,6 +41,7 @@ async fn main() -> ExitCode {
         return cli::config_failure(&err);
     }
     match cli.command.unwrap_or(Command::Serve) {
+        Command::Openapi => cli::print_openapi(&auth::openapi::document()),
         Command::Healthcheck => cli::healthcheck(
             env.listen_addr(auth::settings::DEFAULT_LISTEN_ADDR),
             "/ready",

@@ -31,6 +31,8 @@ pub struct Settings {
     pub listen_addr: SocketAddr,
     pub database_url: Secret,
     pub pool_size: u32,
+    /// Slow-client and connection limits of the HTTP server.
+    pub http: service_kit::http::Limits,
     pub auth: AuthSettings,
     /// Present only when both Google variables are set; otherwise the provider does not exist.
     pub google: Option<GoogleSettings>,
@@ -74,6 +76,7 @@ impl Settings {
             listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
             database_url: database_url(env)?,
             pool_size: env.pool_size()?,
+            http: service_kit::http::Limits::from_env(env)?,
             auth: AuthSettings::from_env(env)?,
             google: google(env)?,
             trusted_proxies: trusted_proxies(env)?,

@@ -261,6 +261,11 @@ impl LicenceClient {
         if lease.iid != self.instance_id {
             return Err(Error::LeaseInvalid("issued to another installation"));
         }
+        let issued = DateTime::from_timestamp(lease.iat, 0).ok_or(Error::LeaseInvalid("iat"))?;
+        // A clock behind the moment the server signed the lease was set back too.
+        if now + CLOCK_TOLERANCE < issued {
+            return Err(Error::ClockSetBack { last_seen: issued });
+        }
         let expires = DateTime::from_timestamp(lease.exp, 0).ok_or(Error::LeaseInvalid("exp"))?;
         if expires <= now {
             return Err(Error::LeaseExpired {
@@ -294,9 +299,7 @@ impl LicenceClient {
         };
         match self.validate().await {
             Ok(fresh) => Ok(fresh),
-            Err(Error::Network(_)) if status.is_some() => {
-                Ok(status.unwrap_or_else(|| unreachable!()))
-            }
+            Err(Error::Network(e)) => status.ok_or(Error::Network(e)),
             Err(e) => Err(e),
         }
     }
@@ -419,15 +422,13 @@ impl LicenceClient {
             return Err(Error::LeaseInvalid("issued to another installation"));
         }
         let now = (self.clock)();
-        let previous = State::load(&self.state_path).ok().flatten();
         let state = State {
             licence_key,
             token: granted.token,
             lease: granted.lease,
-            // The server vouched for this moment; a clock set back before it still counts.
-            last_seen: previous
-                .map_or(now, |p| p.last_seen.max(now))
-                .min(now.max(DateTime::from_timestamp(lease.iat, 0).unwrap_or(now))),
+            // The server has just vouched for the licence: the clock starts afresh from here,
+            // which is how a clock that was set back (and then fixed) is forgiven.
+            last_seen: now,
             last_validated_at: now,
         };
         state.save(&self.state_path)?;

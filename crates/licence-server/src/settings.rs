@@ -41,6 +41,8 @@ pub struct Settings {
     pub listen_addr: SocketAddr,
     pub database_url: Secret,
     pub pool_size: u32,
+    /// Slow-client and connection limits of the HTTP server.
+    pub http: service_kit::http::Limits,
     pub public_base_url: Url,
     /// The key ring: the first key signs, all verify.
     pub jwt_keys: Vec<JwtKey>,
@@ -86,6 +88,7 @@ impl Settings {
             listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
             database_url: database_url(env)?,
             pool_size: env.pool_size()?,
+            http: service_kit::http::Limits::from_env(env)?,
             public_base_url: env.http_url(PUBLIC_BASE_URL, "https://licences.example.com")?,
             jwt_keys: jwt_keys(env)?,
             download_signing_secret: env.secret(DOWNLOAD_SIGNING_SECRET, MIN_SIGNING_SECRET_LEN)?,

@@ -78,6 +78,7 @@ impl Application {
             health: mailer.health(),
         });
 
+        let limits = settings.http;
         let state = AppState {
             keys: Arc::new(KeyRing::new(&settings.jwt_keys)),
             signing: Arc::new(SigningRing::new(settings.signing_keys.clone())),
@@ -87,8 +88,10 @@ impl Application {
             clock: options.clock,
             mail: mailer.clone(),
         };
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let metrics = service_kit::metrics::ServiceMetrics::new();
         metrics.pool(pool.clone());
+        mailer::export_metrics(&metrics, "email", mailer.health());
         metrics.outbox("email", {
             let pool = pool.clone();
             move || email_outbox_state(&pool)
@@ -98,14 +101,17 @@ impl Application {
             "Quota consumptions by outcome (ok: consumed, refused: over quota or not allowed).",
             &["/api/usage/consume"],
         );
-        let server = service_kit::http::server_with(listener, readiness, metrics, move |cfg| {
-            cfg.app_data(web::Data::new(state.clone()))
-                // The desktop app's historical probe; same meaning as /ready.
-                .service(
-                    routes::resource("/api/health").route(web::get().to(service_kit::http::ready)),
-                )
-                .configure(routes::config);
-        })?;
+        let server =
+            service_kit::http::server_with(listener, readiness, metrics, limits, move |cfg| {
+                cfg.app_data(web::Data::new(state.clone()))
+                    // The desktop app's historical probe; same meaning as /ready.
+                    .service(
+                        routes::resource("/api/health")
+                            .route(web::get().to(service_kit::http::ready)),
+                    )
+                    .configure(service_kit::openapi::mount(docs.clone()))
+                    .configure(routes::config);
+            })?;
         tracing::info!(port, "licence-server listening");
         Ok(Self {
             port,

@@ -8,6 +8,7 @@ mod links;
 mod mail_outbox;
 mod manage;
 mod oauth;
+mod openapi;
 mod operations;
 mod origin;
 mod pages;
