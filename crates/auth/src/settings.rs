@@ -19,6 +19,7 @@ pub const AUTH_RATE_LIMIT_WINDOW_SECS: &str = "AUTH_RATE_LIMIT_WINDOW_SECS";
 pub const AUTH_MAIL_RATE_LIMIT_MAX: &str = "AUTH_MAIL_RATE_LIMIT_MAX";
 pub const AUTH_MAIL_RATE_LIMIT_WINDOW_SECS: &str = "AUTH_MAIL_RATE_LIMIT_WINDOW_SECS";
 pub const AUTH_REQUIRE_EMAIL_VERIFICATION: &str = "AUTH_REQUIRE_EMAIL_VERIFICATION";
+pub const AUTH_HASH_CONCURRENCY: &str = "AUTH_HASH_CONCURRENCY";
 
 /// Google's production endpoints; overridable so that tests run the flow against a local server.
 pub const DEFAULT_GOOGLE_AUTH_URL: &str = "https://accounts.google.com/o/oauth2/v2/auth";
@@ -42,6 +43,8 @@ pub struct Settings {
     /// Sign-in of a password account whose address is not verified is refused (and a new
     /// verification mail sent).
     pub require_email_verification: bool,
+    /// Password hashes computed at once (each holds 19 MiB); default the number of cores.
+    pub hash_concurrency: u32,
 }
 
 /// Attempts allowed per client address and per e-mail address within a window, for sign-in and
@@ -79,8 +82,15 @@ impl Settings {
                 window_secs: env.number(AUTH_MAIL_RATE_LIMIT_WINDOW_SECS, 60, 1, 86_400)?,
             },
             require_email_verification: flag(env, AUTH_REQUIRE_EMAIL_VERIFICATION)?,
+            hash_concurrency: env.number(AUTH_HASH_CONCURRENCY, cores(), 1, 256)?,
         })
     }
+}
+
+fn cores() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| u32::try_from(n.get()).unwrap_or(1).min(256))
+        .unwrap_or(1)
 }
 
 pub fn database_url(env: &Env) -> Result<Secret, ConfigError> {
@@ -257,6 +267,23 @@ mod tests {
             failing(&[("AUTH_RATE_LIMIT_WINDOW_SECS", "a")]),
             AUTH_RATE_LIMIT_WINDOW_SECS
         );
+    }
+
+    #[test]
+    fn hash_concurrency_defaults_to_the_cores() {
+        assert_eq!(with(&[]).expect("valid").hash_concurrency, cores());
+        assert_eq!(
+            with(&[(AUTH_HASH_CONCURRENCY, "3")])
+                .expect("valid")
+                .hash_concurrency,
+            3
+        );
+        for bad in ["0", "257", "many"] {
+            assert_eq!(
+                failing(&[(AUTH_HASH_CONCURRENCY, bad)]),
+                AUTH_HASH_CONCURRENCY
+            );
+        }
     }
 
     #[test]

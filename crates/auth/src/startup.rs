@@ -35,6 +35,7 @@ impl Application {
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
+        let hashes = password::HashPool::start(settings.hash_concurrency as usize)?;
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
         let settings = Arc::new(settings);
@@ -42,6 +43,7 @@ impl Application {
             settings: Arc::clone(&settings),
             pool: pool.clone(),
             decoy_hash,
+            hashes,
             http,
         };
         let layer = SessionLayer {

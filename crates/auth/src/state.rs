@@ -6,6 +6,7 @@ use actix_web::HttpRequest;
 use nutrition_store::PgPool;
 
 use crate::error::ApiError;
+use crate::password::HashPool;
 use crate::repo::rate_limits;
 use crate::settings::RateLimit;
 use crate::settings::Settings;
@@ -17,6 +18,8 @@ pub struct AppState {
     pub pool: PgPool,
     /// Verified against when an e-mail address is unknown (see `password::decoy`).
     pub decoy_hash: Arc<str>,
+    /// Computes every password hash of a request, bounded in parallelism and memory.
+    pub hashes: HashPool,
     /// For the OAuth provider: connection reuse and a time-out.
     pub http: reqwest::Client,
 }

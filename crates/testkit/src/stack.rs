@@ -128,6 +128,68 @@ impl Process {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The lines of the log that show a failure the service did not answer for: an error-level
+    /// event (every 500 logs one) or a panic. Empty for a healthy run.
+    pub fn server_errors(&self) -> Vec<String> {
+        server_errors(&self.log())
+    }
+}
+
+/// The error-level events and panics in a service's log (either log format).
+pub fn server_errors(log: &str) -> Vec<String> {
+    log.lines()
+        .map(without_colours)
+        .filter(|l| {
+            l.contains(" ERROR ") || l.contains("\"level\":\"ERROR\"") || l.contains("panicked at")
+        })
+        .collect()
+}
+
+/// `line` without ANSI colour sequences (`ESC [ … m`), which the pretty format writes even to a
+/// file.
+fn without_colours(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Memory figures of a running process from `/proc/<pid>/status`, in KiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memory {
+    /// Resident set size now (`VmRSS`).
+    pub rss_kib: u64,
+    /// The highest resident set size so far (`VmHWM`).
+    pub peak_kib: u64,
+}
+
+pub fn memory(pid: u32) -> Option<Memory> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    };
+    Some(Memory {
+        rss_kib: field("VmRSS:")?,
+        peak_kib: field("VmHWM:")?,
+    })
 }
 
 impl Drop for Process {
@@ -222,4 +284,22 @@ pub fn nginx_binary() -> PathBuf {
                 .find(|p| p.is_file())
         })
         .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_errors_in_both_formats() {
+        let log = "2026-11-23T09:00:00Z  INFO auth: auth listening port=1\n\
+                   2026-11-23T09:00:01Z \u{1b}[31mERROR\u{1b}[0m auth: request failed\n\
+                   {\"level\":\"ERROR\",\"message\":\"request failed\"}\n\
+                   {\"level\":\"WARN\",\"message\":\"readiness check failed\"}\n\
+                   thread 'actix-rt' panicked at src/x.rs:1:1:\n";
+        let found = server_errors(log);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found[0].contains("ERROR auth: request failed"), "{found:?}");
+        assert!(server_errors("  INFO auth: ok\n WARN auth: slow").is_empty());
+    }
 }

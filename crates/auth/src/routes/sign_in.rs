@@ -4,13 +4,13 @@ use chrono::Utc;
 use serde::Deserialize;
 
 use crate::body::Body;
+use crate::client;
 use crate::error::ApiError;
 use crate::mailbox;
 use crate::redirect;
 use crate::repo::users;
 use crate::routes::verify::send_verification;
 use crate::state::AppState;
-use crate::{client, password};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -65,17 +65,13 @@ async fn handle(
         users::find_with_password(conn, &lookup_email).map_err(ApiError::from)
     })
     .await?;
-    let plain = input.password.clone();
-    let decoy = state.decoy_hash.clone();
     let (user, hash) = match found {
-        Some((user, Some(hash))) => (Some(user), hash),
+        Some((user, Some(hash))) => (Some(user), hash.into()),
         // Unknown address, or an account without a password (Google only): verify against the
         // decoy so that the response takes as long as for a wrong password.
-        _ => (None, decoy.to_string()),
+        _ => (None, state.decoy_hash.clone()),
     };
-    let matches = web::block(move || password::verify(&plain, &hash))
-        .await
-        .map_err(ApiError::internal)?;
+    let matches = state.hashes.verify(input.password.clone(), hash).await?;
     let Some(user) = user.filter(|_| matches) else {
         return Err(ApiError::InvalidCredentials);
     };

@@ -1,6 +1,7 @@
 //! Black-box tests of the auth service against a real Postgres database.
 
 mod cross_site;
+mod flood;
 mod helpers;
 mod links;
 mod manage;
