@@ -161,6 +161,19 @@ ensure_rust() {
   command -v cargo >/dev/null 2>&1 || die "cargo is not installed (https://rustup.rs); rust-toolchain.toml names the version"
 }
 
+# Installs tests/node's packages exactly as locked, when the lock changed since the last install.
+ensure_node_modules() {
+  # Node runs better-auth's own client; any Node 20 or later will do (nodesource's carries npm).
+  command -v npm >/dev/null 2>&1 || ensure_packages nodejs npm
+  local dir=tests/node
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] ||
+    ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"; then
+    log "npm ci in $dir"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    cp "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"
+  fi
+}
+
 prepare() {
   ensure_rust
   ensure_packages

@@ -10,6 +10,7 @@ use testkit::stack::{Nginx, Process, ScratchDir, bin, free_port};
 
 const SECRET: &str = "e2e-secret-0123456789abcdef-0123456789";
 const KEY: &str = "e2e-signing-key-0123456789abcdef-01234";
+const DOWNLOAD_KEY: &str = "e2e-download-key-0123456789abcdef-0123";
 
 // Each test binary includes this module and uses a different part of it.
 #[allow(dead_code)]
@@ -65,7 +66,7 @@ pub async fn start_stack() -> Stack {
         ("LISTEN_ADDR", l.as_str()),
         ("PUBLIC_BASE_URL", public.as_str()),
         ("LICENCE_JWT_KEYS", keys.as_str()),
-        ("DOWNLOAD_SIGNING_SECRET", KEY),
+        ("DOWNLOAD_SIGNING_SECRET", DOWNLOAD_KEY),
         ("BUILDS_DIR", builds.as_str()),
         ("PAYMENT_WEBHOOK_SECRET", "e2e-webhook-secret-0123"),
         ("PAYMENT_VARIANT_BASIC", "1"),

@@ -41,6 +41,13 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
             let form = is_form(&req);
             let bytes = read_body(&req, &mut payload, DEFAULT_BODY_LIMIT).await?;
             let value = if form {
+                // Postgres refuses text holding NUL: stop it here, as the JSON parser does.
+                if bytes.contains(&0) || bytes.windows(3).any(|w| w.eq_ignore_ascii_case(b"%00")) {
+                    return Err(RequestError::Validation(
+                        "form: a field holds a NUL character".into(),
+                    )
+                    .into());
+                }
                 serde_urlencoded::from_bytes(&bytes)
                     .map_err(|e| RequestError::Validation(format!("form: {e}")))?
             } else {

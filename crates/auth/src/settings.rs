@@ -104,8 +104,11 @@ fn google(env: &Env) -> Result<Option<GoogleSettings>, ConfigError> {
     match (env.get(GOOGLE_CLIENT_ID)?, env.get(GOOGLE_CLIENT_SECRET)?) {
         (None, None) => Ok(None),
         (Some(id), Some(secret)) => Ok(Some(GoogleSettings {
+            client_secret: {
+                env.check_secret(GOOGLE_CLIENT_SECRET, secret)?;
+                Secret::new(secret)
+            },
             client_id: id.to_owned(),
-            client_secret: Secret::new(secret),
             auth_url: endpoint(env, GOOGLE_AUTH_URL, DEFAULT_GOOGLE_AUTH_URL)?,
             token_url: endpoint(env, GOOGLE_TOKEN_URL, DEFAULT_GOOGLE_TOKEN_URL)?,
             userinfo_url: endpoint(env, GOOGLE_USERINFO_URL, DEFAULT_GOOGLE_USERINFO_URL)?,

@@ -237,6 +237,64 @@ pub fn is_well_formed_key(key: &str) -> bool {
             .all(|g| g.len() == KEY_GROUP_LEN && g.bytes().all(|b| KEY_CHARS.contains(&b)))
 }
 
+/// A licence key as a client sent it, normalised ([`normalise_key`]) and bounded: 1 to 64
+/// characters. The shape is not checked beyond that, so that a mistyped key is answered as an
+/// unknown licence (404) rather than as bad input.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LicenceKey(String);
+
+impl LicenceKey {
+    pub const MAX_LEN: usize = 64;
+
+    pub fn parse(raw: &str) -> Result<Self, InvalidField> {
+        let key = normalise_key(raw);
+        if key.is_empty() || key.len() > Self::MAX_LEN || key.chars().any(char::is_control) {
+            return Err(InvalidField("must be a licence key of 1 to 64 characters"));
+        }
+        Ok(Self(key))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The id a desktop installation chose for itself: 1 to 191 printable characters (191 keeps the
+/// unique index of MariaDB's utf8mb4 columns within its key length), surrounding blanks dropped.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InstanceId(String);
+
+impl InstanceId {
+    pub const MAX_LEN: usize = 191;
+
+    pub fn parse(raw: &str) -> Result<Self, InvalidField> {
+        let id = raw.trim();
+        if id.is_empty() || id.len() > Self::MAX_LEN || id.chars().any(char::is_control) {
+            return Err(InvalidField("must be 1 to 191 printable characters"));
+        }
+        Ok(Self(id.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for InstanceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why a client's value was refused, as the rule it broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidField(pub &'static str);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,5 +406,23 @@ mod tests {
             format_key(&[255; KEY_RANDOM_BYTES]),
             "HHHHH-HHHHH-HHHHH-HHHHH-HHHHH"
         );
+    }
+
+    #[test]
+    fn keys_and_instance_ids_are_bounded() {
+        assert_eq!(
+            LicenceKey::parse(" abcde-fghjk ").map(|k| k.as_str().to_owned()),
+            Ok("ABCDE-FGHJK".to_owned())
+        );
+        assert!(LicenceKey::parse("  ").is_err());
+        assert!(LicenceKey::parse(&"A".repeat(65)).is_err());
+        assert!(LicenceKey::parse("A\u{7}B").is_err());
+        assert_eq!(
+            InstanceId::parse(" mac-1 ").map(InstanceId::into_string),
+            Ok("mac-1".to_owned())
+        );
+        assert!(InstanceId::parse("").is_err());
+        assert!(InstanceId::parse(&"i".repeat(192)).is_err());
+        assert!(InstanceId::parse("a\nb").is_err());
     }
 }

@@ -112,6 +112,7 @@ fn jwt_keys(env: &Env) -> Result<Vec<JwtKey>, ConfigError> {
                 ),
             ));
         }
+        env.check_secret(LICENCE_JWT_KEYS, secret)?;
         if keys.iter().any(|k| k.kid == kid) {
             return Err(ConfigError::new(
                 LICENCE_JWT_KEYS,
@@ -215,7 +216,7 @@ mod tests {
             ("DATABASE_URL", "mysql://app:app@127.0.0.1:3306/licensing"),
             (PUBLIC_BASE_URL, "https://licences.example.com"),
             (LICENCE_JWT_KEYS, keys.as_str()),
-            (DOWNLOAD_SIGNING_SECRET, KEY),
+            (DOWNLOAD_SIGNING_SECRET, "fedcba9876543210fedcba9876543210"),
             (BUILDS_DIR, dir.as_str()),
             (PAYMENT_WEBHOOK_SECRET, "whsec-0123456789abcdef"),
             (PAYMENT_VARIANT_BASIC, "101"),

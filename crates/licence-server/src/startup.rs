@@ -81,7 +81,10 @@ impl Application {
             service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     // The desktop app's historical probe; same meaning as /ready.
-                    .route("/api/health", web::get().to(service_kit::http::ready))
+                    .service(
+                        routes::resource("/api/health")
+                            .route(web::get().to(service_kit::http::ready)),
+                    )
                     .configure(routes::config);
             })?;
         tracing::info!(port, "licence-server listening");

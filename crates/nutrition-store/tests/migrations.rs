@@ -151,3 +151,37 @@ fn one_running_fast_per_user_is_enforced_by_the_database() {
     let second = diesel::sql_query(start("f2")).execute(&mut conn);
     assert!(second.is_err(), "a second running fast must be refused");
 }
+
+#[test]
+fn rate_limit_counters_under_raw_keys_are_dropped() {
+    use diesel_migrations::MigrationHarness;
+    const HASHED: &str = "20261123000301";
+    let db = TestPostgres::empty();
+    let mut conn = db.connect();
+    // Apply everything older than the migration, as a database deployed before it would be.
+    loop {
+        let pending = conn
+            .pending_migrations(nutrition_store::MIGRATIONS)
+            .expect("pending");
+        let Some(next) = pending.first() else { break };
+        if next.name().version().to_string().replace('-', "").as_str() >= HASHED {
+            break;
+        }
+        conn.run_migration(next.as_ref()).expect("older migration");
+    }
+    let hashed = format!("sign-in:email:{}", "A".repeat(43));
+    diesel::sql_query(format!(
+        "INSERT INTO auth.rate_limit (key, count, window_start) VALUES
+           ('sign-in:ip:203.0.113.7', 1, now()),
+           ('sign-up:email:mario@example.com', 1, now()),
+           ('{hashed}', 1, now())"
+    ))
+    .execute(&mut conn)
+    .expect("old counters");
+    nutrition_store::migrate(&mut conn).expect("the rest");
+    let keys: Vec<String> = auth::rate_limit::table
+        .select(auth::rate_limit::key)
+        .load(&mut conn)
+        .expect("keys");
+    assert_eq!(keys, [hashed], "only keyed hashes remain");
+}

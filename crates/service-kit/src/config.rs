@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 
 use url::Url;
 
@@ -58,10 +59,42 @@ impl fmt::Display for Secret {
 
 /// A snapshot of environment variables. Empty values count as unset, because container
 /// orchestrators and `.env` files commonly write `NAME=` for "not configured".
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Env {
     vars: HashMap<String, Result<String, ()>>,
+    secrets: SecretLedger,
 }
+
+/// Names only: the environment holds secrets.
+impl fmt::Debug for Env {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<&str> = self.vars.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        f.debug_struct("Env")
+            .field("vars", &names)
+            .field("secrets", &self.secrets)
+            .finish()
+    }
+}
+
+/// The secrets read so far from one [`Env`], so that a value used for two purposes is caught at
+/// start-up: one leaked key must not open a second door. `Debug` prints the names only.
+#[derive(Clone, Default)]
+struct SecretLedger(Arc<Mutex<Vec<(String, String)>>>);
+
+impl fmt::Debug for SecretLedger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<String> = match self.0.lock() {
+            Ok(seen) => seen.iter().map(|(name, _)| name.clone()).collect(),
+            Err(_) => Vec::new(),
+        };
+        f.debug_tuple("SecretLedger").field(&names).finish()
+    }
+}
+
+/// Marks the example values of deploy/env/*.env. They are public, so a service holding one is
+/// as good as unprotected.
+const PLACEHOLDER_MARKERS: [&str; 2] = ["change-me", "changeme"];
 
 impl Env {
     /// The process environment, after reading `.env` from the working directory when one exists
@@ -79,7 +112,10 @@ impl Env {
                 Some((key, v.into_string().map_err(|_| ())))
             })
             .collect();
-        Self { vars }
+        Self {
+            vars,
+            secrets: SecretLedger::default(),
+        }
     }
 
     pub fn from_pairs<I, K, V>(pairs: I) -> Self
@@ -93,6 +129,7 @@ impl Env {
                 .into_iter()
                 .map(|(k, v)| (k.into(), Ok(v.into())))
                 .collect(),
+            secrets: SecretLedger::default(),
         }
     }
 
@@ -168,7 +205,42 @@ impl Env {
                 format!("must be at least {min_len} characters long"),
             ));
         }
+        self.check_secret(name, value)?;
         Ok(Secret::new(value))
+    }
+
+    /// Refuses a secret that is still a published placeholder or that another secret variable
+    /// already holds, naming `name`. Every secret a service reads passes here: [`Env::secret`]
+    /// and the password of [`Env::database_url`] do it themselves; settings that take a secret
+    /// apart (key lists, client secrets) call it for each part.
+    pub fn check_secret(&self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let lower = value.to_ascii_lowercase();
+        if PLACEHOLDER_MARKERS.iter().any(|m| lower.contains(m)) {
+            return Err(ConfigError::new(
+                name,
+                "still holds a change-me placeholder; set a random secret (openssl rand -hex 32)",
+            ));
+        }
+        let Ok(mut seen) = self.secrets.0.lock() else {
+            return Ok(());
+        };
+        let clash = seen.iter().find(|(other, v)| {
+            other != name
+                && bool::from(subtle::ConstantTimeEq::ct_eq(
+                    v.as_bytes(),
+                    value.as_bytes(),
+                ))
+        });
+        if let Some((other, _)) = clash {
+            return Err(ConfigError::new(
+                name,
+                format!("must differ from {other}: every secret needs its own value"),
+            ));
+        }
+        if !seen.iter().any(|(n, v)| n == name && v == value) {
+            seen.push((name.to_owned(), value.to_owned()));
+        }
+        Ok(())
     }
 
     /// A required absolute `http` or `https` URL.
@@ -190,6 +262,10 @@ impl Env {
         }
         if url.host_str().is_none_or(str::is_empty) {
             return Err(ConfigError::new(DATABASE_URL, "must name a host"));
+        }
+        if let Some(password) = url.password() {
+            let password = percent_encoding::percent_decode_str(password).decode_utf8_lossy();
+            self.check_secret(DATABASE_URL, &password)?;
         }
         Ok(Secret::new(raw))
     }
@@ -283,6 +359,68 @@ mod tests {
         let s = e.secret("L", 32).expect("long enough");
         assert_eq!(format!("{s:?} {s}"), "Secret(***) ***");
         assert_eq!(e.secret("NONE", 32).unwrap_err().var, "NONE");
+    }
+
+    #[test]
+    fn placeholders_are_refused_naming_the_variable() {
+        let e = env(&[
+            (
+                "S",
+                "change-me-auth-secret-replace-with-openssl-rand-hex-32",
+            ),
+            ("T", "0123456789abcdef-CHANGEME-0123456789abcdef"),
+            (
+                "DATABASE_URL",
+                "postgres://app:change-me-postgres-password@db/x",
+            ),
+        ]);
+        let err = e.secret("S", 32).unwrap_err();
+        assert_eq!(err.var, "S");
+        assert!(err.rule.contains("placeholder"), "{err}");
+        assert_eq!(e.secret("T", 32).unwrap_err().var, "T");
+        let err = e.database_url(&["postgres"], "").unwrap_err();
+        assert_eq!(err.var, "DATABASE_URL");
+        assert!(!err.to_string().contains("password"), "{err}");
+    }
+
+    #[test]
+    fn one_value_in_two_secret_variables_is_refused() {
+        let same = "0123456789abcdef0123456789abcdef";
+        let e = env(&[
+            ("A", same),
+            ("B", same),
+            ("C", "fedcba9876543210fedcba9876543210"),
+            (
+                "DATABASE_URL",
+                "postgres://app:0123456789abcdef0123456789abcdef@db/x",
+            ),
+        ]);
+        e.secret("A", 32).expect("first use");
+        // Reading the same variable twice is no clash.
+        e.secret("A", 32).expect("same variable again");
+        let err = e.secret("B", 32).unwrap_err();
+        assert_eq!(err.var, "B");
+        assert!(err.rule.contains("must differ from A"), "{err}");
+        assert!(!err.to_string().contains(same));
+        e.secret("C", 32).expect("a different value");
+        assert_eq!(
+            e.database_url(&["postgres"], "").unwrap_err().var,
+            "DATABASE_URL"
+        );
+        // Percent-encoding does not hide a reused password.
+        let e = env(&[
+            ("A", "p@ss/word-0123456789abcdef012345"),
+            (
+                "DATABASE_URL",
+                "postgres://app:p%40ss%2Fword-0123456789abcdef012345@db/x",
+            ),
+        ]);
+        e.secret("A", 32).expect("first use");
+        assert_eq!(
+            e.database_url(&["postgres"], "").unwrap_err().var,
+            "DATABASE_URL"
+        );
+        assert!(!format!("{e:?}").contains("p@ss"));
     }
 
     #[test]

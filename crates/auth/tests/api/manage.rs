@@ -510,3 +510,27 @@ async fn list_and_unlink_accounts() {
     assert_eq!(resp.body["code"], "FAILED_TO_UNLINK_LAST_ACCOUNT");
     assert_eq!(app.count("auth.account"), 1);
 }
+
+#[tokio::test]
+async fn a_nul_in_a_form_field_is_a_400_not_a_database_error() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.sign_up("nul@example.com", PASSWORD).await;
+    let resp = crate::helpers::read(
+        app.http
+            .post(app.url("/api/auth/update-user"))
+            .header("cookie", &cookie)
+            .header("origin", crate::helpers::BASE_URL)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("image=https%3A%2F%2Fimg.example.com%2Fa%00b")
+            .send()
+            .await
+            .expect("POST"),
+    )
+    .await;
+    assert_eq!(
+        (resp.status, resp.body["code"].as_str()),
+        (400, Some("VALIDATION_ERROR")),
+        "{}",
+        resp.text
+    );
+}

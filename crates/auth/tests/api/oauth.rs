@@ -274,3 +274,39 @@ async fn a_state_works_once() {
     );
     assert_eq!(app.count("auth.session"), 1);
 }
+
+#[tokio::test]
+async fn social_sign_in_refuses_cross_site_requests_without_cookies() {
+    let fake = FakeOAuth::start().await;
+    let app = spawn_with(&fake.env()).await;
+    for (headers, code) in [
+        (
+            vec![("origin", "https://evil.example.com")],
+            "INVALID_ORIGIN",
+        ),
+        (
+            vec![("origin", "null"), ("sec-fetch-site", "cross-site")],
+            "MISSING_OR_NULL_ORIGIN",
+        ),
+        (
+            vec![("sec-fetch-site", "cross-site")],
+            "MISSING_OR_NULL_ORIGIN",
+        ),
+    ] {
+        let mut req = app
+            .http
+            .post(app.url("/api/auth/sign-in/social"))
+            .json(&json!({ "provider": "google" }));
+        for (k, v) in &headers {
+            req = req.header(*k, *v);
+        }
+        let resp = read(req.send().await.expect("POST")).await;
+        assert_eq!(
+            (resp.status, resp.body["code"].as_str()),
+            (403, Some(code)),
+            "{headers:?}"
+        );
+        assert!(resp.set_cookies().is_empty(), "no state cookie");
+    }
+    assert_eq!(app.count("auth.verification"), 0, "no flow started");
+}

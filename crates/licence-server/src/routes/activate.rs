@@ -55,7 +55,13 @@ pub async fn activate(
     let now = state.clock.now();
     let (licence, activation, usage) = service_kit::db::run(&state.pool, {
         let instance_id = instance_id.clone();
-        move |conn| match activations::activate(conn, &key, &instance_id, name.as_deref(), now)? {
+        move |conn| match activations::activate(
+            conn,
+            key.as_str(),
+            instance_id.as_str(),
+            name.as_deref(),
+            now,
+        )? {
             Activated::Done {
                 licence,
                 activation,
@@ -69,7 +75,7 @@ pub async fn activate(
         }
     })
     .await?;
-    let token = issue(&state, &licence, &instance_id)?;
+    let token = issue(&state, &licence, instance_id.as_str())?;
     Ok(web::Json(Answer {
         activated: true,
         token,

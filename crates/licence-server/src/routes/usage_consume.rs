@@ -1,6 +1,6 @@
-use actix_web::{HttpRequest, web};
+use actix_web::web;
 
-use super::{AppState, authorise, claims};
+use super::{AppState, Claims, authorise};
 use crate::error::ApiError;
 use crate::repo::usage;
 use crate::wire::UsageReport;
@@ -10,9 +10,9 @@ use crate::wire::UsageReport;
 #[tracing::instrument(skip_all)]
 pub async fn consume(
     state: web::Data<AppState>,
-    req: HttpRequest,
+    Claims(claims): Claims,
 ) -> Result<web::Json<UsageReport>, ApiError> {
-    let auth = authorise(&state, claims(&state, &req)?).await?;
+    let auth = authorise(&state, claims).await?;
     let now = state.clock.now();
     let plan = auth.licence.plan();
     let day = domain::licensing::quota_day(now);

@@ -1,7 +1,7 @@
-use actix_web::{HttpRequest, web};
+use actix_web::web;
 use serde::Serialize;
 
-use super::{AppState, authorise, claims};
+use super::{AppState, Claims, authorise};
 use crate::error::ApiError;
 use crate::repo::usage;
 use crate::wire::UsageReport;
@@ -17,9 +17,9 @@ pub struct Answer {
 #[tracing::instrument(skip_all)]
 pub async fn status(
     state: web::Data<AppState>,
-    req: HttpRequest,
+    Claims(claims): Claims,
 ) -> Result<web::Json<Answer>, ApiError> {
-    let auth = authorise(&state, claims(&state, &req)?).await?;
+    let auth = authorise(&state, claims).await?;
     let now = state.clock.now();
     let plan = auth.licence.plan();
     let day = domain::licensing::quota_day(now);

@@ -39,7 +39,7 @@ pub async fn validate(
     } else {
         let body: KeyAndInstance = body.json()?.ok_or(ApiError::InvalidToken)?;
         let (key, instance_id) = body.checked()?;
-        By::Key(key, instance_id)
+        By::Key(key.as_str().to_owned(), instance_id.into_string())
     };
     let (licence, instance_id, license) = service_kit::db::run(&state.pool, move |conn| {
         let (licence, instance_id) = match by {

@@ -17,6 +17,8 @@ use testkit::smtp::SmtpServer;
 use testkit::stack::ScratchDir;
 
 pub const KEY: &str = "test-signing-key-0123456789abcdef-0123";
+/// Signs download links; every secret of a service has its own value.
+pub const DOWNLOAD_KEY: &str = "test-download-key-0123456789abcdef-0123";
 pub const WEBHOOK_SECRET: &str = "webhook-secret-0123456789";
 pub const VARIANT_BASIC: u64 = 1001;
 pub const VARIANT_PRO: u64 = 1002;
@@ -39,7 +41,7 @@ pub fn base_env(database_url: &str, builds_dir: &str) -> Vec<(String, String)> {
         ("LISTEN_ADDR", "127.0.0.1:0"),
         ("PUBLIC_BASE_URL", "http://127.0.0.1:8083"),
         ("LICENCE_JWT_KEYS", &format!("k1:{KEY}")),
-        ("DOWNLOAD_SIGNING_SECRET", KEY),
+        ("DOWNLOAD_SIGNING_SECRET", DOWNLOAD_KEY),
         ("BUILDS_DIR", builds_dir),
         ("PAYMENT_WEBHOOK_SECRET", WEBHOOK_SECRET),
         ("PAYMENT_VARIANT_BASIC", "1001"),

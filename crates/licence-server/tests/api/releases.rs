@@ -4,7 +4,7 @@ use licence_server::clock::Clock;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    KEY, MAC_BUILD, TestApp, UNLISTED, WIN_BUILD, assert_error, sha256_hex, spawn_app,
+    DOWNLOAD_KEY, MAC_BUILD, TestApp, UNLISTED, WIN_BUILD, assert_error, sha256_hex, spawn_app,
 };
 
 fn path_of(url: &str) -> String {
@@ -35,7 +35,7 @@ async fn licensed_latest(app: &TestApp) -> Value {
 
 fn signed(app: &TestApp, file: &str) -> String {
     let expires = (app.clock.now() + chrono::Duration::minutes(15)).timestamp();
-    let sig = licence_server::signing::sign_download(KEY.as_bytes(), file, expires);
+    let sig = licence_server::signing::sign_download(DOWNLOAD_KEY.as_bytes(), file, expires);
     let mut u = url::Url::parse("http://x/api/download").expect("url");
     u.query_pairs_mut()
         .append_pair("file", file)

@@ -1,0 +1,205 @@
+//! better-auth's own client (npm `better-auth` 1.7, run by Node) through nginx against the real
+//! auth and nutrition-api: every account-management call of the contract, as the web front end
+//! makes it.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use chrono::Utc;
+use serde_json::{Value, json};
+
+use common::start_stack;
+
+fn node_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node")
+}
+
+/// Runs the client program; every line it prints is one call: `{step, status, data, error}`.
+fn run_client(base: &str, mode: &str, env: &[(&str, &str)]) -> HashMap<String, Value> {
+    let dir = node_dir();
+    assert!(
+        dir.join("node_modules/better-auth").is_dir(),
+        "run `npm ci` in tests/node (scripts/test does)"
+    );
+    let out = Command::new("node")
+        .arg("account-client.mjs")
+        .arg(mode)
+        .current_dir(&dir)
+        .env("BASE_URL", base)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| (v["step"].as_str().unwrap_or_default().to_owned(), v))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn better_auth_client_manages_the_account_through_nginx() {
+    let stack = start_stack().await;
+    let base = stack.base();
+    let r = run_client(&base, "manage", &[]);
+    let step = |name: &str| -> &Value {
+        r.get(name)
+            .unwrap_or_else(|| panic!("no step {name}: {r:?}\n{}", stack.auth.log()))
+    };
+    let ok = |name: &str| -> &Value {
+        let s = step(name);
+        assert_eq!(s["status"], 200, "{name}: {s}");
+        &s["data"]
+    };
+    let err = |name: &str, status: u16, code: &str, message: &str| {
+        let s = step(name);
+        assert_eq!(s["status"], status, "{name}: {s}");
+        assert_eq!(
+            (s["error"]["code"].as_str(), s["error"]["message"].as_str()),
+            (Some(code), Some(message)),
+            "{name}: {s}"
+        );
+    };
+
+    let user_id = ok("sign-up")["user"]["id"].as_str().expect("id").to_owned();
+    ok("sign-in-phone");
+    err("sign-in-malformed", 400, "INVALID_EMAIL", "Invalid email");
+
+    let sessions = ok("list-sessions").as_array().expect("array").clone();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions[0]["current"], false, "newest first: the phone's");
+    assert_eq!(sessions[1]["current"], true);
+    assert!(
+        sessions
+            .iter()
+            .all(|s| s["token"].as_str().is_some_and(|t| t.len() == 43))
+    );
+
+    assert_eq!(ok("update-user"), &json!({ "status": true }));
+    err(
+        "update-user-email",
+        400,
+        "EMAIL_CAN_NOT_BE_UPDATED",
+        "Email can not be updated",
+    );
+    let user = &ok("get-session")["user"];
+    assert_eq!(
+        (user["name"].as_str(), user["image"].is_null()),
+        (Some("Client Renamed"), true)
+    );
+
+    err(
+        "change-password-wrong",
+        400,
+        "INVALID_PASSWORD",
+        "Invalid password",
+    );
+    err(
+        "change-password-short",
+        400,
+        "PASSWORD_TOO_SHORT",
+        "Password too short",
+    );
+    let changed = ok("change-password");
+    assert!(changed["token"].is_null());
+    assert_eq!(changed["user"]["id"], user_id.as_str());
+
+    let accounts = ok("list-accounts").as_array().expect("array").clone();
+    assert_eq!(accounts.len(), 1);
+    assert_eq!(accounts[0]["providerId"], "credential");
+    assert_eq!(accounts[0]["scopes"], json!([]));
+    err(
+        "unlink-last",
+        400,
+        "FAILED_TO_UNLINK_LAST_ACCOUNT",
+        "You can't unlink your last account",
+    );
+
+    assert_eq!(ok("revoke-session"), &json!({ "status": true }));
+    assert!(
+        ok("phone-after-revoke").is_null(),
+        "the phone is signed out at once"
+    );
+    ok("sign-in-phone-again");
+    assert_eq!(ok("revoke-other-sessions"), &json!({ "status": true }));
+    assert!(ok("phone-after-revoke-others").is_null());
+    let revoked = ok("change-password-revoke");
+    assert!(revoked["token"].as_str().is_some_and(|t| t.len() == 32));
+    assert_eq!(
+        ok("get-session-after-change")["user"]["id"],
+        user_id.as_str(),
+        "the client took the new session's cookie"
+    );
+
+    // Without SMTP_URL the stack sends no mail: the mail routes say so.
+    for name in [
+        "request-password-reset",
+        "request-password-reset-unknown",
+        "send-verification-email",
+    ] {
+        err(
+            name,
+            503,
+            "EMAIL_DISABLED",
+            "Sending e-mail isn't enabled on this server",
+        );
+    }
+    err(
+        "reset-password-bad-token",
+        400,
+        "INVALID_TOKEN",
+        "Invalid token",
+    );
+    err(
+        "verify-email-bad-token",
+        401,
+        "INVALID_TOKEN",
+        "Invalid token",
+    );
+
+    assert_eq!(ok("revoke-sessions"), &json!({ "status": true }));
+    assert!(ok("get-session-after-revoke-all").is_null());
+
+    // The links of the mails, with tokens as the mails would carry them.
+    let (reset, verify) = {
+        use auth::links::{Purpose, issue};
+        let mut conn = stack.pg.connect();
+        (
+            issue(&mut conn, Purpose::Reset, &user_id, Utc::now()).expect("reset token"),
+            issue(&mut conn, Purpose::Verify, &user_id, Utc::now()).expect("verify token"),
+        )
+    };
+    let r = run_client(
+        &base,
+        "links",
+        &[
+            ("RESET_TOKEN", reset.as_str()),
+            ("VERIFY_TOKEN", verify.as_str()),
+        ],
+    );
+    let step = |name: &str| {
+        r.get(name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no step {name}: {r:?}"))
+    };
+    let verified = step("verify-email");
+    assert_eq!(verified["status"], 200, "{verified}");
+    assert_eq!(verified["data"]["status"], true);
+    assert_eq!(step("reset-password")["data"], json!({ "status": true }));
+    let again = step("reset-password-again");
+    assert_eq!(
+        (again["status"].as_u64(), &again["error"]["code"]),
+        (Some(400), &json!("INVALID_TOKEN"))
+    );
+    assert_eq!(step("sign-in-after-reset")["status"], 200);
+    let session = step("get-session-after-reset");
+    assert_eq!(session["data"]["user"]["emailVerified"], true, "{session}");
+}
