@@ -17,8 +17,15 @@ pub enum ApiError {
     UserExists,
     #[error("Invalid email or password")]
     InvalidCredentials,
+    /// 429: the budget named by `scope` (`address`, `email`, `user`, `all`, `address+email`,
+    /// `email-failures`) allows `max` per `window_secs`; the body names it.
     #[error("Too many requests. Please try again later.")]
-    RateLimited { retry_after: u64 },
+    RateLimited {
+        retry_after: u64,
+        scope: &'static str,
+        max: u32,
+        window_secs: u32,
+    },
     #[error("Provider not found")]
     ProviderNotFound,
     #[error("Invalid callbackURL")]
@@ -105,9 +112,22 @@ impl ResponseError for ApiError {
             }
             other => other.to_string(),
         };
-        let mut resp = error_response(self.status_code(), self.code(), message);
+        let mut resp = match self {
+            Self::RateLimited {
+                retry_after,
+                scope,
+                max,
+                window_secs,
+            } => HttpResponse::build(self.status_code()).json(serde_json::json!({
+                "code": self.code(),
+                "message": message,
+                "retryAfter": retry_after,
+                "limit": { "scope": scope, "max": max, "windowSecs": window_secs },
+            })),
+            _ => error_response(self.status_code(), self.code(), message),
+        };
         let retry_after = match self {
-            Self::RateLimited { retry_after } => Some(*retry_after),
+            Self::RateLimited { retry_after, .. } => Some(*retry_after),
             Self::ServerBusy => Some(crate::password::BUSY_RETRY_AFTER_SECS),
             _ => None,
         };

@@ -20,6 +20,11 @@ pub const AUTH_MAIL_RATE_LIMIT_MAX: &str = "AUTH_MAIL_RATE_LIMIT_MAX";
 pub const AUTH_MAIL_RATE_LIMIT_WINDOW_SECS: &str = "AUTH_MAIL_RATE_LIMIT_WINDOW_SECS";
 pub const AUTH_REQUIRE_EMAIL_VERIFICATION: &str = "AUTH_REQUIRE_EMAIL_VERIFICATION";
 pub const AUTH_HASH_CONCURRENCY: &str = "AUTH_HASH_CONCURRENCY";
+pub const AUTH_SIGN_IN_GLOBAL_MAX: &str = "AUTH_SIGN_IN_GLOBAL_MAX";
+pub const AUTH_SIGN_IN_GLOBAL_WINDOW_SECS: &str = "AUTH_SIGN_IN_GLOBAL_WINDOW_SECS";
+pub const AUTH_SIGN_IN_FAILURES_MAX: &str = "AUTH_SIGN_IN_FAILURES_MAX";
+pub const AUTH_SIGN_IN_EMAIL_FAILURES_MAX: &str = "AUTH_SIGN_IN_EMAIL_FAILURES_MAX";
+pub const AUTH_SIGN_IN_FAILURES_WINDOW_SECS: &str = "AUTH_SIGN_IN_FAILURES_WINDOW_SECS";
 
 /// Google's production endpoints; overridable so that tests run the flow against a local server.
 pub const DEFAULT_GOOGLE_AUTH_URL: &str = "https://accounts.google.com/o/oauth2/v2/auth";
@@ -37,6 +42,7 @@ pub struct Settings {
     /// Peers whose `X-Forwarded-For` is believed when deciding the client address.
     pub trusted_proxies: Vec<IpNet>,
     pub rate_limit: RateLimit,
+    pub sign_in: SignInLimits,
     /// For the routes that send mail (reset and verification requests): better-auth's default is
     /// 3 per 60 s.
     pub mail_rate_limit: RateLimit,
@@ -53,6 +59,20 @@ pub struct Settings {
 pub struct RateLimit {
     pub max: u32,
     pub window_secs: u32,
+}
+
+/// The budgets of sign-in beyond the per-address limit (see README, "Limits").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignInLimits {
+    /// Attempts from all addresses together, shared by every replica: a ceiling on guessing
+    /// spread over many addresses.
+    pub global: RateLimit,
+    /// Failed sign-ins from one address (an IPv6 /64) for one e-mail address.
+    pub failures_per_address: RateLimit,
+    /// Failed sign-ins for one e-mail address from all addresses. Once spent, only addresses
+    /// that already failed for it in the window are refused, so that others trying someone's
+    /// address from many places cannot lock that person out.
+    pub failures_per_email: RateLimit,
 }
 
 #[derive(Debug, Clone)]
@@ -77,6 +97,7 @@ impl Settings {
                 max: env.number(AUTH_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
                 window_secs: env.number(AUTH_RATE_LIMIT_WINDOW_SECS, 10, 1, 86_400)?,
             },
+            sign_in: sign_in_limits(env)?,
             mail_rate_limit: RateLimit {
                 max: env.number(AUTH_MAIL_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
                 window_secs: env.number(AUTH_MAIL_RATE_LIMIT_WINDOW_SECS, 60, 1, 86_400)?,
@@ -85,6 +106,24 @@ impl Settings {
             hash_concurrency: env.number(AUTH_HASH_CONCURRENCY, cores(), 1, 256)?,
         })
     }
+}
+
+fn sign_in_limits(env: &Env) -> Result<SignInLimits, ConfigError> {
+    let failures_window = env.number(AUTH_SIGN_IN_FAILURES_WINDOW_SECS, 900, 1, 86_400)?;
+    Ok(SignInLimits {
+        global: RateLimit {
+            max: env.number(AUTH_SIGN_IN_GLOBAL_MAX, 600, 1, 100_000_000)?,
+            window_secs: env.number(AUTH_SIGN_IN_GLOBAL_WINDOW_SECS, 60, 1, 86_400)?,
+        },
+        failures_per_address: RateLimit {
+            max: env.number(AUTH_SIGN_IN_FAILURES_MAX, 5, 1, 1_000_000)?,
+            window_secs: failures_window,
+        },
+        failures_per_email: RateLimit {
+            max: env.number(AUTH_SIGN_IN_EMAIL_FAILURES_MAX, 20, 1, 1_000_000)?,
+            window_secs: failures_window,
+        },
+    })
 }
 
 fn cores() -> u32 {
@@ -270,6 +309,32 @@ mod tests {
             failing(&[("AUTH_RATE_LIMIT_WINDOW_SECS", "a")]),
             AUTH_RATE_LIMIT_WINDOW_SECS
         );
+    }
+
+    #[test]
+    fn sign_in_budgets() {
+        let s = with(&[]).expect("valid").sign_in;
+        assert_eq!(
+            s.global,
+            RateLimit {
+                max: 600,
+                window_secs: 60
+            }
+        );
+        assert_eq!(
+            (s.failures_per_address.max, s.failures_per_email.max),
+            (5, 20)
+        );
+        assert_eq!(s.failures_per_email.window_secs, 900);
+        for var in [
+            AUTH_SIGN_IN_GLOBAL_MAX,
+            AUTH_SIGN_IN_GLOBAL_WINDOW_SECS,
+            AUTH_SIGN_IN_FAILURES_MAX,
+            AUTH_SIGN_IN_EMAIL_FAILURES_MAX,
+            AUTH_SIGN_IN_FAILURES_WINDOW_SECS,
+        ] {
+            assert_eq!(failing(&[(var, "0")]), var);
+        }
     }
 
     #[test]

@@ -34,10 +34,35 @@ pub fn hit(conn: &mut PgConnection, key: &str, limit: RateLimit) -> QueryResult<
     if u32::try_from(counted.count).unwrap_or(u32::MAX) <= limit.max {
         return Ok(Ok(()));
     }
-    let ends = counted.window_start + chrono::Duration::seconds(i64::from(limit.window_secs));
+    Ok(Err(seconds_left(counted.window_start, limit.window_secs)))
+}
+
+/// The count under `key` in its current window, and the seconds until that window ends; without
+/// counting anything. `None` when there is no live window.
+pub fn peek(
+    conn: &mut PgConnection,
+    key: &str,
+    window_secs: u32,
+) -> QueryResult<Option<(u32, u64)>> {
+    let counted: Option<Counted> = diesel::sql_query(
+        "SELECT count, window_start FROM auth.rate_limit
+         WHERE key = $1 AND window_start > clock_timestamp() - make_interval(secs => $2)",
+    )
+    .bind::<Text, _>(key)
+    .bind::<Integer, _>(i32::try_from(window_secs).unwrap_or(i32::MAX))
+    .get_result(conn)
+    .optional()?;
+    Ok(counted.map(|c| {
+        let count = u32::try_from(c.count).unwrap_or(0);
+        (count, seconds_left(c.window_start, window_secs))
+    }))
+}
+
+fn seconds_left(window_start: chrono::DateTime<chrono::Utc>, window_secs: u32) -> u64 {
+    let ends = window_start + chrono::Duration::seconds(i64::from(window_secs));
     let left = (ends - chrono::Utc::now()).num_milliseconds().max(0);
     // Round up: a client waiting the advertised time must find the window over.
-    Ok(Err(u64::try_from((left + 999) / 1000).unwrap_or(1).max(1)))
+    u64::try_from((left + 999) / 1000).unwrap_or(1).max(1)
 }
 
 /// Drops counters whose window ended long ago.

@@ -58,7 +58,7 @@ async fn handle(
     let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
     let email =
         domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
-    state.rate_limit(req, "sign-in", Some(&email)).await?;
+    let failure_keys = state.sign_in_gate(req, &email).await?;
 
     let lookup_email = email.clone();
     let found = nutrition_store::run(&state.pool, move |conn| {
@@ -73,6 +73,7 @@ async fn handle(
     };
     let matches = state.hashes.verify(input.password.clone(), hash).await?;
     let Some(user) = user.filter(|_| matches) else {
+        state.sign_in_failed(failure_keys).await?;
         return Err(ApiError::InvalidCredentials);
     };
     if state.settings.require_email_verification && !user.email_verified {
