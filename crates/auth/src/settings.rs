@@ -20,6 +20,8 @@ pub const AUTH_MAIL_RATE_LIMIT_MAX: &str = "AUTH_MAIL_RATE_LIMIT_MAX";
 pub const AUTH_MAIL_RATE_LIMIT_WINDOW_SECS: &str = "AUTH_MAIL_RATE_LIMIT_WINDOW_SECS";
 pub const AUTH_REQUIRE_EMAIL_VERIFICATION: &str = "AUTH_REQUIRE_EMAIL_VERIFICATION";
 pub const AUTH_HASH_CONCURRENCY: &str = "AUTH_HASH_CONCURRENCY";
+pub const AUTH_SOCIAL_PENDING_PER_ADDRESS: &str = "AUTH_SOCIAL_PENDING_PER_ADDRESS";
+pub const AUTH_SOCIAL_PENDING_MAX: &str = "AUTH_SOCIAL_PENDING_MAX";
 pub const AUTH_SIGN_IN_GLOBAL_MAX: &str = "AUTH_SIGN_IN_GLOBAL_MAX";
 pub const AUTH_SIGN_IN_GLOBAL_WINDOW_SECS: &str = "AUTH_SIGN_IN_GLOBAL_WINDOW_SECS";
 pub const AUTH_SIGN_IN_FAILURES_MAX: &str = "AUTH_SIGN_IN_FAILURES_MAX";
@@ -43,6 +45,9 @@ pub struct Settings {
     pub trusted_proxies: Vec<IpNet>,
     pub rate_limit: RateLimit,
     pub sign_in: SignInLimits,
+    /// Google sign-ins started (each a state row living `STATE_LIFETIME_SECS`) per client
+    /// address and in total, per state lifetime.
+    pub social_pending: SocialPending,
     /// For the routes that send mail (reset and verification requests): better-auth's default is
     /// 3 per 60 s.
     pub mail_rate_limit: RateLimit,
@@ -75,6 +80,12 @@ pub struct SignInLimits {
     pub failures_per_email: RateLimit,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocialPending {
+    pub per_address: u32,
+    pub total: u32,
+}
+
 #[derive(Debug, Clone)]
 pub struct GoogleSettings {
     pub client_id: String,
@@ -98,6 +109,10 @@ impl Settings {
                 window_secs: env.number(AUTH_RATE_LIMIT_WINDOW_SECS, 10, 1, 86_400)?,
             },
             sign_in: sign_in_limits(env)?,
+            social_pending: SocialPending {
+                per_address: env.number(AUTH_SOCIAL_PENDING_PER_ADDRESS, 30, 1, 1_000_000)?,
+                total: env.number(AUTH_SOCIAL_PENDING_MAX, 10_000, 1, 100_000_000)?,
+            },
             mail_rate_limit: RateLimit {
                 max: env.number(AUTH_MAIL_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
                 window_secs: env.number(AUTH_MAIL_RATE_LIMIT_WINDOW_SECS, 60, 1, 86_400)?,
@@ -326,6 +341,12 @@ mod tests {
             (5, 20)
         );
         assert_eq!(s.failures_per_email.window_secs, 900);
+        let social = with(&[]).expect("valid").social_pending;
+        assert_eq!((social.per_address, social.total), (30, 10_000));
+        assert_eq!(
+            failing(&[(AUTH_SOCIAL_PENDING_MAX, "0")]),
+            AUTH_SOCIAL_PENDING_MAX
+        );
         for var in [
             AUTH_SIGN_IN_GLOBAL_MAX,
             AUTH_SIGN_IN_GLOBAL_WINDOW_SECS,

@@ -42,6 +42,40 @@ impl AppState {
         .await
     }
 
+    /// Counts a started Google sign-in against the client's address and against all of them,
+    /// each within the lifetime of a state row, so that the rows pending at any time are bounded
+    /// (at most twice each budget, where two windows meet).
+    pub async fn social_start_gate(&self, req: &HttpRequest) -> Result<(), ApiError> {
+        let secret = self.settings.auth.secret.expose();
+        let budget = self.settings.social_pending;
+        let window_secs = u32::try_from(crate::routes::social::STATE_LIFETIME_SECS).unwrap_or(600);
+        let per_address = RateLimit {
+            max: budget.per_address,
+            window_secs,
+        };
+        let total = RateLimit {
+            max: budget.total,
+            window_secs,
+        };
+        let network = self.client_network(req).unwrap_or_default();
+        let address = keys::rate_limit_key(secret, "sign-in-social", "ip", &network);
+        let all = keys::rate_limit_key(secret, "sign-in-social", "all", "");
+        nutrition_store::run(&self.pool, move |conn| {
+            let mut refusal = Refusal::default();
+            if let Err(secs) = rate_limits::hit(conn, &address, per_address)? {
+                refusal.note(secs, "address", per_address);
+            }
+            // Refused at the address already: not counted against everyone.
+            if refusal.0.is_none()
+                && let Err(secs) = rate_limits::hit(conn, &all, total)?
+            {
+                refusal.note(secs, "all", total);
+            }
+            refusal.into_result()
+        })
+        .await
+    }
+
     /// Counts an attempt at `route` against the client's address and `subject` (a kind and a
     /// value, such as the e-mail address or the user id) under `limit`. Both counters count
     /// every attempt, even when the first is already over the limit. Keys are stored as keyed
