@@ -161,6 +161,29 @@ ensure_rust() {
   command -v cargo >/dev/null 2>&1 || die "cargo is not installed (https://rustup.rs); rust-toolchain.toml names the version"
 }
 
+# The web app's build needs Node.js 20.19 or newer with npm (Vite's floor).
+ensure_node() {
+  command -v npm >/dev/null 2>&1 || ensure_packages nodejs npm
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
+    die "Node.js 20.19+ with npm is not installed (the web app is built with it)"
+  node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' ||
+    die "Node.js $(node -v) is too old: the web app needs 20.19 or newer"
+}
+
+# Builds web/ into web/dist (served by nginx at /). npm ci runs only when the lock file changed
+# since the last install.
+build_web() {
+  ensure_node
+  if [ ! -f web/node_modules/.package-lock.json ] ||
+    ! cmp -s web/package-lock.json web/node_modules/.installed-lock.json; then
+    log "npm ci in web"
+    (cd web && npm ci --no-audit --no-fund --loglevel=error)
+    cp web/package-lock.json web/node_modules/.installed-lock.json
+  fi
+  log "building the web app"
+  (cd web && npm run --silent build)
+}
+
 # Installs tests/node's packages exactly as locked, when the lock changed since the last install.
 ensure_node_modules() {
   # Node runs better-auth's own client; any Node 20 or later will do (nodesource's carries npm).

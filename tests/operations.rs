@@ -1,7 +1,15 @@
 //! Operating the services: settings refused at start-up, `/metrics`, and clients that stall.
 //! Every check runs against the real binaries.
 
+mod common;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
 use testkit::checks::config_rejected;
+use testkit::http::client;
 use testkit::stack::bin;
 
 const PG: &str = "postgres://app:app@127.0.0.1:5432/nutrition";
@@ -94,4 +102,183 @@ fn one_value_in_two_secret_variables_is_refused_at_start_up() {
         ],
         "AUTH_SECRET",
     );
+}
+
+/// The Python interpreter of `.run/venv`, which holds the reference parser of the Prometheus
+/// text format (`prometheus_client`); `scripts/test` installs it.
+fn venv_python() -> PathBuf {
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.run/venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/test once, which installs prometheus_client there",
+        python.display()
+    );
+    python
+}
+
+/// Parses an exposition with `prometheus_client.parser` (an error fails the test) into
+/// `name{label="value",…}` (labels sorted) -> value.
+fn parse_exposition(text: &str) -> HashMap<String, f64> {
+    const SCRIPT: &str = r#"
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+out = {}
+for family in text_string_to_metric_families(sys.stdin.read()):
+    for s in family.samples:
+        labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
+        out[f"{s.name}{{{labels}}}"] = s.value
+print(json.dumps(out))
+"#;
+    let mut child = Command::new(venv_python())
+        .args(["-c", SCRIPT])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the parser");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write the exposition");
+    let out = child.wait_with_output().expect("parser ran");
+    assert!(
+        out.status.success(),
+        "the exposition does not parse: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("parser output")
+}
+
+async fn scrape(port: u16) -> (String, HashMap<String, f64>) {
+    let resp = client()
+        .get(format!("http://127.0.0.1:{port}/metrics"))
+        .send()
+        .await
+        .expect("scrape");
+    assert_eq!(resp.status(), 200);
+    let ctype = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
+    let text = resp.text().await.expect("body");
+    let parsed = parse_exposition(&text);
+    (text, parsed)
+}
+
+fn value(metrics: &HashMap<String, f64>, key: &str) -> f64 {
+    metrics.get(key).copied().unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_service_exports_metrics_that_move_under_load() {
+    let stack = common::start_stack().await;
+    let http = client();
+    let names = ["auth", "nutrition-api", "push-scheduler", "licence-server"];
+    let health = r#"http_requests_total{method="GET",route="/health",status="200"}"#;
+    let unmatched = r#"http_requests_total{method="GET",route="unmatched",status="404"}"#;
+    for (name, port) in names.iter().zip(stack.ports) {
+        let (_, before) = scrape(port).await;
+        for i in 0..25 {
+            let resp = http
+                .get(format!("http://127.0.0.1:{port}/health"))
+                .send()
+                .await
+                .expect("health");
+            assert_eq!(resp.status(), 200);
+            // Raw paths never become labels: each of these is a new path.
+            let resp = http
+                .get(format!("http://127.0.0.1:{port}/no-such-{i}-zqx"))
+                .send()
+                .await
+                .expect("unknown route");
+            assert_eq!(resp.status(), 404);
+        }
+        let (text, after) = scrape(port).await;
+        assert!(
+            value(&after, health) - value(&before, health) >= 25.0,
+            "{name}: {health} moved from {} to {}",
+            value(&before, health),
+            value(&after, health)
+        );
+        assert!(
+            value(&after, unmatched) - value(&before, unmatched) >= 25.0,
+            "{name}"
+        );
+        assert!(!text.contains("zqx"), "{name} labels a raw path");
+        let buckets = after
+            .keys()
+            .filter(|k| {
+                k.starts_with("http_request_duration_seconds_bucket{")
+                    && k.contains(r#"route="/health""#)
+            })
+            .count();
+        assert!(buckets > 5, "{name}: latency histogram of /health");
+        assert!(
+            value(
+                &after,
+                r#"http_request_duration_seconds_count{method="GET",route="/health"}"#
+            ) >= 25.0,
+            "{name}"
+        );
+        for key in [
+            r#"db_pool_connections{state="in_use"}"#,
+            r#"db_pool_connections{state="idle"}"#,
+            "db_pool_max_connections{}",
+            "db_pool_waiting{}",
+        ] {
+            assert!(after.contains_key(key), "{name} lacks {key}");
+        }
+        assert!(value(&after, "db_pool_max_connections{}") >= 1.0, "{name}");
+    }
+
+    let [auth, _, scheduler, licence] = stack.ports;
+    let (_, m) = scrape(scheduler).await;
+    assert_eq!(m.get(r#"outbox_pending{outbox="push"}"#), Some(&0.0));
+    assert!(m.contains_key(r#"outbox_oldest_age_seconds{outbox="push"}"#));
+    for outcome in ["delivered", "gone", "retry", "expired", "failed"] {
+        let key = format!(r#"push_deliveries_total{{outcome="{outcome}"}}"#);
+        assert!(m.contains_key(&key), "{key}");
+    }
+
+    let (_, before) = scrape(licence).await;
+    assert_eq!(before.get(r#"outbox_pending{outbox="email"}"#), Some(&0.0));
+    let refused =
+        r#"licence_quota_consumptions_total{outcome="refused",route="/api/usage/consume"}"#;
+    let resp = http
+        .post(format!("http://127.0.0.1:{licence}/api/usage/consume"))
+        .json(&serde_json::json!({ "licenseKey": "NOPE" }))
+        .send()
+        .await
+        .expect("consume");
+    assert!(resp.status().is_client_error(), "{}", resp.status());
+    let (_, after) = scrape(licence).await;
+    assert_eq!(value(&after, refused), value(&before, refused) + 1.0);
+
+    let (_, before) = scrape(auth).await;
+    let failed = r#"auth_sign_ins_total{outcome="refused",route="/api/auth/sign-in/email"}"#;
+    let resp = http
+        .post(format!("{}/api/auth/sign-in/email", stack.base()))
+        .header("Origin", stack.base())
+        .json(&serde_json::json!({ "email": "nobody@example.com", "password": "wrong-password-1" }))
+        .send()
+        .await
+        .expect("sign-in");
+    assert!(resp.status().is_client_error(), "{}", resp.status());
+    let (_, after) = scrape(auth).await;
+    assert_eq!(value(&after, failed), value(&before, failed) + 1.0);
+
+    // nginx keeps the operational endpoints away from the public.
+    for path in ["/metrics", "/openapi.json", "/docs", "/health", "/ready"] {
+        let resp = http
+            .get(format!("{}{path}", stack.base()))
+            .send()
+            .await
+            .expect("through nginx");
+        assert_eq!(resp.status(), 404, "{path} is public");
+    }
 }

@@ -35,6 +35,11 @@ impl Stack {
 }
 
 pub async fn start_stack() -> Stack {
+    start_stack_with(&[]).await
+}
+
+/// The stack with `push_env` (VAPID keys, endpoint rules) added to nutrition-api and push-scheduler.
+pub async fn start_stack_with(push_env: &[(&str, &str)]) -> Stack {
     let pg = TestPostgres::empty();
     let my = TestMariaDb::empty();
     let dir = ScratchDir::new("stack");
@@ -54,13 +59,15 @@ pub async fn start_stack() -> Stack {
         // nginx on loopback tells auth the client's address.
         ("TRUSTED_PROXIES", "127.0.0.1"),
     ];
-    let nutrition_env = [
+    let mut nutrition_env = vec![
         ("DATABASE_URL", pg.url()),
         ("LISTEN_ADDR", n.as_str()),
         ("AUTH_SECRET", SECRET),
         ("AUTH_BASE_URL", public.as_str()),
     ];
-    let scheduler_env = [("DATABASE_URL", pg.url()), ("LISTEN_ADDR", s.as_str())];
+    nutrition_env.extend_from_slice(push_env);
+    let mut scheduler_env = vec![("DATABASE_URL", pg.url()), ("LISTEN_ADDR", s.as_str())];
+    scheduler_env.extend_from_slice(push_env);
     let licence_env = [
         ("DATABASE_URL", my.url()),
         ("LISTEN_ADDR", l.as_str()),
@@ -75,6 +82,10 @@ pub async fn start_stack() -> Stack {
         ("PAYMENT_VARIANT_ANNUAL", "4"),
         ("SMTP_URL", "smtp://127.0.0.1:2525"),
         ("MAIL_FROM", "Licences <licences@example.com>"),
+        (
+            "LICENCE_SIGNING_KEYS",
+            "e2e:lq1Y0hzkQmQ8w2o3nQXGJ4n9yQjY1b3cZ5t1dW8eQeE=",
+        ),
     ];
     // The three Postgres services start together on an empty database: whichever wins the
     // advisory lock migrates, the others wait and find nothing to do.

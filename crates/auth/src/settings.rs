@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 
 use ipnet::IpNet;
+use mailer::SmtpSettings;
 use service_kit::{ConfigError, Env, Secret};
 use session::AuthSettings;
 use url::Url;
@@ -48,6 +49,9 @@ pub struct Settings {
     /// Google sign-ins started (each a state row living `STATE_LIFETIME_SECS`) per client
     /// address and in total, per state lifetime.
     pub social_pending: SocialPending,
+    /// `SMTP_URL` and `MAIL_FROM`; `None` when `SMTP_URL` is unset, and the routes that send mail
+    /// answer 503 `EMAIL_DISABLED`.
+    pub smtp: Option<SmtpSettings>,
     /// For the routes that send mail (reset and verification requests): better-auth's default is
     /// 3 per 60 s.
     pub mail_rate_limit: RateLimit,
@@ -57,6 +61,9 @@ pub struct Settings {
     /// Password hashes computed at once (each holds 19 MiB); default the number of cores.
     pub hash_concurrency: u32,
 }
+
+/// The `MAIL_FROM` shown in error messages.
+pub const MAIL_FROM_EXAMPLE: &str = "Nutrizione <no-reply@example.com>";
 
 /// Attempts allowed per client address and per e-mail address within a window, for sign-in and
 /// sign-up each (better-auth's default: 3 per 10 s).
@@ -113,6 +120,7 @@ impl Settings {
                 per_address: env.number(AUTH_SOCIAL_PENDING_PER_ADDRESS, 30, 1, 1_000_000)?,
                 total: env.number(AUTH_SOCIAL_PENDING_MAX, 10_000, 1, 100_000_000)?,
             },
+            smtp: SmtpSettings::optional_from_env(env, MAIL_FROM_EXAMPLE)?,
             mail_rate_limit: RateLimit {
                 max: env.number(AUTH_MAIL_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
                 window_secs: env.number(AUTH_MAIL_RATE_LIMIT_WINDOW_SECS, 60, 1, 86_400)?,
@@ -373,6 +381,28 @@ mod tests {
                 AUTH_HASH_CONCURRENCY
             );
         }
+    }
+
+    #[test]
+    fn email_is_optional_and_checked_when_set() {
+        assert!(with(&[]).expect("valid").smtp.is_none());
+        let s = with(&[
+            ("SMTP_URL", "smtp://127.0.0.1:2525"),
+            ("MAIL_FROM", "App <app@example.com>"),
+        ])
+        .expect("valid");
+        assert!(s.smtp.is_some());
+        assert_eq!(
+            failing(&[("SMTP_URL", "smtp://127.0.0.1:2525")]),
+            "MAIL_FROM"
+        );
+        assert_eq!(
+            failing(&[
+                ("SMTP_URL", "smtp://mail.example.com:25"),
+                ("MAIL_FROM", "App <app@example.com>")
+            ]),
+            "SMTP_URL"
+        );
     }
 
     #[test]

@@ -13,3 +13,4 @@ pub mod protocol;
 pub mod recipes;
 pub mod rome;
 pub mod stats;
+pub mod zones;

@@ -43,6 +43,10 @@ pub enum ApiError {
     DatabaseUnavailable(String),
     #[error("not found")]
     NotFound,
+    #[error("too many requests from this address; try again later")]
+    RateLimited { retry_after_secs: u64 },
+    #[error("the licence was deactivated too often in the last 30 days")]
+    DeactivationLimitReached { retry_after_secs: u64 },
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
@@ -69,6 +73,8 @@ impl ApiError {
             Self::ReleasesUnavailable(_) => "RELEASES_UNAVAILABLE",
             Self::DatabaseUnavailable(_) => "DATABASE_UNAVAILABLE",
             Self::Internal(_) => "INTERNAL_ERROR",
+            Self::RateLimited { .. } => "RATE_LIMITED",
+            Self::DeactivationLimitReached { .. } => "DEACTIVATION_LIMIT_REACHED",
         }
     }
 }
@@ -113,7 +119,9 @@ impl ResponseError for ApiError {
             Self::ActivationLimitReached { .. } => StatusCode::CONFLICT,
             Self::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::QuotaExceeded(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::QuotaExceeded(_)
+            | Self::RateLimited { .. }
+            | Self::DeactivationLimitReached { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::ReleasesUnavailable(_) | Self::DatabaseUnavailable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -158,6 +166,12 @@ impl ResponseError for ApiError {
         match self {
             Self::QuotaExceeded(report) => {
                 if let Ok(v) = HeaderValue::from_str(&report.retry_after_secs().to_string()) {
+                    headers.insert(header::RETRY_AFTER, v);
+                }
+            }
+            Self::RateLimited { retry_after_secs }
+            | Self::DeactivationLimitReached { retry_after_secs } => {
+                if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
                     headers.insert(header::RETRY_AFTER, v);
                 }
             }

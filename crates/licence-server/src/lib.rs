@@ -5,6 +5,7 @@ pub mod admin;
 pub mod clock;
 pub mod db;
 pub mod error;
+pub mod lease;
 pub mod mail;
 pub mod payments;
 pub mod releases;

@@ -29,6 +29,7 @@ use sha2::Digest;
 use crate::mail;
 use crate::repo::licences::{self, LicenceRow, NewLicence, SubscriptionChange};
 use crate::repo::{self, events, outbox};
+use crate::schema::refunded_order;
 use crate::settings::Variants;
 
 /// A webhook event, checked for the fields its handling needs.
@@ -308,6 +309,18 @@ fn apply(
         (Kind::Subscription(sub), Some(plan)) => subscription(conn, sub, plan, now),
         (Kind::OrderRefunded(order), _) if order.refunded || order.status == "refunded" => {
             let licence = licences::find_by_order_for_update(conn, &order.order_id)?;
+            if licence.is_none() {
+                // The refund overtook its order: remembered, so the order makes no licence.
+                diesel::insert_into(refunded_order::table)
+                    .values((
+                        refunded_order::order_id.eq(&order.order_id),
+                        refunded_order::refunded_at.eq(now.naive_utc()),
+                    ))
+                    .on_conflict_do_nothing()
+                    .execute(conn)?;
+                tracing::warn!("refund of an order not seen yet; remembered");
+                return Ok(Outcome::Recorded);
+            }
             refund(conn, licence, now)
         }
         (Kind::PaymentRefunded(invoice), _) if invoice.refunded => {
@@ -333,6 +346,16 @@ fn order_created(
         return Ok(Outcome::Updated {
             licence_id: existing.id,
         });
+    }
+    let refunded: Option<String> = refunded_order::table
+        .find(&order.order_id)
+        .select(refunded_order::order_id)
+        .for_update()
+        .first(conn)
+        .optional()?;
+    if refunded.is_some() {
+        tracing::info!("order already refunded; no licence");
+        return Ok(Outcome::Recorded);
     }
     let Some(customer) = &order.customer else {
         tracing::warn!("paid order without a customer e-mail; no licence");

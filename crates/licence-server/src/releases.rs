@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -52,6 +53,10 @@ struct Stamp {
 pub struct Builds {
     dir: PathBuf,
     cache: Arc<Mutex<HashMap<String, (Stamp, String)>>>,
+    /// Held while a file is hashed: requests arriving on a cold cache wait for the one hashing
+    /// and then find its digest, instead of each reading the whole build again.
+    hashing: Arc<Mutex<()>>,
+    hashed: Arc<AtomicU64>,
 }
 
 impl Builds {
@@ -60,7 +65,14 @@ impl Builds {
         Self {
             dir,
             cache: Arc::default(),
+            hashing: Arc::default(),
+            hashed: Arc::default(),
         }
+    }
+
+    /// How many times a file was hashed since start-up.
+    pub fn hashes_computed(&self) -> u64 {
+        self.hashed.load(Ordering::Relaxed)
     }
 
     pub fn manifest(&self) -> anyhow::Result<Manifest> {
@@ -92,17 +104,27 @@ impl Builds {
             size: meta.len(),
             modified: meta.modified().ok(),
         };
-        let cached = self
-            .cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(name)
-            .filter(|(s, _)| *s == stamp)
-            .map(|(_, digest)| digest.clone());
-        let sha256 = match cached {
+        let cached = || {
+            self.cache
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(name)
+                .filter(|(s, _)| *s == stamp)
+                .map(|(_, digest)| digest.clone())
+        };
+        let sha256 = match cached() {
             Some(d) => d,
             None => {
+                let _single = self.hashing.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(d) = cached() {
+                    return Ok(Some(FileInfo {
+                        path,
+                        size: stamp.size,
+                        sha256: d,
+                    }));
+                }
                 let digest = hash_file(&path)?;
+                self.hashed.fetch_add(1, Ordering::Relaxed);
                 self.cache
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)

@@ -61,10 +61,47 @@ diesel::table! {
         html_body -> Text,
         attempts -> Integer,
         next_attempt_at -> Datetime,
+        lease_token -> Nullable<Varchar>,
         sent_at -> Nullable<Datetime>,
         gave_up_at -> Nullable<Datetime>,
         last_error -> Nullable<Varchar>,
         created_at -> Datetime,
+    }
+}
+
+diesel::table! {
+    licence_deactivation (id) {
+        id -> Bigint,
+        licence_id -> Varchar,
+        instance_id -> Varchar,
+        deactivated_at -> Datetime,
+    }
+}
+
+diesel::table! {
+    usage_idempotency (licence_id, day, idem_key) {
+        licence_id -> Varchar,
+        day -> Date,
+        idem_key -> Varchar,
+        taken -> Bool,
+        used -> Integer,
+        plan -> Varchar,
+        created_at -> Datetime,
+    }
+}
+
+diesel::table! {
+    licence_rate_limit (bucket) {
+        bucket -> Varchar,
+        window_start -> Datetime,
+        hits -> Integer,
+    }
+}
+
+diesel::table! {
+    refunded_order (order_id) {
+        order_id -> Varchar,
+        refunded_at -> Datetime,
     }
 }
 
@@ -75,5 +112,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     activation,
     daily_usage,
     webhook_event,
-    email_outbox
+    email_outbox,
+    licence_deactivation,
+    usage_idempotency,
+    licence_rate_limit,
+    refunded_order
 );

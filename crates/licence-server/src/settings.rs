@@ -4,9 +4,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use ipnet::IpNet;
 use lettre::message::Mailbox;
 use service_kit::{ConfigError, Env, Secret};
 use url::Url;
+
+use crate::lease::LeaseKey;
 
 pub const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:8083";
 pub const PUBLIC_BASE_URL: &str = "PUBLIC_BASE_URL";
@@ -20,6 +23,13 @@ pub const PAYMENT_VARIANT_PREMIUM: &str = "PAYMENT_VARIANT_PREMIUM";
 pub const PAYMENT_VARIANT_ANNUAL: &str = "PAYMENT_VARIANT_ANNUAL";
 pub const SMTP_URL: &str = "SMTP_URL";
 pub const MAIL_FROM: &str = "MAIL_FROM";
+pub const LICENCE_SIGNING_KEYS: &str = "LICENCE_SIGNING_KEYS";
+pub const LICENCE_GRACE_DAYS: &str = "LICENCE_GRACE_DAYS";
+pub const LICENCE_STALE_DAYS: &str = "LICENCE_STALE_DAYS";
+pub const LICENCE_DEACTIVATIONS_PER_30_DAYS: &str = "LICENCE_DEACTIVATIONS_PER_30_DAYS";
+pub const LICENCE_RATE_LIMIT_PER_MINUTE: &str = "LICENCE_RATE_LIMIT_PER_MINUTE";
+pub const WEBHOOK_RATE_LIMIT_PER_MINUTE: &str = "WEBHOOK_RATE_LIMIT_PER_MINUTE";
+pub const TRUSTED_PROXIES: &str = "TRUSTED_PROXIES";
 
 /// Minimum length of the token and download signing secrets (256 bits for HMAC-SHA256).
 pub const MIN_SIGNING_SECRET_LEN: usize = 32;
@@ -40,6 +50,19 @@ pub struct Settings {
     pub variants: Variants,
     pub smtp_url: Secret,
     pub mail_from: Mailbox,
+    /// The Ed25519 ring of leases and answer signatures: the first key signs, all are published.
+    pub signing_keys: Vec<LeaseKey>,
+    /// Days a lease lets the app run offline.
+    pub grace_days: u32,
+    /// Days without a validation after which an installation's seat may go to a new one.
+    pub stale_days: u32,
+    pub deactivations_per_30_days: u32,
+    /// Requests per minute and client address to activate, validate and deactivate together.
+    pub licence_rate_limit: u32,
+    /// Webhook deliveries per minute and client address.
+    pub webhook_rate_limit: u32,
+    /// Proxies whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<IpNet>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +94,13 @@ impl Settings {
             variants: variants(env)?,
             smtp_url: smtp_url(env)?,
             mail_from: mail_from(env)?,
+            signing_keys: signing_keys(env)?,
+            grace_days: env.number(LICENCE_GRACE_DAYS, 7, 1, 90)?,
+            stale_days: env.number(LICENCE_STALE_DAYS, 30, 1, 3650)?,
+            deactivations_per_30_days: env.number(LICENCE_DEACTIVATIONS_PER_30_DAYS, 3, 1, 1000)?,
+            licence_rate_limit: env.number(LICENCE_RATE_LIMIT_PER_MINUTE, 60, 1, 100_000)?,
+            webhook_rate_limit: env.number(WEBHOOK_RATE_LIMIT_PER_MINUTE, 600, 1, 100_000)?,
+            trusted_proxies: trusted_proxies(env)?,
         })
     }
 }
@@ -133,6 +163,41 @@ fn jwt_keys(env: &Env) -> Result<Vec<JwtKey>, ConfigError> {
     Ok(keys)
 }
 
+fn signing_keys(env: &Env) -> Result<Vec<LeaseKey>, ConfigError> {
+    let raw = env.required(
+        LICENCE_SIGNING_KEYS,
+        "ed1:<openssl rand -base64 32>,ed0:<older seed>",
+    )?;
+    let keys = crate::lease::parse_keys(raw)
+        .map_err(|rule| ConfigError::new(LICENCE_SIGNING_KEYS, rule))?;
+    for entry in raw.split(',') {
+        if let Some((_, seed)) = entry.split_once(':') {
+            env.check_secret(LICENCE_SIGNING_KEYS, seed.trim())?;
+        }
+    }
+    Ok(keys)
+}
+
+fn trusted_proxies(env: &Env) -> Result<Vec<IpNet>, ConfigError> {
+    let Some(list) = env.get(TRUSTED_PROXIES)? else {
+        return Ok(Vec::new());
+    };
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<IpNet>()
+                .or_else(|_| s.parse::<std::net::IpAddr>().map(IpNet::from))
+                .map_err(|_| {
+                    ConfigError::new(
+                        TRUSTED_PROXIES,
+                        "must be comma-separated IP addresses or CIDR ranges",
+                    )
+                })
+        })
+        .collect()
+}
+
 fn builds_dir(env: &Env) -> Result<PathBuf, ConfigError> {
     let path = PathBuf::from(env.required(BUILDS_DIR, "/srv/builds")?);
     if !path.is_dir() {
@@ -178,19 +243,8 @@ fn variants(env: &Env) -> Result<Variants, ConfigError> {
 
 fn smtp_url(env: &Env) -> Result<Secret, ConfigError> {
     let raw = env.required(SMTP_URL, "smtps://user:password@smtp.example.com:465")?;
-    let url = Url::parse(raw).map_err(|_| {
-        ConfigError::new(
-            SMTP_URL,
-            "must be a URL like smtp://host:25 or smtps://user:pass@host:465",
-        )
-    })?;
-    if !matches!(url.scheme(), "smtp" | "smtps") || url.host_str().is_none_or(str::is_empty) {
-        return Err(ConfigError::new(
-            SMTP_URL,
-            "must start with smtp:// or smtps:// and name a host",
-        ));
-    }
-    Ok(Secret::new(raw))
+    let allow_plaintext = env.flag(mailer::settings::SMTP_ALLOW_PLAINTEXT, false)?;
+    mailer::settings::smtp_url(raw, allow_plaintext)
 }
 
 fn mail_from(env: &Env) -> Result<Mailbox, ConfigError> {
@@ -208,6 +262,7 @@ mod tests {
     use super::*;
 
     const KEY: &str = "0123456789abcdef0123456789abcdef";
+    const SEED: &str = "ed1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
     fn with(extra: &[(&str, &str)]) -> Result<Settings, ConfigError> {
         let dir = std::env::temp_dir().to_string_lossy().into_owned();
@@ -225,6 +280,7 @@ mod tests {
             (PAYMENT_VARIANT_ANNUAL, "104"),
             (SMTP_URL, "smtp://127.0.0.1:2525"),
             (MAIL_FROM, "Licences <licences@example.com>"),
+            (LICENCE_SIGNING_KEYS, SEED),
         ];
         let mut pairs: Vec<(String, String)> = base
             .iter()
@@ -347,6 +403,45 @@ mod tests {
         assert_eq!(failing(&[(SMTP_URL, "http://mail")]), SMTP_URL);
         assert_eq!(failing(&[(SMTP_URL, "mail.example.com:25")]), SMTP_URL);
         assert!(with(&[(SMTP_URL, "smtps://u:p@mail.example.com:465")]).is_ok());
+    }
+
+    #[test]
+    fn plaintext_smtp_only_to_this_machine() {
+        assert_eq!(
+            failing(&[(SMTP_URL, "smtp://mail.example.com:25")]),
+            SMTP_URL
+        );
+        assert!(with(&[(SMTP_URL, "smtp://u:p@mail.example.com:587?tls=required")]).is_ok());
+        assert!(
+            with(&[
+                (SMTP_URL, "smtp://mail.example.com:25"),
+                ("SMTP_ALLOW_PLAINTEXT", "true")
+            ])
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn signing_keys_and_section_7_numbers() {
+        let s = with(&[]).expect("valid");
+        assert_eq!(s.signing_keys[0].kid, "ed1");
+        assert_eq!(
+            (s.grace_days, s.stale_days, s.deactivations_per_30_days),
+            (7, 30, 3)
+        );
+        assert!(!format!("{s:?}").contains("AAECAwQF"));
+        assert_eq!(
+            failing(&[(LICENCE_SIGNING_KEYS, "ed1:change-me")]),
+            LICENCE_SIGNING_KEYS
+        );
+        assert_eq!(failing(&[(LICENCE_SIGNING_KEYS, "")]), LICENCE_SIGNING_KEYS);
+        assert_eq!(failing(&[(LICENCE_GRACE_DAYS, "0")]), LICENCE_GRACE_DAYS);
+        assert_eq!(failing(&[(LICENCE_STALE_DAYS, "x")]), LICENCE_STALE_DAYS);
+        assert_eq!(
+            failing(&[(LICENCE_DEACTIVATIONS_PER_30_DAYS, "-1")]),
+            LICENCE_DEACTIVATIONS_PER_30_DAYS
+        );
+        assert_eq!(failing(&[(TRUSTED_PROXIES, "proxy")]), TRUSTED_PROXIES);
     }
 
     #[test]

@@ -82,3 +82,11 @@ pub struct IssuedToken {
     pub token: String,
     pub token_expires_at: String,
 }
+
+/// The offline lease of activate and validate (contract section 7).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IssuedLease {
+    pub lease: String,
+    pub lease_expires_at: String,
+}

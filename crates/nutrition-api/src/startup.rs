@@ -62,13 +62,19 @@ impl Application {
             push,
             test_pushes: Arc::clone(&test_pushes),
         };
-        let server =
-            service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
+        let metrics = service_kit::metrics::ServiceMetrics::new();
+        metrics.pool(pool.clone());
+        let server = service_kit::http::server_with(
+            listener,
+            Arc::new(PoolReadiness(pool)),
+            metrics,
+            move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     .app_data(service_kit::http::BodyLimit(BODY_LIMIT))
                     .app_data(web::Data::new(layer.clone()))
                     .configure(crate::routes::config);
-            })?;
+            },
+        )?;
         tracing::info!(port, "nutrition-api listening");
         Ok(Self {
             port,

@@ -11,6 +11,7 @@ use diesel::{Connection, PgConnection, RunQueryDsl};
 use diesel_migrations::{EmbeddedMigrations, embed_migrations};
 use service_kit::Secret;
 
+pub mod erase;
 pub mod schema;
 
 pub use service_kit::db::{DbError, PoolReadiness, run};

@@ -295,6 +295,7 @@ fn deliver_one(
             Outcome::Delivered => {
                 finish(conn, row.id, "delivered", None)?;
                 counters.sent.fetch_add(1, Ordering::Relaxed);
+                PUSH_OUTCOMES.with_label_values(&["delivered"]).inc();
             }
             Outcome::Gone => {
                 diesel::sql_query("DELETE FROM nutrition.device_token WHERE id = $1")
@@ -308,6 +309,7 @@ fn deliver_one(
                 .bind::<Text, _>(&row.device_id)
                 .execute(conn)?;
                 counters.removed.fetch_add(1, Ordering::Relaxed);
+                PUSH_OUTCOMES.with_label_values(&["gone"]).inc();
             }
             Outcome::RetryAfter(hint) => {
                 let delay = backoff(row.attempts, hint);
@@ -315,6 +317,7 @@ fn deliver_one(
                 if next >= row.expires_at {
                     finish(conn, row.id, "expired", Some("still refused when the message expired"))?;
                     counters.failed.fetch_add(1, Ordering::Relaxed);
+                    PUSH_OUTCOMES.with_label_values(&["expired"]).inc();
                 } else {
                     diesel::sql_query(
                         "UPDATE scheduler.outbox
@@ -326,6 +329,7 @@ fn deliver_one(
                     .bind::<Text, _>(format!("retry in {} s", delay.as_secs()))
                     .execute(conn)?;
                     counters.retried.fetch_add(1, Ordering::Relaxed);
+                    PUSH_OUTCOMES.with_label_values(&["retry"]).inc();
                 }
             }
             Outcome::Failed { status, reason } => {
@@ -337,10 +341,29 @@ fn deliver_one(
                 );
                 finish(conn, row.id, "failed", Some(&format!("{status:?}: {reason}")))?;
                 counters.failed.fetch_add(1, Ordering::Relaxed);
+                PUSH_OUTCOMES.with_label_values(&["failed"]).inc();
             }
         }
         Ok(Step::Done)
     })
+}
+
+/// Push deliveries by outcome class: delivered, gone (device removed), retry (429 or 5xx, tried
+/// again later), expired (still refused at the message's TTL), failed (refused for good).
+static PUSH_OUTCOMES: std::sync::LazyLock<service_kit::metrics::prometheus::IntCounterVec> =
+    std::sync::LazyLock::new(|| {
+        service_kit::metrics::counter_vec(
+            "push_deliveries_total",
+            "Push messages handed to push services, by outcome.",
+            &["outcome"],
+        )
+    });
+
+/// Exports every outcome from the start, so that rates exist before the first push.
+pub fn register_metrics() {
+    for outcome in ["delivered", "gone", "retry", "expired", "failed"] {
+        PUSH_OUTCOMES.with_label_values(&[outcome]);
+    }
 }
 
 fn finish(

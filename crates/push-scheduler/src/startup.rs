@@ -68,10 +68,21 @@ impl Application {
             settings: Arc::new(settings),
             pool: pool.clone(),
         };
-        let server =
-            service_kit::http::server(listener, Arc::new(PoolReadiness(pool)), move |cfg| {
+        let metrics = service_kit::metrics::ServiceMetrics::new();
+        metrics.pool(pool.clone());
+        metrics.outbox("push", {
+            let pool = pool.clone();
+            move || push_outbox_state(&pool)
+        });
+        crate::deliver::register_metrics();
+        let server = service_kit::http::server_with(
+            listener,
+            Arc::new(PoolReadiness(pool)),
+            metrics,
+            move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()));
-            })?;
+            },
+        )?;
         tracing::info!(port, "push-scheduler health endpoints listening");
         Ok(Self {
             port,
@@ -123,4 +134,33 @@ pub async fn stop_signal() {
         // Without signal handlers nothing can ask the process to stop this way.
         _ => std::future::pending::<()>().await,
     }
+}
+
+/// Depth and oldest age of the pushes still pending, for `/metrics`.
+fn push_outbox_state(pool: &PgPool) -> Result<service_kit::metrics::OutboxState, String> {
+    use diesel::RunQueryDsl;
+    use diesel::sql_types::{Double, Int8};
+
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = Int8)]
+        pending: i64,
+        #[diesel(sql_type = Double)]
+        age: f64,
+    }
+    let mut conn = pool
+        .get_timeout(Duration::from_secs(1))
+        .map_err(|e| e.to_string())?;
+    let row: Row = diesel::sql_query(
+        "SELECT count(*)::int8 AS pending,
+                COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
+           FROM scheduler.outbox
+          WHERE status = 'pending'",
+    )
+    .get_result(&mut conn)
+    .map_err(|e| e.to_string())?;
+    Ok(service_kit::metrics::OutboxState {
+        pending: row.pending,
+        oldest_age_seconds: row.age.max(0.0),
+    })
 }

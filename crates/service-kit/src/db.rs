@@ -98,9 +98,13 @@ where
     let span = tracing::Span::current();
     actix_web::web::block(move || {
         let _entered = span.enter();
-        let mut conn = pool
-            .get()
-            .map_err(|e| E::from(DbError::Unavailable(e.to_string())))?;
+        crate::metrics::POOL_WAITING.inc();
+        let conn = pool.get();
+        crate::metrics::POOL_WAITING.dec();
+        let mut conn = conn.map_err(|e| {
+            crate::metrics::POOL_TIMEOUTS.inc();
+            E::from(DbError::Unavailable(e.to_string()))
+        })?;
         f(&mut conn)
     })
     .await

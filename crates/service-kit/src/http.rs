@@ -414,9 +414,10 @@ impl tracing_actix_web::RootSpanBuilder for RequestSpan {
 /// Logged at error level whenever a service answers a 5xx other than 503.
 pub const SERVER_ERROR_LOG: &str = "answered a server error";
 
-/// The HTTP server every service runs: request tracing, the shared extractor settings, the
-/// probes, the routes added by `configure`, and the contract's 404 for everything else. On
-/// SIGTERM it stops accepting, lets open requests finish for up to ten seconds, then returns.
+/// The HTTP server every service runs: request tracing and metrics, the shared extractor
+/// settings, the probes, `/metrics`, the routes added by `configure`, and the contract's 404 for
+/// everything else. On SIGTERM it stops accepting, lets open requests finish for up to ten
+/// seconds, then returns.
 pub fn server<F>(
     listener: std::net::TcpListener,
     readiness: ReadinessProbe,
@@ -425,12 +426,35 @@ pub fn server<F>(
 where
     F: Fn(&mut web::ServiceConfig) + Send + Clone + 'static,
 {
+    server_with(
+        listener,
+        readiness,
+        crate::metrics::ServiceMetrics::new(),
+        configure,
+    )
+}
+
+/// [`server`] with the service's own metrics (pool, outboxes, route outcomes).
+pub fn server_with<F>(
+    listener: std::net::TcpListener,
+    readiness: ReadinessProbe,
+    metrics: crate::metrics::ServiceMetrics,
+    configure: F,
+) -> std::io::Result<actix_web::dev::Server>
+where
+    F: Fn(&mut web::ServiceConfig) + Send + Clone + 'static,
+{
+    crate::metrics::init_process_metrics();
+    let metrics = web::Data::new(metrics);
     Ok(actix_web::HttpServer::new(move || {
         actix_web::App::new()
             .wrap(tracing_actix_web::TracingLogger::<RequestSpan>::new())
+            .wrap(actix_web::middleware::from_fn(crate::metrics::record))
             .app_data(web::Data::new(Arc::clone(&readiness)))
+            .app_data(metrics.clone())
             .configure(extractor_config)
             .configure(probes)
+            .route("/metrics", web::get().to(crate::metrics::handler))
             .configure(configure.clone())
             .default_service(web::to(not_found))
     })

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod http;
+pub mod metrics;
 pub mod probe;
 pub mod telemetry;
 pub mod time;

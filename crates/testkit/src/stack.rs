@@ -244,7 +244,8 @@ impl Nginx {
             .replace("@@AUTH@@", auth)
             .replace("@@NUTRITION@@", nutrition)
             .replace("@@LICENCE@@", licence)
-            .replace("@@PREFIX@@", &prefix);
+            .replace("@@PREFIX@@", &prefix)
+            .replace("@@WEB@@", &web_dist().to_string_lossy());
         let conf_path = dir.path().join("nginx.conf");
         fs::write(&conf_path, conf).expect("write nginx.conf");
         let program = nginx_binary();
@@ -287,6 +288,15 @@ impl Drop for Nginx {
         // SIGKILL on the master would orphan its worker; SIGTERM makes the master stop it first.
         let _ = self.process.terminate(Duration::from_secs(5));
     }
+}
+
+/// The built web app nginx serves: `WEB_DIST`, else the workspace's `web/dist` (built by
+/// `npm run build`; without it the app's pages are 404s and every other route works).
+pub fn web_dist() -> PathBuf {
+    if let Ok(dir) = std::env::var("WEB_DIST") {
+        return PathBuf::from(dir);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web/dist")
 }
 
 /// `NGINX`, else nginx on the `PATH`, else Debian's location.

@@ -16,6 +16,32 @@ struct Counted {
     window_start: chrono::DateTime<chrono::Utc>,
 }
 
+/// The routes whose attempts are also counted per e-mail address (`AppState::limit` with an
+/// `"email"` subject), and those counted per user id. A route added there belongs here too, so
+/// that erasure finds its counters.
+/// (Failed sign-ins per address and e-mail address are keyed on both, so they cannot be found
+/// without the address; like every counter they are deleted a day after their window.)
+pub const EMAIL_ROUTES: [&str; 5] = [
+    "sign-in",
+    "sign-in-failure",
+    "sign-up",
+    "send-verification-email",
+    "request-password-reset",
+];
+pub const USER_ROUTES: [&str; 1] = ["change-password"];
+
+/// Every counter key that can be linked to the person with this address and id, removed when
+/// they are erased. The keys are keyed hashes, so only someone who knows both can find them.
+pub fn keys_naming(secret: &str, email: &str, user_id: &str) -> Vec<String> {
+    let by_email = EMAIL_ROUTES
+        .iter()
+        .map(|r| crate::keys::rate_limit_key(secret, r, "email", email));
+    let by_user = USER_ROUTES
+        .iter()
+        .map(|r| crate::keys::rate_limit_key(secret, r, "user", user_id));
+    by_email.chain(by_user).collect()
+}
+
 /// Counts an attempt under `key`; `Err(seconds)` when it exceeds the limit, with the time until
 /// the window ends.
 pub fn hit(conn: &mut PgConnection, key: &str, limit: RateLimit) -> QueryResult<Result<(), u64>> {

@@ -7,6 +7,7 @@ use service_kit::http::method_not_allowed;
 mod account_pages;
 mod accounts;
 mod callback;
+mod delete_user;
 mod get_session;
 mod ok;
 mod pages;
@@ -38,6 +39,7 @@ pub fn config(cfg: &mut web::ServiceConfig) {
                     .route(web::post().to(sign_in::sign_in)),
             )
             .service(resource("/sign-out").route(web::post().to(sign_out::sign_out)))
+            .service(resource("/delete-user").route(web::post().to(delete_user::delete_user)))
             .service(resource("/get-session").route(web::get().to(get_session::get_session)))
             .service(resource("/providers").route(web::get().to(providers::providers)))
             .service(

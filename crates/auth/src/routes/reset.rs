@@ -92,10 +92,11 @@ async fn request_reset(
         })
     })
     .await;
-    tokio::time::sleep_until(started + MAIL_ROUTE_MIN_TIME).await;
-    if queued? {
-        tracing::info!("password reset requested for a known address");
+    if matches!(queued, Ok(true)) {
+        mailbox::wake(state);
     }
+    tokio::time::sleep_until(started + MAIL_ROUTE_MIN_TIME).await;
+    queued?;
     Ok(HttpResponse::Ok().json(serde_json::json!({
         "status": true,
         "message": RESET_REQUESTED,

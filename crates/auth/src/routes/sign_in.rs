@@ -4,11 +4,12 @@ use chrono::Utc;
 use serde::Deserialize;
 
 use crate::body::Body;
-use crate::client;
+use crate::{client, password};
+
 use crate::error::ApiError;
 use crate::mailbox;
 use crate::redirect;
-use crate::repo::users;
+use crate::repo::{accounts, users};
 use crate::routes::verify::send_verification;
 use crate::state::AppState;
 
@@ -71,11 +72,15 @@ async fn handle(
         // decoy so that the response takes as long as for a wrong password.
         _ => (None, state.decoy_hash.clone()),
     };
+    let outdated = user.is_some() && !password::is_current(&hash);
     let matches = state.hashes.verify(input.password.clone(), hash).await?;
     let Some(user) = user.filter(|_| matches) else {
         state.sign_in_failed(failure_keys).await?;
         return Err(ApiError::InvalidCredentials);
     };
+    if outdated {
+        upgrade_hash(state, &user.id, input.password.clone()).await?;
+    }
     if state.settings.require_email_verification && !user.email_verified {
         resend_verification(req, state, &user, callback.as_deref()).await?;
         return Err(ApiError::Forbidden("EMAIL_NOT_VERIFIED"));
@@ -109,6 +114,20 @@ async fn handle(
         .json(body))
 }
 
+/// Replaces an imported (scrypt) hash with argon2id, now that the password is known to be right.
+async fn upgrade_hash(state: &AppState, user_id: &str, plain: String) -> Result<(), ApiError> {
+    let phc = state
+        .hashes
+        .hash(plain)
+        .await?
+        .map_err(ApiError::internal)?;
+    let user_id = user_id.to_owned();
+    nutrition_store::run(&state.pool, move |conn| {
+        accounts::set_password(conn, &user_id, &phc, Utc::now()).map_err(ApiError::from)
+    })
+    .await
+}
+
 /// A new verification mail for someone refused for an unverified address, at most as often as
 /// `send-verification-email` allows; beyond that the refusal alone is the answer.
 async fn resend_verification(
@@ -140,5 +159,7 @@ async fn resend_verification(
         use diesel::Connection;
         conn.transaction(|conn| send_verification(conn, &base_url, &user, &callback))
     })
-    .await
+    .await?;
+    mailbox::wake(state);
+    Ok(())
 }

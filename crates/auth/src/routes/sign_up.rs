@@ -117,6 +117,9 @@ async fn handle(
     })
     .await?;
     tracing::info!(user_id = %user.id, "user signed up");
+    if verify_first && mail {
+        mailbox::wake(state);
+    }
     let Some(session) = session else {
         if form {
             return Ok(redirect::back_to_page(

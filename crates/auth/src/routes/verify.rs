@@ -81,6 +81,7 @@ pub async fn send_verification_email(
             conn.transaction(|conn| send_verification(conn, &base_url, &me.user, &callback))
         })
         .await?;
+        mailbox::wake(&state);
         return Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })));
     }
     let started = tokio::time::Instant::now();
@@ -93,6 +94,9 @@ pub async fn send_verification_email(
         })
     })
     .await;
+    if outcome.is_ok() {
+        mailbox::wake(&state);
+    }
     tokio::time::sleep_until(started + MAIL_ROUTE_MIN_TIME).await;
     outcome?;
     Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })))

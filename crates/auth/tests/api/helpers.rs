@@ -91,8 +91,13 @@ pub async fn spawn_auth_replica(app: &TestApp, extra: &[(String, String)]) -> Pe
 
 /// nutrition-api on `app`'s database, with the same secret.
 pub async fn spawn_nutrition(app: &TestApp) -> Peer {
+    spawn_nutrition_with(app, &[]).await
+}
+
+/// [`spawn_nutrition`] with extra settings.
+pub async fn spawn_nutrition_with(app: &TestApp, extra: &[(String, String)]) -> Peer {
     let settings =
-        nutrition_api::Settings::from_env(&env_for(app.db.url(), &[])).expect("valid settings");
+        nutrition_api::Settings::from_env(&env_for(app.db.url(), extra)).expect("valid settings");
     let api = nutrition_api::Application::build(settings)
         .await
         .expect("build nutrition-api");

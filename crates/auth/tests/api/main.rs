@@ -1,9 +1,11 @@
 //! Black-box tests of the auth service against a real Postgres database.
 
 mod cross_site;
+mod delete_user;
 mod flood;
 mod helpers;
 mod links;
+mod mail_outbox;
 mod manage;
 mod oauth;
 mod operations;

@@ -83,13 +83,16 @@ pub enum Activated {
 
 /// Activates `instance_id` on the licence `key`. The licence row is locked first, so concurrent
 /// activations of one licence run one after the other and each sees the others' slots; the same
-/// instance again reuses its slot (and takes the new name, if one is given).
+/// instance again reuses its slot (and takes the new name, if one is given). When every seat is
+/// taken, the installation that has not validated for the longest time gives up its seat if
+/// that was `stale_after` ago or more.
 pub fn activate(
     conn: &mut MysqlConnection,
     key: &str,
     instance_id: &str,
     instance_name: Option<&str>,
     now: chrono::DateTime<chrono::Utc>,
+    stale_after: chrono::Duration,
 ) -> QueryResult<Activated> {
     conn.transaction(|conn| {
         let Some(licence) = licences::find_by_key_for_update(conn, key)? else {
@@ -109,7 +112,21 @@ pub fn activate(
                 .execute(conn)?;
         } else {
             if count(conn, &licence.id)? >= ACTIVATION_LIMIT {
-                return Ok(Activated::LimitReached);
+                let stale: Option<ActivationRow> = activation::table
+                    .filter(activation::licence_id.eq(&licence.id))
+                    .filter(activation::last_validated_at.le((now - stale_after).naive_utc()))
+                    .order((
+                        activation::last_validated_at.asc(),
+                        activation::created_at.asc(),
+                    ))
+                    .select(ActivationRow::as_select())
+                    .first(conn)
+                    .optional()?;
+                let Some(stale) = stale else {
+                    return Ok(Activated::LimitReached);
+                };
+                diesel::delete(activation::table.find(&stale.id)).execute(conn)?;
+                tracing::info!("a stale installation's seat went to a new one");
             }
             diesel::insert_into(activation::table)
                 .values((

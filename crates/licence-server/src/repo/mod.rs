@@ -4,9 +4,13 @@
 //! the database, by a row lock or a single conditional statement.
 
 pub mod activations;
+pub mod buyers;
+pub mod deactivations;
 pub mod events;
+pub mod idempotency;
 pub mod licences;
 pub mod outbox;
+pub mod rate_limit;
 pub mod usage;
 
 use rand::Rng;

@@ -4,10 +4,11 @@
 
 use super::AppState;
 use crate::error::ApiError;
+use crate::lease::{LeaseClaims, lease_expiry};
 use crate::repo::activations::{self, ActivationRow};
 use crate::repo::licences::{self, LicenceRow};
 use crate::tokens::Claims;
-use crate::wire::{IssuedToken, LicenceView};
+use crate::wire::{IssuedLease, IssuedToken, LicenceView};
 
 /// A licence and one of its activations, both checked: the licence grants access now and the
 /// installation still holds its slot.
@@ -63,6 +64,39 @@ pub fn issue(
     Ok(IssuedToken {
         token,
         token_expires_at: crate::clock::rfc3339(expires),
+    })
+}
+
+/// A fresh offline lease for an activation: the plan and its features, valid for the grace.
+pub fn issue_lease(
+    state: &AppState,
+    licence: &LicenceRow,
+    instance_id: &str,
+) -> Result<IssuedLease, ApiError> {
+    let now = state.clock.now();
+    let mut expires = lease_expiry(now, state.settings.grace_days);
+    // A licence that ends sooner (Annual, a cancelled subscription) ends its lease with it.
+    if let Some(end) = licence.expires_at.map(|t| t.and_utc()) {
+        expires = expires.min(end);
+    }
+    let plan = licence.plan();
+    let lease = state
+        .signing
+        .lease(&LeaseClaims {
+            sub: &licence.id,
+            iid: instance_id,
+            plan: plan.as_str(),
+            features: plan.features(),
+            daily_quota: plan.daily_quota(),
+            iat: now.timestamp(),
+            exp: expires.timestamp(),
+        })
+        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("the lease could not be signed")))?;
+    Ok(IssuedLease {
+        lease,
+        lease_expires_at: crate::clock::rfc3339(
+            chrono::DateTime::from_timestamp(expires.timestamp(), 0).unwrap_or(expires),
+        ),
     })
 }
 

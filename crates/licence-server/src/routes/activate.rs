@@ -2,10 +2,13 @@ use actix_web::web;
 use serde::{Deserialize, Serialize};
 use service_kit::http::Json;
 
-use super::{AppState, instance_field, issue, licence_key_field};
+use actix_web::HttpRequest;
+
+use super::limits::{self, Bucket};
+use super::{AppState, instance_field, issue, issue_lease, licence_key_field};
 use crate::error::ApiError;
 use crate::repo::activations::{self, Activated};
-use crate::wire::{IssuedToken, LicenceView};
+use crate::wire::{IssuedLease, IssuedToken, LicenceView};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -24,6 +27,8 @@ pub struct Answer {
     activated: bool,
     #[serde(flatten)]
     token: IssuedToken,
+    #[serde(flatten)]
+    lease: IssuedLease,
     instance: Instance,
     license: LicenceView,
 }
@@ -38,8 +43,10 @@ struct Instance {
 #[tracing::instrument(skip_all)]
 pub async fn activate(
     state: web::Data<AppState>,
+    req: HttpRequest,
     body: Json<Body>,
 ) -> Result<web::Json<Answer>, ApiError> {
+    limits::check(&state, &req, Bucket::Licence).await?;
     let body = body.into_inner();
     let key = licence_key_field(&body.license_key)?;
     let instance_id = instance_field(&body.instance_id)?;
@@ -53,6 +60,7 @@ pub async fn activate(
         Some(n) => Some(n.to_owned()),
     };
     let now = state.clock.now();
+    let stale_after = chrono::Duration::days(i64::from(state.settings.stale_days));
     let (licence, activation, usage) = service_kit::db::run(&state.pool, {
         let instance_id = instance_id.clone();
         move |conn| match activations::activate(
@@ -61,6 +69,7 @@ pub async fn activate(
             instance_id.as_str(),
             name.as_deref(),
             now,
+            stale_after,
         )? {
             Activated::Done {
                 licence,
@@ -76,9 +85,11 @@ pub async fn activate(
     })
     .await?;
     let token = issue(&state, &licence, instance_id.as_str())?;
+    let lease = issue_lease(&state, &licence, instance_id.as_str())?;
     Ok(web::Json(Answer {
         activated: true,
         token,
+        lease,
         instance: Instance {
             id: activation.instance_id,
             name: activation.instance_name,

@@ -1,9 +1,13 @@
 use actix_web::{HttpRequest, web};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::{AppState, KeyAndInstance, OptionalBody, bearer, claims, licence_view};
+use super::limits::{self, Bucket};
+use super::{
+    AppState, OptionalBody, bearer, claims, instance_field, licence_key_field, licence_view,
+};
 use crate::error::ApiError;
-use crate::repo::{activations, licences};
+use crate::repo::deactivations::{self, Deactivated};
+use crate::repo::licences;
 use crate::wire::LicenceView;
 
 #[derive(Serialize)]
@@ -12,36 +16,79 @@ pub struct Answer {
     license: LicenceView,
 }
 
-/// `POST /api/license/deactivate`: frees the installation's slot. Works whatever the licence's
-/// state, so that a customer can always move a licence off a machine.
+/// `{licenseKey, instanceId}` without a token; with one, `{instanceId?}` names another
+/// installation of the token's licence (the token's own when absent).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Body {
+    #[serde(default, alias = "license_key")]
+    license_key: Option<String>,
+    #[serde(default, alias = "instance_id")]
+    instance_id: Option<String>,
+}
+
+/// `POST /api/license/deactivate`: frees an installation's seat. Works whatever the licence's
+/// state, so that a customer can always move a licence off a machine; at most
+/// `LICENCE_DEACTIVATIONS_PER_30_DAYS` times per licence in any 30 days.
 #[tracing::instrument(skip_all)]
 pub async fn deactivate(
     state: web::Data<AppState>,
     req: HttpRequest,
     body: OptionalBody,
 ) -> Result<web::Json<Answer>, ApiError> {
+    limits::check(&state, &req, Bucket::Licence).await?;
     enum By {
-        Id(String),
+        /// Licence id, the caller's installation.
+        Token(String, String),
         Key(String),
     }
+    let body: Option<Body> = body.json()?;
     let (by, instance_id) = if bearer(&req)?.is_some() {
         let c = claims(&state, &req)?;
-        (By::Id(c.sub), c.iid)
-    } else {
-        let body: KeyAndInstance = body.json()?.ok_or(ApiError::InvalidToken)?;
-        let (key, instance_id) = body.checked()?;
-        (By::Key(key.as_str().to_owned()), instance_id.into_string())
-    };
-    let license = service_kit::db::run(&state.pool, move |conn| {
-        let licence = match by {
-            By::Id(id) => licences::find_by_id(conn, &id)?.ok_or(ApiError::InvalidToken)?,
-            // An unknown key frees nothing, like an unknown instance: both answer the same 404.
-            By::Key(key) => licences::find_by_key(conn, &key)?.ok_or(ApiError::InstanceNotFound)?,
+        let target = match body.as_ref().and_then(|b| b.instance_id.as_deref()) {
+            Some(raw) => instance_field(raw)?.into_string(),
+            None => c.iid.clone(),
         };
-        if activations::delete(conn, &licence.id, &instance_id)? == 0 {
-            return Err(ApiError::InstanceNotFound);
+        (By::Token(c.sub, c.iid), target)
+    } else {
+        let body = body.ok_or(ApiError::InvalidToken)?;
+        let key = licence_key_field(body.license_key.as_deref().ok_or_else(|| {
+            ApiError::Validation("licenseKey: missing field `licenseKey`".into())
+        })?)?;
+        let instance = instance_field(body.instance_id.as_deref().ok_or_else(|| {
+            ApiError::Validation("instanceId: missing field `instanceId`".into())
+        })?)?;
+        (By::Key(key.as_str().to_owned()), instance.into_string())
+    };
+    let max = state.settings.deactivations_per_30_days;
+    let now = state.clock.now();
+    let license = service_kit::db::run(&state.pool, move |conn| {
+        let (licence_id, caller) = match by {
+            By::Token(id, caller) => (id, Some(caller)),
+            // An unknown key frees nothing, like an unknown instance: both answer the same 404.
+            By::Key(key) => (
+                licences::find_by_key(conn, &key)?
+                    .ok_or(ApiError::InstanceNotFound)?
+                    .id,
+                None,
+            ),
+        };
+        let outcome = deactivations::deactivate(
+            conn,
+            &licence_id,
+            &instance_id,
+            caller.as_deref(),
+            max,
+            now,
+        )?;
+        match outcome {
+            Deactivated::Done(licence) => licence_view(conn, &licence),
+            Deactivated::NotFound => Err(ApiError::InstanceNotFound),
+            Deactivated::CallerNotActive => Err(ApiError::InstanceNotActive),
+            Deactivated::Limited { retry_after_secs } => {
+                Err(ApiError::DeactivationLimitReached { retry_after_secs })
+            }
         }
-        licence_view(conn, &licence)
     })
     .await?;
     Ok(web::Json(Answer {

@@ -3,20 +3,25 @@
 
 mod access;
 mod activate;
+mod activations;
 mod deactivate;
 mod download;
 mod extractors;
 mod latest;
+pub mod limits;
+mod public_keys;
+mod signature;
 mod state;
 mod usage_consume;
 mod usage_status;
 mod validate;
 mod webhook;
 
+use actix_web::middleware::from_fn;
 use actix_web::web;
-use service_kit::http::method_not_allowed;
+use service_kit::http::{method_not_allowed, not_found};
 
-pub use access::{Authorised, authorise, check, issue, licence_view};
+pub use access::{Authorised, authorise, check, issue, issue_lease, licence_view};
 pub use extractors::{
     Claims, KeyAndInstance, MaybeClaims, OptionalBody, bearer, claims, instance_field,
     licence_key_field,
@@ -24,18 +29,36 @@ pub use extractors::{
 pub use state::AppState;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/api/license/activate").route(web::post().to(activate::activate)))
-        .service(resource("/api/license/validate").route(web::post().to(validate::validate)))
-        .service(resource("/api/license/deactivate").route(web::post().to(deactivate::deactivate)))
-        .service(resource("/api/latest").route(web::get().to(latest::latest)))
-        .service(
-            resource("/api/download")
-                .route(web::get().to(download::download))
-                .route(web::head().to(download::download)),
-        )
-        .service(resource("/api/webhook/lemonsqueezy").route(web::post().to(webhook::lemonsqueezy)))
-        .service(resource("/api/usage/consume").route(web::post().to(usage_consume::consume)))
-        .service(resource("/api/usage/status").route(web::get().to(usage_status::status)));
+    // Answers the desktop app relies on are signed (contract section 7), errors and unknown
+    // paths below these prefixes included.
+    cfg.service(
+        web::scope("/api/license")
+            .wrap(from_fn(signature::sign_answers))
+            .service(resource("/activate").route(web::post().to(activate::activate)))
+            .service(resource("/validate").route(web::post().to(validate::validate)))
+            .service(resource("/deactivate").route(web::post().to(deactivate::deactivate)))
+            .service(resource("/activations").route(web::get().to(activations::list)))
+            .service(resource("/public-keys").route(web::get().to(public_keys::public_keys)))
+            .default_service(web::to(not_found)),
+    )
+    .service(
+        web::scope("/api/usage")
+            .wrap(from_fn(signature::sign_answers))
+            .service(resource("/consume").route(web::post().to(usage_consume::consume)))
+            .service(resource("/status").route(web::get().to(usage_status::status)))
+            .default_service(web::to(not_found)),
+    )
+    .service(
+        resource("/api/latest")
+            .wrap(from_fn(signature::sign_answers))
+            .route(web::get().to(latest::latest)),
+    )
+    .service(
+        resource("/api/download")
+            .route(web::get().to(download::download))
+            .route(web::head().to(download::download)),
+    )
+    .service(resource("/api/webhook/lemonsqueezy").route(web::post().to(webhook::lemonsqueezy)));
 }
 
 /// A path whose other methods answer 405 `METHOD_NOT_ALLOWED`, like the other services.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::clock::SharedClock;
 use crate::db::MyPool;
-use crate::mail::MailWaker;
+use crate::lease::SigningRing;
 use crate::releases::Builds;
 use crate::settings::Settings;
 use crate::tokens::KeyRing;
@@ -15,6 +15,8 @@ pub struct AppState {
     pub pool: MyPool,
     pub clock: SharedClock,
     pub keys: Arc<KeyRing>,
+    pub signing: Arc<SigningRing>,
     pub builds: Builds,
-    pub mail: MailWaker,
+    /// The e-mail sender, woken after a purchase queues a mail.
+    pub mail: mailer::Mailer,
 }

@@ -1,29 +1,66 @@
-use actix_web::web;
+use actix_web::{HttpRequest, web};
 
 use super::{AppState, Claims, authorise};
 use crate::error::ApiError;
+use crate::repo::idempotency::{self, Consumed};
 use crate::repo::usage;
 use crate::wire::UsageReport;
 
+/// Longest `Idempotency-Key` accepted.
+pub const MAX_IDEMPOTENCY_KEY: usize = 64;
+
 /// `POST /api/usage/consume`: takes one unit of today's (Europe/Rome) quota of the licence's
-/// current plan, or answers 429 with the same report once it is used up.
+/// current plan, or answers 429 with the same report once it is used up. With an
+/// `Idempotency-Key`, the same key on the same licence and day answers the first result again
+/// and takes nothing more.
 #[tracing::instrument(skip_all)]
 pub async fn consume(
     state: web::Data<AppState>,
+    req: HttpRequest,
     Claims(claims): Claims,
 ) -> Result<web::Json<UsageReport>, ApiError> {
+    let key = idempotency_key(&req)?;
     let auth = authorise(&state, claims).await?;
     let now = state.clock.now();
     let plan = auth.licence.plan();
     let day = domain::licensing::quota_day(now);
-    let (taken, used) = service_kit::db::run(&state.pool, move |conn| {
-        usage::consume(conn, &auth.licence.id, day, plan.daily_quota()).map_err(ApiError::from)
+    // Keys only mean something on their own day; old ones are dropped now and then.
+    let prune = rand::random_ratio(1, 1000);
+    let consumed = service_kit::db::run(&state.pool, move |conn| {
+        if prune {
+            idempotency::prune(conn, day - chrono::Days::new(1))?;
+        }
+        let consumed = match key {
+            Some(key) => idempotency::consume_once(conn, &auth.licence.id, day, &key, plan)?,
+            None => {
+                let (taken, used) =
+                    usage::consume(conn, &auth.licence.id, day, plan.daily_quota())?;
+                Consumed { taken, used, plan }
+            }
+        };
+        Ok::<_, ApiError>(consumed)
     })
     .await?;
-    let report = UsageReport::new(plan, used, now);
-    if taken {
+    let report = UsageReport::new(consumed.plan, consumed.used, now);
+    if consumed.taken {
         Ok(web::Json(report))
     } else {
         Err(ApiError::QuotaExceeded(report))
+    }
+}
+
+/// The `Idempotency-Key` header: 1 to 64 visible ASCII characters, or 400 naming it.
+fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, ApiError> {
+    let Some(value) = req.headers().get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value.to_str().ok().map(str::trim).filter(|k| {
+        !k.is_empty() && k.len() <= MAX_IDEMPOTENCY_KEY && k.bytes().all(|b| b.is_ascii_graphic())
+    });
+    match key {
+        Some(k) => Ok(Some(k.to_owned())),
+        None => Err(ApiError::Validation(format!(
+            "Idempotency-Key: must be 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters"
+        ))),
     }
 }

@@ -1,12 +1,14 @@
 use actix_web::{HttpRequest, web};
 use serde::Serialize;
 
+use super::limits::{self, Bucket};
 use super::{
-    AppState, Authorised, KeyAndInstance, OptionalBody, bearer, check, claims, issue, licence_view,
+    AppState, Authorised, KeyAndInstance, OptionalBody, bearer, check, claims, issue, issue_lease,
+    licence_view,
 };
 use crate::error::ApiError;
 use crate::repo::{activations, licences};
-use crate::wire::{IssuedToken, LicenceView};
+use crate::wire::{IssuedLease, IssuedToken, LicenceView};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -14,6 +16,8 @@ pub struct Answer {
     valid: bool,
     #[serde(flatten)]
     token: IssuedToken,
+    #[serde(flatten)]
+    lease: IssuedLease,
     license: LicenceView,
 }
 
@@ -31,6 +35,7 @@ pub async fn validate(
     req: HttpRequest,
     body: OptionalBody,
 ) -> Result<web::Json<Answer>, ApiError> {
+    limits::check(&state, &req, Bucket::Licence).await?;
     let now = state.clock.now();
     // Who is asking, settled before the one database round trip below.
     let by = if bearer(&req)?.is_some() {
@@ -62,9 +67,11 @@ pub async fn validate(
     })
     .await?;
     let token = issue(&state, &licence, &instance_id)?;
+    let lease = issue_lease(&state, &licence, &instance_id)?;
     Ok(web::Json(Answer {
         valid: true,
         token,
+        lease,
         license,
     }))
 }

@@ -3,6 +3,7 @@ use futures_util::StreamExt;
 use serde::Serialize;
 
 use super::AppState;
+use super::limits::{self, Bucket};
 use crate::error::ApiError;
 use crate::payments::{self, Outcome};
 use crate::signing;
@@ -23,6 +24,7 @@ pub async fn lemonsqueezy(
     req: HttpRequest,
     mut payload: web::Payload,
 ) -> Result<web::Json<Answer>, ApiError> {
+    limits::check(&state, &req, Bucket::Webhook).await?;
     let mut body = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {
         let chunk =

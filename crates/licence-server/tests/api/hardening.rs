@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{assert_error, spawn_app};
+use crate::helpers::{VARIANT_PRO, answer, assert_error, build_bytes, order_created, spawn_app};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_method_is_405_not_404() {
@@ -35,4 +35,122 @@ async fn a_wrong_method_is_405_not_404() {
         assert_eq!(status, 405, "{method} {path}: {body}");
         assert_error(status, &body, 405, "METHOD_NOT_ALLOWED");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refund_before_its_order_leaves_no_active_licence() {
+    let app = spawn_app().await;
+    let mut refund = order_created(8101, VARIANT_PRO, "early@example.com");
+    refund["meta"]["event_name"] = json!("order_refunded");
+    refund["data"]["attributes"]["status"] = json!("refunded");
+    refund["data"]["attributes"]["refunded"] = json!(true);
+    refund["data"]["attributes"]["updated_at"] = json!("2026-11-22T07:00:00Z");
+    assert_eq!(app.webhook(&refund).await.0, 200);
+    assert_eq!(
+        app.webhook(&order_created(8101, VARIANT_PRO, "early@example.com"))
+            .await
+            .0,
+        200
+    );
+    if let Some(key) = app.key_of_order("8101") {
+        let (s, b) = app.activate(&key, "pc").await;
+        assert_error(s, &b, 403, "LICENSE_INACTIVE");
+    }
+    assert_eq!(
+        app.count("email_outbox"),
+        0,
+        "no licence e-mail for a refunded order"
+    );
+    // Another order is unaffected.
+    assert_eq!(
+        app.webhook(&order_created(8102, VARIANT_PRO, "b@example.com"))
+            .await
+            .0,
+        200
+    );
+    assert!(app.key_of_order("8102").is_some());
+}
+
+#[test]
+fn a_cold_release_cache_hashes_each_file_once_under_concurrency() {
+    let dir = testkit::stack::ScratchDir::new("builds");
+    std::fs::write(dir.path().join("big.bin"), build_bytes(8 * 1024 * 1024, 5)).expect("write");
+    let builds = licence_server::releases::Builds::new(dir.path().canonicalize().expect("dir"));
+    let barrier = std::sync::Barrier::new(8);
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                barrier.wait();
+                let info = builds.file("big.bin").expect("hash").expect("file");
+                assert_eq!(info.size, 8 * 1024 * 1024);
+            });
+        }
+    });
+    assert_eq!(builds.hashes_computed(), 1);
+}
+
+async fn activate_from(
+    base: &str,
+    client: &reqwest::Client,
+) -> (u16, serde_json::Value, Option<String>) {
+    let resp = client
+        .post(format!("{base}/api/license/activate"))
+        .json(&json!({"licenseKey": "GUESS-GUESS-GUESS-GUESS-GUESS", "instanceId": "x"}))
+        .send()
+        .await
+        .expect("POST");
+    let retry = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let (s, b) = answer(resp).await;
+    (s, b, retry)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn licence_routes_are_rate_limited_per_address_across_replicas() {
+    let app = spawn_app().await;
+    let limited = [
+        ("LICENCE_RATE_LIMIT_PER_MINUTE", "5"),
+        ("WEBHOOK_RATE_LIMIT_PER_MINUTE", "3"),
+    ];
+    let a = app.start_instance_with(&limited).await;
+    let b = app.start_instance_with(&limited).await;
+    for base in [&a, &b, &a, &b, &a] {
+        assert_eq!(activate_from(base, &app.client).await.0, 404);
+    }
+    let (s, body, retry) = activate_from(&b, &app.client).await;
+    assert_error(s, &body, 429, "RATE_LIMITED");
+    let retry: u64 = retry.expect("Retry-After").parse().expect("seconds");
+    assert!((1..=60).contains(&retry), "{retry}");
+    let resp = app
+        .client
+        .post(format!("{a}/api/license/validate"))
+        .json(&json!({"licenseKey": "K", "instanceId": "x"}))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(resp.status().as_u16(), 429, "validate shares the count");
+
+    for _ in 0..3 {
+        let resp = app
+            .client
+            .post(format!("{a}/api/webhook/lemonsqueezy"))
+            .header("x-signature", "00")
+            .body("{}")
+            .send()
+            .await
+            .expect("POST");
+        assert_eq!(resp.status().as_u16(), 401);
+    }
+    let resp = app
+        .client
+        .post(format!("{b}/api/webhook/lemonsqueezy"))
+        .header("x-signature", "00")
+        .body("{}")
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(resp.status().as_u16(), 429);
 }

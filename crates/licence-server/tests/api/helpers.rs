@@ -17,6 +17,9 @@ use testkit::smtp::SmtpServer;
 use testkit::stack::ScratchDir;
 
 pub const KEY: &str = "test-signing-key-0123456789abcdef-0123";
+/// The Ed25519 seed of the test signing key `ed1`, and another one no client trusts.
+pub const SIGNING_SEED: &str = "lq1Y0hzkQmQ8w2o3nQXGJ4n9yQjY1b3cZ5t1dW8eQeE=";
+pub const OTHER_SEED: &str = "8J7cN2vQ4kL1pX9sR3tY6uW0zA5bC8dE1fG4hJ7kM0o=";
 /// Signs download links; every secret of a service has its own value.
 pub const DOWNLOAD_KEY: &str = "test-download-key-0123456789abcdef-0123";
 pub const WEBHOOK_SECRET: &str = "webhook-secret-0123456789";
@@ -50,6 +53,7 @@ pub fn base_env(database_url: &str, builds_dir: &str) -> Vec<(String, String)> {
         ("PAYMENT_VARIANT_ANNUAL", "1004"),
         ("SMTP_URL", "smtp://127.0.0.1:2525"),
         ("MAIL_FROM", "Licences <licences@example.com>"),
+        ("LICENCE_SIGNING_KEYS", &format!("ed1:{SIGNING_SEED}")),
     ]
     .iter()
     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -64,6 +68,7 @@ pub fn quick_mailer() -> MailerOptions {
         retry_max: Duration::from_secs(1),
         lease: Duration::from_secs(10),
         smtp_timeout: Duration::from_secs(3),
+        ..MailerOptions::default()
     }
 }
 
@@ -87,6 +92,11 @@ pub async fn spawn_app() -> TestApp {
 
 /// The same, with the application's clock standing at `now`.
 pub async fn spawn_app_at(now: DateTime<Utc>) -> TestApp {
+    spawn_app_with(now, quick_mailer()).await
+}
+
+/// The same, with the sender's timings `mailer`.
+pub async fn spawn_app_with(now: DateTime<Utc>, mailer: MailerOptions) -> TestApp {
     let db = TestMariaDb::migrated(licence_server::db::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
@@ -106,7 +116,7 @@ pub async fn spawn_app_at(now: DateTime<Utc>) -> TestApp {
         database_url,
         outside,
     };
-    app.base = app.start_instance(&format!("k1:{KEY}")).await;
+    app.base = app.start_instance_timed(&[], mailer).await;
     app
 }
 
@@ -162,28 +172,54 @@ impl TestApp {
     /// Starts another instance of the service on the same database, SMTP server, builds and
     /// clock, with the key ring `keys`; returns its base address.
     pub async fn start_instance(&self, keys: &str) -> String {
-        let builds = self.builds.path().to_string_lossy().into_owned();
-        let mut env = base_env(&self.database_url, &builds);
-        for (k, v) in &mut env {
-            match k.as_str() {
-                "LICENCE_JWT_KEYS" => *v = keys.to_owned(),
-                "SMTP_URL" => *v = self.smtp.url(),
-                _ => {}
-            }
-        }
-        let settings = Settings::from_env(&Env::from_pairs(env)).expect("valid test settings");
-        let app = Application::build_with(
-            settings,
-            Options {
-                clock: self.clock.clone(),
-                mailer: quick_mailer(),
-            },
-        )
-        .await
-        .expect("build licence-server");
+        self.start_instance_with(&[("LICENCE_JWT_KEYS", keys)])
+            .await
+    }
+
+    /// Starts another instance with `overrides` on top of the test settings.
+    pub async fn start_instance_with(&self, overrides: &[(&str, &str)]) -> String {
+        self.start_instance_timed(overrides, quick_mailer()).await
+    }
+
+    /// The same, with the sender's timings `mailer`.
+    pub async fn start_instance_timed(
+        &self,
+        overrides: &[(&str, &str)],
+        mailer: MailerOptions,
+    ) -> String {
+        let app = self.build_instance(overrides, mailer).await;
         let base = format!("http://127.0.0.1:{}", app.port());
         tokio::spawn(app.run_until_stopped());
         base
+    }
+
+    /// Another instance, built but not yet serving.
+    pub async fn build_instance(
+        &self,
+        overrides: &[(&str, &str)],
+        mailer: MailerOptions,
+    ) -> Application {
+        let builds = self.builds.path().to_string_lossy().into_owned();
+        let mut env = base_env(&self.database_url, &builds);
+        for (k, v) in &mut env {
+            if k == "SMTP_URL" {
+                *v = self.smtp.url();
+            }
+        }
+        for (name, value) in overrides {
+            env.retain(|(k, _)| k != name);
+            env.push(((*name).to_owned(), (*value).to_owned()));
+        }
+        let settings = Settings::from_env(&Env::from_pairs(env)).expect("valid test settings");
+        Application::build_with(
+            settings,
+            Options {
+                clock: self.clock.clone(),
+                mailer,
+            },
+        )
+        .await
+        .expect("build licence-server")
     }
 
     pub fn outside_path(&self) -> &Path {

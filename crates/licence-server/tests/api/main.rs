@@ -1,10 +1,13 @@
 //! Black-box tests of licence-server against a real MariaDB database and a real SMTP server.
 
 mod admin;
+mod client;
 mod hardening;
 mod helpers;
 mod licences;
+mod mail;
 mod migrations;
+mod offline;
 mod operations;
 mod releases;
 mod tokens;

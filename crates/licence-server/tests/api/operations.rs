@@ -47,7 +47,12 @@ fn bad_settings_stop_the_process_naming_the_variable() {
     case("PAYMENT_WEBHOOK_SECRET", None);
     case("PAYMENT_VARIANT_ANNUAL", Some("1001"));
     case("SMTP_URL", Some("mail.example.com"));
+    // Plain SMTP to another machine would carry licence keys and passwords in the clear.
+    case("SMTP_URL", Some("smtp://mail.example.com:25"));
     case("MAIL_FROM", Some("nobody"));
+    case("LICENCE_SIGNING_KEYS", None);
+    case("LICENCE_SIGNING_KEYS", Some("ed1:change-me-please"));
+    case("LICENCE_GRACE_DAYS", Some("0"));
 }
 
 #[test]

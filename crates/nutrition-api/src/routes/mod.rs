@@ -4,6 +4,7 @@ use actix_web::middleware::from_fn;
 use actix_web::web;
 use service_kit::http::method_not_allowed;
 
+mod export;
 mod fasts;
 mod me;
 mod notifications;
@@ -21,6 +22,7 @@ pub fn config(cfg: &mut web::ServiceConfig) {
             // Outermost: nothing else sees a path or query string Postgres would refuse.
             .wrap(from_fn(crate::input::reject_hostile_urls))
             .service(resource("").route(web::get().to(me::me)))
+            .service(resource("/export").route(web::get().to(export::export)))
             .service(
                 resource("/preferences")
                     .route(web::get().to(preferences::get))

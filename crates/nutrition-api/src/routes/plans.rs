@@ -69,7 +69,7 @@ fn slot_view(state: &AppState, s: SlotRow) -> SlotView<'_> {
     }
 }
 
-fn plan_view(state: &AppState, plan: Plan) -> serde_json::Value {
+pub(super) fn plan_view(state: &AppState, plan: Plan) -> serde_json::Value {
     let mut days: Vec<(NaiveDate, Vec<SlotView<'_>>)> = Vec::new();
     for slot in plan.slots {
         let view = slot_view(state, slot);

@@ -1,5 +1,6 @@
 //! Black-box tests of nutrition-api against a real Postgres database.
 
+mod export;
 mod fasting;
 mod helpers;
 mod hostile;

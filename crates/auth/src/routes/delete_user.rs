@@ -1,0 +1,94 @@
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use chrono::{Duration, Utc};
+use serde::Deserialize;
+use session::CurrentSession;
+
+use crate::error::ApiError;
+use crate::redirect;
+use crate::repo::{rate_limits, users};
+use crate::state::AppState;
+
+/// Without the password, a session created this long ago or more cannot delete its user
+/// (better-auth's `session.freshAge`, one day by default).
+pub const FRESH_AGE: Duration = Duration::hours(24);
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeleteUser {
+    password: Option<String>,
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+/// `POST /api/auth/delete-user`: erases the signed-in user everywhere (auth, nutrition and the
+/// scheduler's queue) in one transaction, after checking the password when one is sent, or else
+/// that the session is fresh; expires the cookie. As in better-auth, an empty password counts as
+/// none.
+#[tracing::instrument(skip_all)]
+pub async fn delete_user(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    // The client may send no body at all: that is `{}`.
+    let input: DeleteUser = if body.iter().all(u8::is_ascii_whitespace) {
+        DeleteUser::default()
+    } else {
+        service_kit::http::parse_json(&body)?
+    };
+    // Only used by better-auth's e-mail confirmation flow, which is off here; still refused when
+    // it points off-site, like every other callbackURL.
+    redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
+    let verified = current.0;
+    let user_id = verified.user.id.clone();
+
+    match input.password.filter(|p| !p.is_empty()) {
+        Some(plain) => {
+            let lookup = verified.user.email.clone();
+            let found = nutrition_store::run(&state.pool, move |conn| {
+                users::find_with_password(conn, &lookup).map_err(ApiError::from)
+            })
+            .await?;
+            let Some((_, Some(hash))) = found else {
+                return Err(ApiError::bad_request(
+                    "CREDENTIAL_ACCOUNT_NOT_FOUND",
+                    "Credential account not found",
+                ));
+            };
+            if !state.hashes.verify(plain, hash.into()).await? {
+                return Err(ApiError::bad_request(
+                    "INVALID_PASSWORD",
+                    "Invalid password",
+                ));
+            }
+        }
+        None => {
+            if Utc::now() - verified.session.created_at >= FRESH_AGE {
+                return Err(ApiError::bad_request(
+                    "SESSION_EXPIRED",
+                    "Session expired. Re-authenticate to perform this action.",
+                ));
+            }
+        }
+    }
+
+    let keys = rate_limits::keys_naming(
+        state.settings.auth.secret.expose(),
+        &verified.user.email,
+        &verified.user.id,
+    );
+    let erased = nutrition_store::run(&state.pool, move |conn| {
+        nutrition_store::erase::erase_user(conn, &user_id, &keys).map_err(ApiError::from)
+    })
+    .await?;
+    if let Some(erased) = erased {
+        tracing::info!(rows = erased.total(), "user erased");
+    }
+    Ok(HttpResponse::Ok()
+        .insert_header((
+            header::SET_COOKIE,
+            session::cookie::clear_session(&state.settings.auth),
+        ))
+        .json(serde_json::json!({ "success": true, "message": "User deleted" })))
+}

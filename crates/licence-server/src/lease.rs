@@ -1,0 +1,270 @@
+//! Ed25519 signatures the desktop app checks without the network (contract section 7): the
+//! offline lease, a compact JWS with `alg: EdDSA`, and the `Licence-Signature` header over every
+//! answer of the licence, release and usage routes.
+//!
+//! The key ring comes from `LICENCE_SIGNING_KEYS` (`kid:base64 seed`): the first key signs, every
+//! key is published at `GET /api/license/public-keys`. To rotate, put the new key first and keep
+//! the old one until every app build pinning it is retired.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{DateTime, Utc};
+use ed25519_dalek::{Signer, SigningKey};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// The name of the answer signature header.
+pub const SIGNATURE_HEADER: &str = "licence-signature";
+
+/// One Ed25519 key of the ring.
+#[derive(Clone)]
+pub struct LeaseKey {
+    pub kid: String,
+    pub signing: SigningKey,
+}
+
+impl std::fmt::Debug for LeaseKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseKey")
+            .field("kid", &self.kid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for LeaseKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.kid == other.kid && self.signing.verifying_key() == other.signing.verifying_key()
+    }
+}
+
+impl Eq for LeaseKey {}
+
+/// The claims of a lease.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseClaims<'a> {
+    pub sub: &'a str,
+    pub iid: &'a str,
+    pub plan: &'a str,
+    pub features: &'a [&'a str],
+    pub daily_quota: u32,
+    pub iat: i64,
+    pub exp: i64,
+}
+
+/// `{kid, alg, crv, x}` of `GET /api/license/public-keys`, as a JSON Web Key.
+#[derive(Debug, Clone, Serialize)]
+pub struct PublicKey {
+    pub kid: String,
+    pub kty: &'static str,
+    pub alg: &'static str,
+    pub crv: &'static str,
+    #[serde(rename = "use")]
+    pub use_: &'static str,
+    pub x: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct SigningRing {
+    keys: Vec<LeaseKey>,
+}
+
+impl SigningRing {
+    /// Settings guarantee at least one key.
+    pub fn new(keys: Vec<LeaseKey>) -> Self {
+        Self { keys }
+    }
+
+    fn signer(&self) -> Option<&LeaseKey> {
+        self.keys.first()
+    }
+
+    pub fn public_keys(&self) -> Vec<PublicKey> {
+        self.keys
+            .iter()
+            .map(|k| PublicKey {
+                kid: k.kid.clone(),
+                kty: "OKP",
+                alg: "EdDSA",
+                crv: "Ed25519",
+                use_: "sig",
+                x: URL_SAFE_NO_PAD.encode(k.signing.verifying_key().as_bytes()),
+            })
+            .collect()
+    }
+
+    /// A compact JWS of `claims`, signed by the first key.
+    pub fn lease(&self, claims: &LeaseClaims<'_>) -> Option<String> {
+        let key = self.signer()?;
+        let header = serde_json::json!({"alg": "EdDSA", "typ": "JWT", "kid": key.kid});
+        let payload = serde_json::to_vec(claims).ok()?;
+        let input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(payload)
+        );
+        let sig = key.signing.sign(input.as_bytes());
+        Some(format!(
+            "{input}.{}",
+            URL_SAFE_NO_PAD.encode(sig.to_bytes())
+        ))
+    }
+
+    /// The `Licence-Signature` value of an answer to `method path`, sent with `date` and `body`.
+    pub fn answer_signature(
+        &self,
+        method: &str,
+        path: &str,
+        date: &str,
+        body: &[u8],
+    ) -> Option<String> {
+        let key = self.signer()?;
+        let sig = key
+            .signing
+            .sign(signed_message(method, path, date, body).as_bytes());
+        Some(format!(
+            "kid=\"{}\", alg=\"ed25519\", sig=\"{}\"",
+            key.kid,
+            URL_SAFE_NO_PAD.encode(sig.to_bytes())
+        ))
+    }
+}
+
+/// `<method> <path>\n<Date header>\n<base64url sha256 of the body>`: what an answer signature covers.
+pub fn signed_message(method: &str, path: &str, date: &str, body: &[u8]) -> String {
+    format!(
+        "{method} {path}\n{date}\n{}",
+        URL_SAFE_NO_PAD.encode(Sha256::digest(body))
+    )
+}
+
+/// The expiry of a lease issued at `now`.
+pub fn lease_expiry(now: DateTime<Utc>, grace_days: u32) -> DateTime<Utc> {
+    now + chrono::Duration::days(i64::from(grace_days))
+}
+
+/// Parses `kid:base64 seed` entries; `Err` is the rule broken.
+pub fn parse_keys(raw: &str) -> Result<Vec<LeaseKey>, String> {
+    let mut keys: Vec<LeaseKey> = Vec::new();
+    for entry in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (kid, seed) = entry
+            .split_once(':')
+            .ok_or("must be a comma-separated list of kid:base64-seed pairs")?;
+        let kid = kid.trim();
+        let valid_kid = !kid.is_empty()
+            && kid.len() <= 64
+            && kid
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid_kid {
+            return Err("each kid must be 1 to 64 letters, digits, '-', '_' or '.'".into());
+        }
+        let seed = decode_seed(seed.trim()).ok_or_else(|| {
+            format!("the seed of kid `{kid}` must be base64 (standard or URL-safe) or hex")
+        })?;
+        let seed: [u8; 32] = seed.try_into().map_err(|_| {
+            format!("the seed of kid `{kid}` must decode to 32 bytes (openssl rand -base64 32)")
+        })?;
+        if seed.iter().all(|b| *b == seed[0]) {
+            return Err(format!("the seed of kid `{kid}` is not random"));
+        }
+        if keys.iter().any(|k| k.kid == kid) {
+            return Err(format!("kid `{kid}` appears twice"));
+        }
+        keys.push(LeaseKey {
+            kid: kid.to_owned(),
+            signing: SigningKey::from_bytes(&seed),
+        });
+    }
+    if keys.is_empty() {
+        return Err("must hold at least one kid:base64-seed pair".into());
+    }
+    Ok(keys)
+}
+
+/// 64 hex characters (what `openssl rand -hex 32` and deploy/generate-secrets write) or base64.
+fn decode_seed(s: &str) -> Option<Vec<u8>> {
+    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return (0..32)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok())
+            .collect();
+    }
+    decode_base64(s)
+}
+
+fn decode_base64(s: &str) -> Option<Vec<u8>> {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE};
+    [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD]
+        .iter()
+        .find_map(|e| e.decode(s).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ed25519_dalek::{Signature, Verifier, VerifyingKey};
+
+    const SEED_A: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+    #[test]
+    fn key_rules() {
+        assert_eq!(parse_keys(&format!("a:{SEED_A}")).map(|k| k.len()), Ok(1));
+        let hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+        assert_eq!(
+            parse_keys(&format!("a:{hex}")),
+            parse_keys(&format!("a:{SEED_A}")),
+            "hex and base64 of one seed are one key"
+        );
+        for bad in [
+            "nokid".to_owned(),
+            format!(":{SEED_A}"),
+            format!("bad kid:{SEED_A}"),
+            "k1:change-me".to_owned(),
+            "k1:AAAA".to_owned(),
+            format!("k1:{}", "A".repeat(43)),
+            format!("k1:{SEED_A},k1:{SEED_A}"),
+            ",".to_owned(),
+        ] {
+            assert!(parse_keys(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn lease_and_answer_verify_with_the_published_key() {
+        let ring = SigningRing::new(parse_keys(&format!("k1:{SEED_A}")).expect("keys"));
+        let public = &ring.public_keys()[0];
+        let x: [u8; 32] = URL_SAFE_NO_PAD
+            .decode(&public.x)
+            .expect("x")
+            .try_into()
+            .expect("32");
+        let vk = VerifyingKey::from_bytes(&x).expect("key");
+        let claims = LeaseClaims {
+            sub: "lic",
+            iid: "mac",
+            plan: "pro",
+            features: &["audio"],
+            daily_quota: 30,
+            iat: 1,
+            exp: 2,
+        };
+        let jws = ring.lease(&claims).expect("lease");
+        let (input, sig) = jws.rsplit_once('.').expect("three parts");
+        let sig = Signature::from_slice(&URL_SAFE_NO_PAD.decode(sig).expect("b64")).expect("sig");
+        assert!(vk.verify(input.as_bytes(), &sig).is_ok());
+
+        let header = ring
+            .answer_signature("GET", "/api/latest", "Mon, 23 Nov 2026 08:00:00 GMT", b"{}")
+            .expect("signature");
+        let sig = header
+            .split("sig=\"")
+            .nth(1)
+            .expect("sig")
+            .trim_end_matches('"');
+        let sig = Signature::from_slice(&URL_SAFE_NO_PAD.decode(sig).expect("b64")).expect("sig");
+        let msg = signed_message("GET", "/api/latest", "Mon, 23 Nov 2026 08:00:00 GMT", b"{}");
+        assert!(vk.verify(msg.as_bytes(), &sig).is_ok());
+        let other = signed_message("GET", "/api/latest", "Mon, 23 Nov 2026 08:00:01 GMT", b"{}");
+        assert!(vk.verify(other.as_bytes(), &sig).is_err());
+    }
+}

@@ -1,0 +1,49 @@
+use actix_web::web;
+use serde::Serialize;
+
+use super::{AppState, Claims, authorise};
+use crate::clock::rfc3339;
+use crate::error::ApiError;
+use crate::repo::activations;
+
+#[derive(Serialize)]
+pub struct Answer {
+    activations: Vec<Activation>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Activation {
+    instance_id: String,
+    name: Option<String>,
+    created_at: String,
+    last_validated_at: String,
+    current: bool,
+}
+
+/// `GET /api/license/activations`: the installations holding a seat of the token's licence,
+/// oldest first, the asking one marked `current`.
+#[tracing::instrument(skip_all)]
+pub async fn list(
+    state: web::Data<AppState>,
+    Claims(claims): Claims,
+) -> Result<web::Json<Answer>, ApiError> {
+    let auth = authorise(&state, claims).await?;
+    let current = auth.activation.instance_id.clone();
+    let rows = service_kit::db::run(&state.pool, move |conn| {
+        activations::list(conn, &auth.licence.id).map_err(ApiError::from)
+    })
+    .await?;
+    Ok(web::Json(Answer {
+        activations: rows
+            .into_iter()
+            .map(|a| Activation {
+                current: a.instance_id == current,
+                instance_id: a.instance_id,
+                name: a.instance_name,
+                created_at: rfc3339(a.created_at.and_utc()),
+                last_validated_at: rfc3339(a.last_validated_at.and_utc()),
+            })
+            .collect(),
+    }))
+}

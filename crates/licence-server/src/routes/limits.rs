@@ -1,0 +1,74 @@
+//! Per-client-address rate limits of activate, validate, deactivate and the webhook
+//! (`LICENCE_RATE_LIMIT_PER_MINUTE`, `WEBHOOK_RATE_LIMIT_PER_MINUTE`), counted in MariaDB so
+//! that replicas agree. The address is the peer's, or, behind a proxy listed in
+//! `TRUSTED_PROXIES`, the first address of `X-Forwarded-For` from the right that is not a proxy.
+
+use std::net::IpAddr;
+
+use actix_web::HttpRequest;
+use ipnet::IpNet;
+use rand::Rng;
+
+use super::AppState;
+use crate::error::ApiError;
+use crate::repo::rate_limit;
+
+/// The counting window of every limit.
+pub const WINDOW_SECS: u32 = 60;
+
+#[derive(Debug, Clone, Copy)]
+pub enum Bucket {
+    /// activate, validate, deactivate together: what a licence-key guesser would use.
+    Licence,
+    Webhook,
+}
+
+/// Counts the request; 429 `RATE_LIMITED` with `Retry-After` beyond the limit.
+pub async fn check(state: &AppState, req: &HttpRequest, bucket: Bucket) -> Result<(), ApiError> {
+    let ip = client_ip(req, &state.settings.trusted_proxies)
+        .map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
+    let (name, max) = match bucket {
+        Bucket::Licence => ("licence", state.settings.licence_rate_limit),
+        Bucket::Webhook => ("webhook", state.settings.webhook_rate_limit),
+    };
+    let key = format!("{name}:{ip}");
+    let prune = rand::rng().random_ratio(1, 1000);
+    let limited = service_kit::db::run(&state.pool, move |conn| {
+        if prune {
+            rate_limit::prune(conn).map_err(ApiError::from)?;
+        }
+        rate_limit::hit(conn, &key, max, WINDOW_SECS).map_err(ApiError::from)
+    })
+    .await?;
+    match limited {
+        None => Ok(()),
+        Some(retry_after_secs) => {
+            tracing::warn!(bucket = name, "rate limit reached");
+            Err(ApiError::RateLimited { retry_after_secs })
+        }
+    }
+}
+
+/// The client's address (see the module documentation).
+pub fn client_ip(req: &HttpRequest, trusted: &[IpNet]) -> Option<IpAddr> {
+    let peer = req.peer_addr().map(|a| a.ip())?;
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(ip));
+    if !is_trusted(&peer) {
+        return Some(peer);
+    }
+    let entries: Vec<&str> = req
+        .headers()
+        .get_all("x-forwarded-for")
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect();
+    for raw in entries.iter().rev() {
+        match raw.parse::<IpAddr>() {
+            Ok(ip) if is_trusted(&ip) => {}
+            Ok(ip) => return Some(ip),
+            Err(_) => break,
+        }
+    }
+    Some(peer)
+}

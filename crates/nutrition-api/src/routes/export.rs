@@ -1,0 +1,316 @@
+//! `GET /me/export`: everything the service holds about the signed-in person (GDPR arts. 15 and
+//! 20), as one JSON document, or the fasts as CSV for a spreadsheet.
+
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use nutrition_store::schema::auth::{account, session as session_table};
+use nutrition_store::schema::nutrition::{device_token, fast_event, meal_plan, pause_period};
+use serde::{Deserialize, Serialize};
+use session::{CurrentSession, Session};
+
+use crate::error::ApiError;
+use crate::model::{Fast, FastRow};
+use crate::repo::{plans, profile};
+use crate::state::AppState;
+
+#[derive(Debug, Deserialize)]
+pub struct ExportQuery {
+    format: Option<String>,
+}
+
+/// An account link without its secrets (password hash, provider tokens).
+#[derive(Serialize, Queryable)]
+#[serde(rename_all = "camelCase")]
+struct AccountView {
+    id: String,
+    provider_id: String,
+    account_id: String,
+    user_id: String,
+    #[serde(skip)]
+    scope: Option<String>,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    created_at: DateTime<Utc>,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    updated_at: DateTime<Utc>,
+}
+
+/// A push device without its keys and token, which only a push service needs.
+#[derive(Serialize, Queryable)]
+#[serde(rename_all = "camelCase")]
+struct DeviceView {
+    id: String,
+    platform: String,
+    endpoint: String,
+    user_agent: Option<String>,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    created_at: DateTime<Utc>,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    last_seen_at: DateTime<Utc>,
+}
+
+#[derive(Serialize, Queryable)]
+#[serde(rename_all = "camelCase")]
+struct PauseView {
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    starts_at: DateTime<Utc>,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    ends_at: DateTime<Utc>,
+}
+
+struct Gathered {
+    sessions: Vec<Session>,
+    accounts: Vec<AccountView>,
+    profile: profile::Profile,
+    pauses: Vec<PauseView>,
+    fasts: Vec<FastRow>,
+    plans: Vec<plans::Plan>,
+    devices: Vec<DeviceView>,
+}
+
+/// Reads everything in one read-only snapshot, so that the document is consistent even while
+/// another device of the same person writes.
+fn gather(conn: &mut PgConnection, user_id: &str) -> QueryResult<Gathered> {
+    conn.build_transaction()
+        .read_only()
+        .repeatable_read()
+        .run(|conn| {
+            let sessions = session_table::table
+                .filter(session_table::user_id.eq(user_id))
+                .filter(session_table::expires_at.gt(Utc::now()))
+                .order(session_table::created_at.desc())
+                .select(Session::as_select())
+                .load(conn)?;
+            let accounts = account::table
+                .filter(account::user_id.eq(user_id))
+                .order(account::created_at.asc())
+                .select((
+                    account::id,
+                    account::provider_id,
+                    account::account_id,
+                    account::user_id,
+                    account::scope,
+                    account::created_at,
+                    account::updated_at,
+                ))
+                .load(conn)?;
+            let pauses = pause_period::table
+                .filter(pause_period::user_id.eq(user_id))
+                .order(pause_period::starts_at.asc())
+                .select((pause_period::starts_at, pause_period::ends_at))
+                .load(conn)?;
+            let fasts = fast_event::table
+                .filter(fast_event::user_id.eq(user_id))
+                .order((fast_event::started_at.asc(), fast_event::id.asc()))
+                .select(FastRow::as_select())
+                .load(conn)?;
+            let plan_ids: Vec<String> = meal_plan::table
+                .filter(meal_plan::user_id.eq(user_id))
+                .order((meal_plan::created_at.asc(), meal_plan::id.asc()))
+                .select(meal_plan::id)
+                .load(conn)?;
+            let mut all_plans = Vec::with_capacity(plan_ids.len());
+            for id in plan_ids {
+                all_plans.extend(plans::get(conn, user_id, &id)?);
+            }
+            let devices = device_token::table
+                .filter(device_token::user_id.eq(user_id))
+                .order(device_token::created_at.asc())
+                .select((
+                    device_token::id,
+                    device_token::platform,
+                    device_token::endpoint,
+                    device_token::user_agent,
+                    device_token::created_at,
+                    device_token::last_seen_at,
+                ))
+                .load(conn)?;
+            Ok(Gathered {
+                sessions,
+                accounts,
+                profile: profile::get(conn, user_id)?,
+                pauses,
+                fasts,
+                plans: all_plans,
+                devices,
+            })
+        })
+}
+
+/// `GET /me/export` (JSON) and `GET /me/export?format=csv` (the fasts).
+#[tracing::instrument(skip_all)]
+pub async fn export(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    query: web::Query<ExportQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let csv = match query.format.as_deref() {
+        None | Some("json") => false,
+        Some("csv") => true,
+        Some(_) => {
+            return Err(ApiError::Validation(
+                "format: must be \"json\" or \"csv\"".into(),
+            ));
+        }
+    };
+    let verified = current.0;
+    let user_id = verified.user.id.clone();
+    let data = nutrition_store::run(&state.pool, move |conn| {
+        gather(conn, &user_id).map_err(ApiError::from)
+    })
+    .await?;
+    let now = Utc::now();
+    let day = now.format("%Y-%m-%d");
+    if csv {
+        return Ok(HttpResponse::Ok()
+            .content_type("text/csv; charset=utf-8")
+            .insert_header((
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"digiuno-fasts-{day}.csv\""),
+            ))
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .body(fasts_csv(&data.fasts)));
+    }
+    let p = &data.profile;
+    let accounts: Vec<serde_json::Value> = data
+        .accounts
+        .iter()
+        .map(|a| {
+            let mut v = serde_json::to_value(a).unwrap_or_default();
+            v["scopes"] = scopes(a.scope.as_deref()).into();
+            v
+        })
+        .collect();
+    let document = serde_json::json!({
+        "exportedAt": service_kit::time::format(&now),
+        "user": verified.user,
+        "sessions": data.sessions,
+        "accounts": accounts,
+        "preferences": {
+            "fastingProtocol": p.fasting_protocol,
+            "fastingMilestones": p.fasting_milestones,
+        },
+        "pauses": {
+            "fastingPausedUntil": p.fasting_paused_until.as_ref().map(service_kit::time::format),
+            "periods": data.pauses,
+        },
+        "fasts": data.fasts.into_iter().map(Fast::from).collect::<Vec<_>>(),
+        "mealPlans": data
+            .plans
+            .into_iter()
+            .map(|plan| super::plans::plan_view(&state, plan))
+            .collect::<Vec<_>>(),
+        "notificationSettings": {
+            "mealReminders": p.meal_reminders,
+            "weeklyWeighIn": p.weekly_weigh_in,
+        },
+        "devices": data.devices,
+    });
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"digiuno-export-{day}.json\""),
+        ))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(document))
+}
+
+/// better-auth keeps an account's scopes comma-separated and lists them as an array.
+fn scopes(raw: Option<&str>) -> Vec<String> {
+    raw.unwrap_or_default()
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+const CSV_HEADER: &str = "id,status,protocol,startedAt,plannedEndAt,endedAt,autoStarted,\
+notifiedMilestones,headache,energy,hunger,clarity,note";
+
+/// The fasts as RFC 4180 CSV (CRLF line ends), oldest first.
+pub fn fasts_csv(fasts: &[FastRow]) -> String {
+    let mut out = String::with_capacity(64 + fasts.len() * 160);
+    out.push_str(CSV_HEADER);
+    out.push_str("\r\n");
+    for f in fasts {
+        let symptom = |k: &str| {
+            f.symptoms
+                .as_ref()
+                .and_then(|s| s.get(k))
+                .map(|v| match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .unwrap_or_default()
+        };
+        let cells = [
+            f.id.clone(),
+            f.status.clone(),
+            f.protocol.clone(),
+            service_kit::time::format(&f.started_at),
+            service_kit::time::format(&f.planned_end_at),
+            f.ended_at
+                .as_ref()
+                .map(service_kit::time::format)
+                .unwrap_or_default(),
+            f.auto_started.to_string(),
+            f.notified_milestones.join(" "),
+            symptom("headache"),
+            symptom("energy"),
+            symptom("hunger"),
+            symptom("clarity"),
+            symptom("note"),
+        ];
+        let line: Vec<String> = cells.iter().map(|c| csv_cell(c)).collect();
+        out.push_str(&line.join(","));
+        out.push_str("\r\n");
+    }
+    out
+}
+
+/// One CSV field. A value a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, or a tab or
+/// carriage return first) gets a leading apostrophe, as OWASP advises, so that a diary note can
+/// never compute or fetch anything when the file is opened; a field holding a quote, comma or line
+/// break is quoted with its quotes doubled.
+pub fn csv_cell(raw: &str) -> String {
+    let neutral = if raw.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{raw}")
+    } else {
+        raw.to_owned()
+    };
+    if neutral.contains([',', '"', '\r', '\n'])
+        || neutral.starts_with(' ')
+        || neutral.ends_with(' ')
+    {
+        format!("\"{}\"", neutral.replace('"', "\"\""))
+    } else {
+        neutral
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_cell;
+
+    #[test]
+    fn cells_are_quoted_and_formulas_neutralised() {
+        assert_eq!(csv_cell("plain"), "plain");
+        assert_eq!(csv_cell(""), "");
+        assert_eq!(csv_cell("a,b"), "\"a,b\"");
+        assert_eq!(csv_cell("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_cell("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_cell("=1+2"), "'=1+2");
+        assert_eq!(csv_cell("+39 333"), "'+39 333");
+        assert_eq!(csv_cell("-2"), "'-2");
+        assert_eq!(csv_cell("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(csv_cell("\t=1"), "'\t=1");
+        assert_eq!(
+            csv_cell("=HYPERLINK(\"http://x\",\"y\")"),
+            "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\""
+        );
+        assert_eq!(csv_cell("2026-11-22T06:00:00Z"), "2026-11-22T06:00:00Z");
+    }
+}

@@ -1,0 +1,67 @@
+import { useState } from 'preact/hooks';
+import { api } from '../api/client';
+import type { Fast, Symptoms } from '../api/types';
+import { useAction } from '../hooks';
+import { Notice } from './ui';
+
+const SLIDERS: { key: 'energy' | 'hunger' | 'clarity'; label: string }[] = [
+  { key: 'energy', label: 'Energia' },
+  { key: 'hunger', label: 'Fame' },
+  { key: 'clarity', label: 'Lucidità mentale' },
+];
+
+/** The symptom diary of one fast, running or ended. Saving never touches the timer. */
+export function Diary({ fast, onSaved }: { fast: Fast; onSaved?: (f: Fast) => void }) {
+  const s = fast.symptoms ?? {};
+  const [headache, setHeadache] = useState(s.headache ?? false);
+  const [levels, setLevels] = useState({ energy: s.energy ?? 5, hunger: s.hunger ?? 5, clarity: s.clarity ?? 5 });
+  const [note, setNote] = useState(s.note ?? '');
+  const action = useAction();
+  const id = `diary-${fast.id}`;
+
+  const submit = (e: Event) => {
+    e.preventDefault();
+    const symptoms: Symptoms = { headache, ...levels, note };
+    void action.run(async () => {
+      const saved = await api.saveSymptoms(fast.id, symptoms);
+      onSaved?.(saved);
+      return 'Diario salvato.';
+    });
+  };
+
+  return (
+    <form class="card diary" onSubmit={submit} aria-labelledby={`${id}-title`}>
+      <h2 id={`${id}-title`}>Diario dei sintomi</h2>
+      <label class="check">
+        <input type="checkbox" name="headache" checked={headache} onChange={(e) => { setHeadache(e.currentTarget.checked); }} />
+        Mal di testa
+      </label>
+      {SLIDERS.map(({ key, label }) => (
+        <div class="slider" key={key}>
+          <label for={`${id}-${key}`}>
+            {label}: <output for={`${id}-${key}`}>{levels[key]}</output>/10
+          </label>
+          <input
+            id={`${id}-${key}`}
+            name={key}
+            type="range"
+            min={1}
+            max={10}
+            step={1}
+            value={levels[key]}
+            onInput={(e) => {
+              const v = Number(e.currentTarget.value);
+              setLevels((l) => ({ ...l, [key]: v }));
+            }}
+          />
+        </div>
+      ))}
+      <label for={`${id}-note`}>Nota</label>
+      <textarea id={`${id}-note`} name="note" maxLength={2000} rows={3} value={note} onInput={(e) => { setNote(e.currentTarget.value); }} />
+      <button type="submit" disabled={action.busy}>
+        Salva diario
+      </button>
+      <Notice message={action.message} />
+    </form>
+  );
+}

@@ -1,0 +1,30 @@
+import type { ComponentChildren } from 'preact';
+
+export function PageTitle({ children }: { children: ComponentChildren }) {
+  return <h1 tabIndex={-1}>{children}</h1>;
+}
+
+/** A polite live region: screen readers announce what an action did. */
+export function Notice({ message }: { message: { text: string; error: boolean } | null }) {
+  return (
+    <p class={message?.error ? 'notice error' : 'notice'} role={message?.error ? 'alert' : 'status'} aria-live="polite">
+      {message?.text ?? ''}
+    </p>
+  );
+}
+
+export function LoadError({ error, retry }: { error: string | null; retry: () => void }) {
+  if (!error) return null;
+  return (
+    <div class="notice error" role="alert">
+      <p>{error}</p>
+      <button type="button" class="secondary" onClick={retry}>
+        Riprova
+      </button>
+    </div>
+  );
+}
+
+export function Loading({ when }: { when: boolean }) {
+  return when ? <p class="muted">Caricamento…</p> : null;
+}

@@ -1,0 +1,401 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api } from '../api/client';
+import type { NotificationConfig, NotificationSettings, Preferences, User } from '../api/types';
+import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
+import { useAction, useLoad } from '../hooks';
+import { currentSubscription, disablePush, enablePush, forgetDevice, pushSupported } from '../push';
+import { fmtDateTime } from '../time';
+import { PROTOCOLS, fastingHours } from '../zones';
+
+// better-auth's client is loaded only here, keeping it off the first screen.
+const auth = () => import('../auth');
+
+interface SettingsData {
+  user: User;
+  notifications: NotificationSettings;
+  config: NotificationConfig;
+}
+
+async function loadSettings(): Promise<SettingsData> {
+  const [me, notifications, config] = await Promise.all([api.me(), api.notificationSettings(), api.notificationConfig()]);
+  return { user: me.user, notifications, config };
+}
+
+export function Settings() {
+  const res = useLoad(loadSettings);
+  return (
+    <>
+      <PageTitle>Impostazioni</PageTitle>
+      <Loading when={res.loading && !res.data} />
+      <LoadError error={res.error} retry={res.reload} />
+      {res.data && (
+        <>
+          <FastingPrefs prefs={res.data.user.preferences} />
+          <Reminders settings={res.data.notifications} />
+          <Device config={res.data.config} />
+          <Account user={res.data.user} />
+          <Sessions />
+          <Password />
+          <Data />
+          <SignOut />
+          <DeleteAccount />
+        </>
+      )}
+    </>
+  );
+}
+
+function FastingPrefs({ prefs }: { prefs: Preferences }) {
+  const [protocol, setProtocol] = useState(prefs.fastingProtocol ?? '');
+  const [milestones, setMilestones] = useState(prefs.fastingMilestones);
+  const action = useAction();
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void action.run(async () => {
+      await api.setPreferences({ fastingProtocol: protocol || null, fastingMilestones: milestones });
+      return 'Preferenze salvate.';
+    });
+  };
+  return (
+    <form class="card" onSubmit={submit} aria-labelledby="prefs-title">
+      <h2 id="prefs-title">Digiuno</h2>
+      <label for="pref-protocol">Protocollo preferito</label>
+      <select id="pref-protocol" value={protocol} onChange={(e) => { setProtocol(e.currentTarget.value); }}>
+        <option value="">Nessuno (la cena non avvia il digiuno)</option>
+        {PROTOCOLS.map((p) => (
+          <option key={p} value={p}>
+            {p} · {fastingHours(p)} ore
+          </option>
+        ))}
+      </select>
+      <label class="check">
+        <input type="checkbox" id="pref-milestones" checked={milestones} onChange={(e) => { setMilestones(e.currentTarget.checked); }} />
+        Notifiche delle tappe (idratazione, elettroliti, fine vicina)
+      </label>
+      <button type="submit" disabled={action.busy}>
+        Salva preferenze
+      </button>
+      <Notice message={action.message} />
+    </form>
+  );
+}
+
+function Reminders({ settings }: { settings: NotificationSettings }) {
+  const [meal, setMeal] = useState(settings.mealReminders);
+  const [weigh, setWeigh] = useState(settings.weeklyWeighIn);
+  const action = useAction();
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void action.run(async () => {
+      await api.setNotificationSettings({ mealReminders: meal, weeklyWeighIn: weigh });
+      return 'Promemoria salvati.';
+    });
+  };
+  return (
+    <form class="card" onSubmit={submit} aria-labelledby="rem-title">
+      <h2 id="rem-title">Promemoria</h2>
+      <label class="check">
+        <input type="checkbox" id="meal-reminders" checked={meal} onChange={(e) => { setMeal(e.currentTarget.checked); }} />
+        Promemoria dei pasti (13:00, 16:00, 19:00)
+      </label>
+      <label class="check">
+        <input type="checkbox" id="weekly-weigh-in" checked={weigh} onChange={(e) => { setWeigh(e.currentTarget.checked); }} />
+        Pesata settimanale (lunedì alle 9:00)
+      </label>
+      <button type="submit" disabled={action.busy}>
+        Salva promemoria
+      </button>
+      <Notice message={action.message} />
+    </form>
+  );
+}
+
+function Device({ config }: { config: NotificationConfig }) {
+  const [subscribed, setSubscribed] = useState<boolean | null>(null);
+  const action = useAction();
+  useEffect(() => {
+    currentSubscription().then(
+      (s) => {
+        setSubscribed(s !== null && Notification.permission === 'granted');
+      },
+      () => {
+        setSubscribed(false);
+      },
+    );
+  }, []);
+  const supported = pushSupported();
+  const key = config.vapidPublicKey;
+  return (
+    <section class="card" aria-labelledby="push-title">
+      <h2 id="push-title">Notifiche su questo dispositivo</h2>
+      {!config.pushEnabled || !key ? (
+        <p>Le notifiche push non sono attive su questo server.</p>
+      ) : !supported ? (
+        <p>Questo browser non supporta le notifiche push.</p>
+      ) : (
+        <>
+          <p data-testid="push-state">{subscribed ? 'Attive su questo dispositivo.' : 'Non attive su questo dispositivo.'}</p>
+          {subscribed ? (
+            <div class="row">
+              <button
+                type="button"
+                class="secondary"
+                disabled={action.busy}
+                onClick={() =>
+                  void action.run(async () => {
+                    await disablePush();
+                    setSubscribed(false);
+                    return 'Notifiche disattivate su questo dispositivo.';
+                  })
+                }
+              >
+                Disattiva
+              </button>
+              <button
+                type="button"
+                disabled={action.busy}
+                onClick={() =>
+                  void action.run(async () => {
+                    const r = await api.testPush();
+                    return r.sent > 0 ? `Notifica di prova inviata a ${r.sent} dispositivi.` : 'Nessun dispositivo ha ricevuto la prova.';
+                  })
+                }
+              >
+                Invia una prova
+              </button>
+            </div>
+          ) : (
+            <button
+              type="button"
+              class="primary"
+              disabled={action.busy}
+              onClick={() =>
+                void action.run(async () => {
+                  await enablePush(key);
+                  setSubscribed(true);
+                  return 'Notifiche attivate su questo dispositivo.';
+                })
+              }
+            >
+              Attiva le notifiche
+            </button>
+          )}
+        </>
+      )}
+      <Notice message={action.message} />
+    </section>
+  );
+}
+
+function Account({ user }: { user: User }) {
+  const action = useAction();
+  return (
+    <section class="card" aria-labelledby="acc-title">
+      <h2 id="acc-title">Account</h2>
+      <p>
+        {user.name} · {user.email}
+      </p>
+      {user.emailVerified ? (
+        <p>E-mail verificata.</p>
+      ) : (
+        <>
+          <p>E-mail non ancora verificata.</p>
+          <button
+            type="button"
+            class="secondary"
+            disabled={action.busy}
+            onClick={() =>
+              void action.run(async () => {
+                const { authClient, unwrap } = await auth();
+                unwrap(await authClient.sendVerificationEmail({ email: user.email, callbackURL: '/settings' }));
+                return `Ti abbiamo inviato un link di verifica a ${user.email}.`;
+              })
+            }
+          >
+            Invia l'e-mail di verifica
+          </button>
+        </>
+      )}
+      <Notice message={action.message} />
+    </section>
+  );
+}
+
+interface SessionRow {
+  id: string;
+  token: string;
+  createdAt: Date | string;
+  updatedAt: Date | string;
+  userAgent?: string | null | undefined;
+  ipAddress?: string | null | undefined;
+  current?: boolean;
+}
+
+function device(ua: string | null | undefined): string {
+  if (!ua) return 'Dispositivo sconosciuto';
+  const browser = /Firefox\//.test(ua) ? 'Firefox' : /Edg\//.test(ua) ? 'Edge' : /Chrom(e|ium)\//.test(ua) ? 'Chrome' : /Safari\//.test(ua) ? 'Safari' : 'Browser';
+  const os = /Android/.test(ua) ? 'Android' : /iPhone|iPad/.test(ua) ? 'iOS' : /Mac OS X/.test(ua) ? 'macOS' : /Windows/.test(ua) ? 'Windows' : /Linux/.test(ua) ? 'Linux' : '';
+  return os ? `${browser} su ${os}` : browser;
+}
+
+function Sessions() {
+  const list = useLoad(async () => {
+    const { authClient, unwrap } = await auth();
+    const rows: SessionRow[] = unwrap(await authClient.listSessions());
+    return rows;
+  });
+  const action = useAction();
+  const revoke = (s: SessionRow) => {
+    void action.run(async () => {
+      const { authClient, unwrap } = await auth();
+      unwrap(await authClient.revokeSession({ token: s.token }));
+      list.reload();
+      return 'Sessione chiusa.';
+    });
+  };
+  const others = () => {
+    void action.run(async () => {
+      const { authClient, unwrap } = await auth();
+      unwrap(await authClient.revokeOtherSessions());
+      list.reload();
+      return 'Tutte le altre sessioni sono state chiuse.';
+    });
+  };
+  return (
+    <section class="card" aria-labelledby="sess-title">
+      <h2 id="sess-title">Sessioni attive</h2>
+      <Loading when={list.loading && !list.data} />
+      <LoadError error={list.error} retry={list.reload} />
+      <ul class="sessions">
+        {list.data?.map((s) => (
+          <li key={s.id}>
+            <span>
+              {device(s.userAgent)}
+              {s.current ? ' · questo dispositivo' : ''}
+              <br />
+              <span class="muted">dal {fmtDateTime(new Date(s.createdAt).getTime())}</span>
+            </span>
+            {!s.current && (
+              <button type="button" class="secondary" onClick={() => { revoke(s); }} disabled={action.busy}>
+                Chiudi<span class="sr-only"> la sessione {device(s.userAgent)}</span>
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+      {list.data && list.data.length > 1 && (
+        <button type="button" class="secondary" onClick={others} disabled={action.busy}>
+          Chiudi tutte le altre sessioni
+        </button>
+      )}
+      <Notice message={action.message} />
+    </section>
+  );
+}
+
+function Password() {
+  const [current, setCurrent] = useState('');
+  const [next, setNext] = useState('');
+  const [revokeOthers, setRevokeOthers] = useState(true);
+  const action = useAction();
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void action.run(async () => {
+      const { authClient, unwrap } = await auth();
+      unwrap(await authClient.changePassword({ currentPassword: current, newPassword: next, revokeOtherSessions: revokeOthers }));
+      setCurrent('');
+      setNext('');
+      return 'Password cambiata.';
+    });
+  };
+  return (
+    <form class="card" onSubmit={submit} aria-labelledby="pw-title">
+      <h2 id="pw-title">Password</h2>
+      <label for="pw-current">Password attuale</label>
+      <input id="pw-current" type="password" autocomplete="current-password" required value={current} onInput={(e) => { setCurrent(e.currentTarget.value); }} />
+      <label for="pw-new">Nuova password (almeno 8 caratteri)</label>
+      <input id="pw-new" type="password" autocomplete="new-password" required minLength={8} maxLength={128} value={next} onInput={(e) => { setNext(e.currentTarget.value); }} />
+      <label class="check">
+        <input type="checkbox" checked={revokeOthers} onChange={(e) => { setRevokeOthers(e.currentTarget.checked); }} />
+        Esci dagli altri dispositivi
+      </label>
+      <button type="submit" disabled={action.busy}>
+        Cambia password
+      </button>
+      <Notice message={action.message} />
+    </form>
+  );
+}
+
+function Data() {
+  return (
+    <section class="card" aria-labelledby="data-title">
+      <h2 id="data-title">I tuoi dati</h2>
+      <p>Scarica una copia di tutto ciò che conserviamo su di te.</p>
+      <div class="row">
+        <a class="button secondary" href="/me/export" download data-testid="export-json">
+          Esporta (JSON)
+        </a>
+        <a class="button secondary" href="/me/export?format=csv" download>
+          Digiuni (CSV)
+        </a>
+      </div>
+    </section>
+  );
+}
+
+function SignOut() {
+  const action = useAction();
+  const out = () => {
+    void action.run(async () => {
+      const { authClient, unwrap } = await auth();
+      // The device leaves the account first: the server forgets its push endpoint.
+      await disablePush().catch(() => undefined);
+      unwrap(await authClient.signOut());
+      await forgetDevice();
+      location.assign('/sign-in');
+      return undefined;
+    });
+  };
+  return (
+    <section class="card" aria-labelledby="out-title">
+      <h2 id="out-title">Esci</h2>
+      <button type="button" class="secondary" onClick={out} disabled={action.busy}>
+        Esci da questo dispositivo
+      </button>
+      <Notice message={action.message} />
+    </section>
+  );
+}
+
+function DeleteAccount() {
+  const [password, setPassword] = useState('');
+  const [confirm, setConfirm] = useState(false);
+  const action = useAction();
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void action.run(async () => {
+      const { authClient, unwrap } = await auth();
+      unwrap(await authClient.deleteUser({ password }));
+      await forgetDevice();
+      location.assign('/sign-in');
+      return undefined;
+    });
+  };
+  return (
+    <form class="card danger" onSubmit={submit} aria-labelledby="del-title">
+      <h2 id="del-title">Elimina l'account</h2>
+      <p>Cancella per sempre l'account e tutti i dati: digiuni, diario, piani, dispositivi. Non si può annullare.</p>
+      <label for="del-password">Password</label>
+      <input id="del-password" type="password" autocomplete="current-password" required value={password} onInput={(e) => { setPassword(e.currentTarget.value); }} />
+      <label class="check">
+        <input type="checkbox" id="del-confirm" required checked={confirm} onChange={(e) => { setConfirm(e.currentTarget.checked); }} />
+        Ho capito che i miei dati saranno cancellati
+      </label>
+      <button type="submit" class="danger" disabled={action.busy || !confirm}>
+        Elimina l'account
+      </button>
+      <Notice message={action.message} />
+    </form>
+  );
+}

@@ -1,0 +1,221 @@
+import { api } from '../api/client';
+import type { Fast, Stats as StatsData } from '../api/types';
+import { LoadError, Loading, PageTitle } from '../components/ui';
+import { useLoad } from '../hooks';
+import { addDays, firstOfMonth, mondayOf, overlapHours, romeDate, romeMidnight } from '../time';
+
+const WEEKS = 8;
+const MONTHS = 6;
+const CAL_WEEKS = 5;
+const MAX_PAGES = 10;
+
+async function loadStats(): Promise<{ stats: StatsData; fasts: Fast[] }> {
+  const today = romeDate(Date.now());
+  const horizon = romeMidnight(firstOfMonth(today, MONTHS - 1));
+  const [stats, page] = await Promise.all([api.stats(), api.fasts(50)]);
+  const fasts = [...page.items];
+  let before = page.nextBefore;
+  // Older pages only as far back as the charts reach.
+  for (let i = 1; before && i < MAX_PAGES; i++) {
+    const last = fasts[fasts.length - 1];
+    if (last && Date.parse(last.startedAt) < horizon) break;
+    const p = await api.fasts(50, before);
+    fasts.push(...p.items);
+    before = p.nextBefore;
+  }
+  return { stats, fasts };
+}
+
+interface Bar {
+  label: string;
+  long: string;
+  hours: number;
+}
+
+function hoursIn(fasts: Fast[], from: number, to: number, now: number): number {
+  return fasts.reduce((sum, f) => {
+    const end = f.endedAt ? Date.parse(f.endedAt) : now;
+    return sum + overlapHours(Date.parse(f.startedAt), end, from, to);
+  }, 0);
+}
+
+const monthName = new Intl.DateTimeFormat('it-IT', { month: 'short', timeZone: 'UTC' });
+const monthLong = new Intl.DateTimeFormat('it-IT', { month: 'long', year: 'numeric', timeZone: 'UTC' });
+const dayLong = new Intl.DateTimeFormat('it-IT', { day: 'numeric', month: 'long', timeZone: 'UTC' });
+
+function weekBars(fasts: Fast[], now: number): Bar[] {
+  const monday = mondayOf(romeDate(now));
+  return Array.from({ length: WEEKS }, (_, i) => {
+    const start = addDays(monday, -7 * (WEEKS - 1 - i));
+    const hours = hoursIn(fasts, romeMidnight(start), romeMidnight(addDays(start, 7)), now);
+    const d = new Date(`${start}T00:00:00Z`);
+    return { label: `${d.getUTCDate()}/${d.getUTCMonth() + 1}`, long: `settimana dal ${dayLong.format(d)}`, hours };
+  });
+}
+
+function monthBars(fasts: Fast[], now: number): Bar[] {
+  const today = romeDate(now);
+  return Array.from({ length: MONTHS }, (_, i) => {
+    const start = firstOfMonth(today, MONTHS - 1 - i);
+    const end = firstOfMonth(addDays(start, 40));
+    const hours = hoursIn(fasts, romeMidnight(start), romeMidnight(end), now);
+    const d = new Date(`${start}T00:00:00Z`);
+    return { label: monthName.format(d), long: monthLong.format(d), hours };
+  });
+}
+
+/** Rome days that count for a streak: a completed fast ended on them or a completed 24 h+ fast covered them. */
+function streakDays(fasts: Fast[]): Set<string> {
+  const days = new Set<string>();
+  for (const f of fasts) {
+    if (f.status !== 'COMPLETED' || !f.endedAt) continue;
+    const start = Date.parse(f.startedAt);
+    const end = Date.parse(f.endedAt);
+    days.add(romeDate(end));
+    if (end - start >= 24 * 3_600_000) {
+      for (let d = romeDate(start); d <= romeDate(end); d = addDays(d, 1)) {
+        if (romeMidnight(d) >= start && romeMidnight(addDays(d, 1)) <= end) days.add(d);
+      }
+    }
+  }
+  return days;
+}
+
+function BarChart({ title, bars, id }: { title: string; bars: Bar[]; id: string }) {
+  const max = Math.max(24, ...bars.map((b) => b.hours));
+  const w = 320;
+  const h = 160;
+  const bw = w / bars.length;
+  return (
+    <figure class="card chart" aria-labelledby={`${id}-cap`}>
+      <figcaption id={`${id}-cap`}>
+        <h2>{title}</h2>
+      </figcaption>
+      <svg viewBox={`0 0 ${w} ${h + 34}`} role="img" aria-labelledby={`${id}-cap`} aria-describedby={`${id}-table`}>
+        <line class="axis" x1="0" y1={h} x2={w} y2={h} />
+        {bars.map((b, i) => {
+          const bh = (b.hours / max) * (h - 16);
+          return (
+            <g key={b.label}>
+              <rect class="bar" x={i * bw + bw * 0.15} y={h - bh} width={bw * 0.7} height={bh} rx="3" />
+              <text class="value" x={i * bw + bw / 2} y={h - bh - 4} text-anchor="middle">
+                {b.hours >= 0.05 ? b.hours.toFixed(b.hours < 10 ? 1 : 0) : ''}
+              </text>
+              <text class="label" x={i * bw + bw / 2} y={h + 22} text-anchor="middle">
+                {b.label}
+              </text>
+            </g>
+          );
+        })}
+      </svg>
+      <table class="sr-only" id={`${id}-table`}>
+        <caption>{title}</caption>
+        <tbody>
+          {bars.map((b) => (
+            <tr key={b.label}>
+              <th scope="row">{b.long}</th>
+              <td>{b.hours.toFixed(1)} ore</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </figure>
+  );
+}
+
+function Calendar({ days, now }: { days: Set<string>; now: number }) {
+  const today = romeDate(now);
+  const first = addDays(mondayOf(today), -7 * (CAL_WEEKS - 1));
+  const cells = Array.from({ length: CAL_WEEKS * 7 }, (_, i) => addDays(first, i));
+  const size = 40;
+  return (
+    <figure class="card chart" aria-labelledby="cal-cap">
+      <figcaption id="cal-cap">
+        <h2>Calendario della serie</h2>
+        <p class="muted">Giorni con un digiuno completato nelle ultime {CAL_WEEKS} settimane.</p>
+      </figcaption>
+      <svg viewBox={`0 0 ${7 * size} ${CAL_WEEKS * size + 20}`} role="img" aria-labelledby="cal-cap" aria-describedby="cal-list">
+        {['L', 'M', 'M', 'G', 'V', 'S', 'D'].map((d, i) => (
+          <text key={`h${i}`} class="label" x={i * size + size / 2} y="14" text-anchor="middle">
+            {d}
+          </text>
+        ))}
+        {cells.map((d, i) => {
+          const on = days.has(d);
+          const future = d > today;
+          return (
+            <g key={d}>
+              <rect
+                class={on ? 'day on' : future ? 'day future' : 'day'}
+                x={(i % 7) * size + 3}
+                y={Math.floor(i / 7) * size + 22}
+                width={size - 6}
+                height={size - 6}
+                rx="6"
+              />
+              <text class={on ? 'daynum on' : 'daynum'} x={(i % 7) * size + size / 2} y={Math.floor(i / 7) * size + 22 + size / 2} text-anchor="middle">
+                {Number(d.slice(8))}
+              </text>
+            </g>
+          );
+        })}
+      </svg>
+      <p class="sr-only" id="cal-list">
+        {cells.filter((d) => days.has(d)).length === 0
+          ? 'Nessun giorno completato.'
+          : `Giorni completati: ${cells
+              .filter((d) => days.has(d))
+              .map((d) => dayLong.format(new Date(`${d}T00:00:00Z`)))
+              .join(', ')}.`}
+      </p>
+    </figure>
+  );
+}
+
+export function Stats() {
+  const res = useLoad(loadStats);
+  const now = Date.now();
+  const s = res.data?.stats;
+  return (
+    <>
+      <PageTitle>Statistiche</PageTitle>
+      <Loading when={res.loading && !res.data} />
+      <LoadError error={res.error} retry={res.reload} />
+      {s && res.data && (
+        <>
+          <dl class="card kpis" data-testid="kpis">
+            <div>
+              <dt>Ore questa settimana</dt>
+              <dd data-testid="weekly-hours">{s.weeklyHours.toFixed(1)}</dd>
+            </div>
+            <div>
+              <dt>Ore questo mese</dt>
+              <dd>{s.monthlyHours.toFixed(1)}</dd>
+            </div>
+            <div>
+              <dt>Serie attuale</dt>
+              <dd>{s.currentStreak} giorni</dd>
+            </div>
+            <div>
+              <dt>Serie più lunga</dt>
+              <dd>{s.longestStreak} giorni</dd>
+            </div>
+            <div>
+              <dt>Digiuni completati</dt>
+              <dd data-testid="sessions">
+                {s.completedSessions} su {s.totalSessions}
+              </dd>
+            </div>
+            <div>
+              <dt>Tasso di completamento</dt>
+              <dd>{Math.round(s.completionRate * 100)}%</dd>
+            </div>
+          </dl>
+          <BarChart id="weeks" title="Ore di digiuno per settimana" bars={weekBars(res.data.fasts, now)} />
+          <BarChart id="months" title="Ore di digiuno per mese" bars={monthBars(res.data.fasts, now)} />
+          <Calendar days={streakDays(res.data.fasts)} now={now} />
+        </>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,152 @@
+// A person using the app in a real Chromium, through nginx on the real stack (started by the
+// Rust test tests/web.rs, which passes BASE). Exits non-zero on the first failed step.
+import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
+
+const BASE = process.env.BASE;
+assert.ok(BASE, 'BASE is the stack address');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const T = 15_000;
+
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'it-IT', timezoneId: 'Europe/Rome' });
+const page = await context.newPage();
+const problems = [];
+page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+page.on('console', (m) => {
+  if (m.type() === 'error' && !/status of 40[14]/.test(m.text())) problems.push(`console: ${m.text()}`);
+});
+page.setDefaultTimeout(T);
+
+const step = (name) => console.log(`- ${name}`);
+
+try {
+  step('the app sends a visitor without a session to the sign-in page');
+  await page.goto(`${BASE}/`);
+  await page.waitForURL(/\/sign-in\?callbackURL=/);
+
+  step('sign up on /sign-up lands on / signed in');
+  await page.goto(`${BASE}/sign-up`);
+  await page.fill('#name', 'Giulia Web');
+  await page.fill('#email', 'giulia.web@example.com');
+  await page.fill('#password', 'una-password-lunga');
+  await page.click('form.credentials button[type=submit]');
+  await page.waitForURL(`${BASE}/`);
+  await page.getByRole('heading', { level: 1, name: 'Oggi' }).waitFor();
+
+  step('start a 16:8 fast; the timer runs');
+  await page.selectOption('#protocol', '16:8');
+  await page.getByRole('button', { name: 'Inizia il digiuno' }).click();
+  const elapsed = page.getByTestId('elapsed');
+  await elapsed.waitFor();
+  const t0 = await elapsed.textContent();
+  await page.waitForFunction((before) => document.querySelector('[data-testid=elapsed]')?.textContent !== before, t0);
+  assert.match(await page.locator('#timer-title').textContent(), /16:8 in corso/);
+  assert.match(await page.getByTestId('next-milestone').textContent(), /Idratazione \(2 ore\)/);
+  await page.getByRole('heading', { name: 'Fase: Digestione' }).waitFor();
+
+  step('the diary is saved on the running fast');
+  await page.getByLabel('Mal di testa').check();
+  await page.locator('input[name=energy]').fill('7');
+  await page.locator('input[name=hunger]').fill('3');
+  await page.getByLabel('Nota').fill('Tutto bene, un po’ di fame');
+  await page.getByRole('button', { name: 'Salva diario' }).click();
+  await page.getByText('Diario salvato.').waitFor();
+  const current = await page.evaluate(async () => (await fetch('/me/fast-events/current')).json());
+  assert.deepEqual(current.symptoms, { headache: true, energy: 7, hunger: 3, clarity: 5, note: 'Tutto bene, un po’ di fame' });
+  assert.equal(current.status, 'IN_PROGRESS');
+
+  step('end the fast');
+  await page.getByRole('button', { name: 'Termina il digiuno' }).click();
+  await page.getByRole('heading', { name: 'Digiuno terminato in anticipo' }).waitFor();
+  await page.getByRole('button', { name: 'Inizia il digiuno' }).waitFor();
+
+  step('history shows it with its diary');
+  await page.getByRole('link', { name: 'Storico' }).click();
+  await page.waitForURL(`${BASE}/history`);
+  const item = page.locator('li.fast').first();
+  await item.waitFor();
+  assert.match(await item.textContent(), /16:8/);
+  assert.match(await item.textContent(), /Terminato prima/);
+  assert.match(await item.locator('.diary-summary').textContent(), /Mal di testa · Energia 7\/10 · Fame 3\/10/);
+
+  step('stats count the ended fast');
+  await page.getByRole('link', { name: 'Statistiche' }).click();
+  await page.waitForURL(`${BASE}/stats`);
+  await page.getByTestId('sessions').waitFor();
+  assert.equal((await page.getByTestId('sessions').textContent()).trim(), '0 su 1');
+  await page.getByRole('heading', { name: 'Ore di digiuno per settimana' }).waitFor();
+  await page.getByRole('heading', { name: 'Calendario della serie' }).waitFor();
+
+  step('settings are saved: preferred protocol, milestones, reminders');
+  await page.getByRole('link', { name: 'Impostazioni' }).click();
+  await page.selectOption('#pref-protocol', '16:8');
+  await page.getByLabel(/Notifiche delle tappe/).check();
+  await page.getByRole('button', { name: 'Salva preferenze' }).click();
+  await page.getByText('Preferenze salvate.').waitFor();
+  await page.getByLabel(/Promemoria dei pasti/).check();
+  await page.getByRole('button', { name: 'Salva promemoria' }).click();
+  await page.getByText('Promemoria salvati.').waitFor();
+  const prefs = await page.evaluate(async () => (await fetch('/me/preferences')).json());
+  assert.deepEqual(prefs, { fastingProtocol: '16:8', fastingMilestones: true });
+  const notif = await page.evaluate(async () => (await fetch('/me/notifications/settings')).json());
+  assert.equal(notif.mealReminders, true);
+
+  step('the sessions list shows this device');
+  await page.getByText('questo dispositivo', { exact: false }).first().waitFor();
+
+  step('a dinner consumed on /plan starts the fast, shown at once');
+  await page.getByRole('link', { name: 'Piano' }).click();
+  await page.getByRole('button', { name: 'Crea il piano di oggi' }).click();
+  const dinner = page.locator('li.slot[data-category=CENA]');
+  await dinner.waitFor();
+  await dinner.getByRole('button', { name: /Segna come consumato/ }).click();
+  await page.getByText('Il digiuno è iniziato').waitFor();
+  await page.getByTestId('running-fast').waitFor();
+  assert.match(await page.getByTestId('running-fast').textContent(), /16:8 in corso/);
+  await dinner.getByRole('button', { name: /Annulla/ }).waitFor();
+  await page.getByRole('link', { name: 'Apri il timer' }).click();
+  await page.waitForURL(`${BASE}/`);
+  assert.match(await page.locator('#timer-title').textContent(), /avviato dalla cena/);
+
+  step('pause until tomorrow, then resume');
+  await page.getByRole('button', { name: 'Metti in pausa fino a domani' }).click();
+  await page.getByTestId('pause-state').waitFor();
+  const pause = await page.evaluate(async () => (await fetch('/me/fasting/pause')).json());
+  assert.equal(pause.paused, true);
+  await page.getByRole('button', { name: 'Termina la pausa' }).click();
+  await page.getByText('Pausa terminata.').waitFor();
+
+  step('unknown paths show the app’s own not-found page with status 404');
+  const res = await page.goto(`${BASE}/non-esiste`);
+  assert.equal(res.status(), 404);
+  await page.getByRole('heading', { name: 'Pagina non trovata' }).waitFor();
+
+  step('offline, the shell and the last known state still show');
+  await page.goto(`${BASE}/`);
+  await page.evaluate(async () => navigator.serviceWorker.ready);
+  await page.reload();
+  await page.locator('#timer-title').waitFor();
+  await context.setOffline(true);
+  await page.reload();
+  await page.locator('#timer-title').waitFor();
+  await context.setOffline(false);
+
+  assert.deepEqual(problems, [], 'no script errors in the app');
+
+  step('sign out ends the session');
+  await page.goto(`${BASE}/settings`);
+  await page.getByRole('button', { name: 'Esci da questo dispositivo' }).click();
+  await page.waitForURL(/\/sign-in/);
+  assert.equal((await page.request.get(`${BASE}/me`)).status(), 401);
+  assert.ok(!(await context.cookies()).some((c) => c.name.endsWith('session_token')), 'no session cookie left');
+
+  console.log('e2e: all steps passed');
+} catch (e) {
+  await page.screenshot({ path: process.env.FAIL_SCREENSHOT ?? '/tmp/e2e-failure.png', fullPage: true }).catch(() => {});
+  console.error(e);
+  console.error(problems.join('\n'));
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}
