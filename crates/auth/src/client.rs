@@ -38,6 +38,21 @@ pub fn ip(req: &HttpRequest, trusted: &[IpNet]) -> Option<IpAddr> {
     Some(peer)
 }
 
+/// The address as a rate-limit subject: IPv4 as is (also when written as IPv4-mapped IPv6),
+/// IPv6 as its /64 network.
+pub fn network(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let prefix = u128::from(v6) & !(u128::MAX >> 64);
+                format!("{}/64", std::net::Ipv6Addr::from(prefix))
+            }
+        },
+    }
+}
+
 pub fn user_agent(req: &HttpRequest) -> Option<String> {
     req.headers()
         .get(header::USER_AGENT)
@@ -65,6 +80,16 @@ mod tests {
             r = r.insert_header(("x-forwarded-for", v));
         }
         r.to_http_request()
+    }
+
+    #[test]
+    fn ipv6_counts_as_its_64() {
+        let net = |s: &str| network(s.parse().expect("ip"));
+        assert_eq!(net("203.0.113.9"), "203.0.113.9");
+        assert_eq!(net("::ffff:203.0.113.9"), "203.0.113.9");
+        assert_eq!(net("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+        assert_eq!(net("2001:db8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::/64");
+        assert_ne!(net("2001:db8:1:3::1"), net("2001:db8:1:2::1"));
     }
 
     #[test]

@@ -17,8 +17,15 @@ pub enum ApiError {
     UserExists,
     #[error("Invalid email or password")]
     InvalidCredentials,
+    /// 429: the budget named by `scope` (`address`, `email`, `user`, `all`, `address+email`,
+    /// `email-failures`) allows `max` per `window_secs`; the body names it.
     #[error("Too many requests. Please try again later.")]
-    RateLimited { retry_after: u64 },
+    RateLimited {
+        retry_after: u64,
+        scope: &'static str,
+        max: u32,
+        window_secs: u32,
+    },
     #[error("Provider not found")]
     ProviderNotFound,
     #[error("Invalid callbackURL")]
@@ -35,6 +42,10 @@ pub enum ApiError {
     TooLarge(usize),
     #[error("the service is temporarily unavailable")]
     Unavailable,
+    /// Every password-hashing worker is busy and the short queue is full: 503 `SERVER_BUSY`
+    /// with `Retry-After`, instead of letting work and memory grow without bound.
+    #[error("Too many sign-ins at this moment. Please try again in a few seconds.")]
+    ServerBusy,
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -70,6 +81,7 @@ impl ApiError {
             Self::EmailDisabled => "EMAIL_DISABLED",
             Self::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             Self::Unavailable => "SERVICE_UNAVAILABLE",
+            Self::ServerBusy => "SERVER_BUSY",
             Self::Internal(_) => "INTERNAL_ERROR",
         }
     }
@@ -87,7 +99,7 @@ impl ResponseError for ApiError {
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::EmailDisabled => StatusCode::SERVICE_UNAVAILABLE,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable | Self::ServerBusy => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -100,8 +112,26 @@ impl ResponseError for ApiError {
             }
             other => other.to_string(),
         };
-        let mut resp = error_response(self.status_code(), self.code(), message);
-        if let Self::RateLimited { retry_after } = self
+        let mut resp = match self {
+            Self::RateLimited {
+                retry_after,
+                scope,
+                max,
+                window_secs,
+            } => HttpResponse::build(self.status_code()).json(serde_json::json!({
+                "code": self.code(),
+                "message": message,
+                "retryAfter": retry_after,
+                "limit": { "scope": scope, "max": max, "windowSecs": window_secs },
+            })),
+            _ => error_response(self.status_code(), self.code(), message),
+        };
+        let retry_after = match self {
+            Self::RateLimited { retry_after, .. } => Some(*retry_after),
+            Self::ServerBusy => Some(crate::password::BUSY_RETRY_AFTER_SECS),
+            _ => None,
+        };
+        if let Some(retry_after) = retry_after
             && let Ok(v) = HeaderValue::from_str(&retry_after.to_string())
         {
             // better-auth's client reads its own header name; HTTP clients read the standard one.
@@ -110,6 +140,12 @@ impl ResponseError for ApiError {
             resp.headers_mut().insert(header::RETRY_AFTER, v);
         }
         resp
+    }
+}
+
+impl From<crate::password::Busy> for ApiError {
+    fn from(_: crate::password::Busy) -> Self {
+        Self::ServerBusy
     }
 }
 

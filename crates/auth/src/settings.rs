@@ -20,6 +20,14 @@ pub const AUTH_RATE_LIMIT_WINDOW_SECS: &str = "AUTH_RATE_LIMIT_WINDOW_SECS";
 pub const AUTH_MAIL_RATE_LIMIT_MAX: &str = "AUTH_MAIL_RATE_LIMIT_MAX";
 pub const AUTH_MAIL_RATE_LIMIT_WINDOW_SECS: &str = "AUTH_MAIL_RATE_LIMIT_WINDOW_SECS";
 pub const AUTH_REQUIRE_EMAIL_VERIFICATION: &str = "AUTH_REQUIRE_EMAIL_VERIFICATION";
+pub const AUTH_HASH_CONCURRENCY: &str = "AUTH_HASH_CONCURRENCY";
+pub const AUTH_SOCIAL_PENDING_PER_ADDRESS: &str = "AUTH_SOCIAL_PENDING_PER_ADDRESS";
+pub const AUTH_SOCIAL_PENDING_MAX: &str = "AUTH_SOCIAL_PENDING_MAX";
+pub const AUTH_SIGN_IN_GLOBAL_MAX: &str = "AUTH_SIGN_IN_GLOBAL_MAX";
+pub const AUTH_SIGN_IN_GLOBAL_WINDOW_SECS: &str = "AUTH_SIGN_IN_GLOBAL_WINDOW_SECS";
+pub const AUTH_SIGN_IN_FAILURES_MAX: &str = "AUTH_SIGN_IN_FAILURES_MAX";
+pub const AUTH_SIGN_IN_EMAIL_FAILURES_MAX: &str = "AUTH_SIGN_IN_EMAIL_FAILURES_MAX";
+pub const AUTH_SIGN_IN_FAILURES_WINDOW_SECS: &str = "AUTH_SIGN_IN_FAILURES_WINDOW_SECS";
 
 /// Google's production endpoints; overridable so that tests run the flow against a local server.
 pub const DEFAULT_GOOGLE_AUTH_URL: &str = "https://accounts.google.com/o/oauth2/v2/auth";
@@ -39,6 +47,10 @@ pub struct Settings {
     /// Peers whose `X-Forwarded-For` is believed when deciding the client address.
     pub trusted_proxies: Vec<IpNet>,
     pub rate_limit: RateLimit,
+    pub sign_in: SignInLimits,
+    /// Google sign-ins started (each a state row living `STATE_LIFETIME_SECS`) per client
+    /// address and in total, per state lifetime.
+    pub social_pending: SocialPending,
     /// `SMTP_URL` and `MAIL_FROM`; `None` when `SMTP_URL` is unset, and the routes that send mail
     /// answer 503 `EMAIL_DISABLED`.
     pub smtp: Option<SmtpSettings>,
@@ -48,6 +60,8 @@ pub struct Settings {
     /// Sign-in of a password account whose address is not verified is refused (and a new
     /// verification mail sent).
     pub require_email_verification: bool,
+    /// Password hashes computed at once (each holds 19 MiB); default the number of cores.
+    pub hash_concurrency: u32,
 }
 
 /// The `MAIL_FROM` shown in error messages.
@@ -59,6 +73,26 @@ pub const MAIL_FROM_EXAMPLE: &str = "Nutrizione <no-reply@example.com>";
 pub struct RateLimit {
     pub max: u32,
     pub window_secs: u32,
+}
+
+/// The budgets of sign-in beyond the per-address limit (see README, "Limits").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignInLimits {
+    /// Attempts from all addresses together, shared by every replica: a ceiling on guessing
+    /// spread over many addresses.
+    pub global: RateLimit,
+    /// Failed sign-ins from one address (an IPv6 /64) for one e-mail address.
+    pub failures_per_address: RateLimit,
+    /// Failed sign-ins for one e-mail address from all addresses. Once spent, only addresses
+    /// that already failed for it in the window are refused, so that others trying someone's
+    /// address from many places cannot lock that person out.
+    pub failures_per_email: RateLimit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocialPending {
+    pub per_address: u32,
+    pub total: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -84,14 +118,44 @@ impl Settings {
                 max: env.number(AUTH_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
                 window_secs: env.number(AUTH_RATE_LIMIT_WINDOW_SECS, 10, 1, 86_400)?,
             },
+            sign_in: sign_in_limits(env)?,
+            social_pending: SocialPending {
+                per_address: env.number(AUTH_SOCIAL_PENDING_PER_ADDRESS, 30, 1, 1_000_000)?,
+                total: env.number(AUTH_SOCIAL_PENDING_MAX, 10_000, 1, 100_000_000)?,
+            },
             smtp: SmtpSettings::optional_from_env(env, MAIL_FROM_EXAMPLE)?,
             mail_rate_limit: RateLimit {
                 max: env.number(AUTH_MAIL_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
                 window_secs: env.number(AUTH_MAIL_RATE_LIMIT_WINDOW_SECS, 60, 1, 86_400)?,
             },
             require_email_verification: flag(env, AUTH_REQUIRE_EMAIL_VERIFICATION)?,
+            hash_concurrency: env.number(AUTH_HASH_CONCURRENCY, cores(), 1, 256)?,
         })
     }
+}
+
+fn sign_in_limits(env: &Env) -> Result<SignInLimits, ConfigError> {
+    let failures_window = env.number(AUTH_SIGN_IN_FAILURES_WINDOW_SECS, 900, 1, 86_400)?;
+    Ok(SignInLimits {
+        global: RateLimit {
+            max: env.number(AUTH_SIGN_IN_GLOBAL_MAX, 600, 1, 100_000_000)?,
+            window_secs: env.number(AUTH_SIGN_IN_GLOBAL_WINDOW_SECS, 60, 1, 86_400)?,
+        },
+        failures_per_address: RateLimit {
+            max: env.number(AUTH_SIGN_IN_FAILURES_MAX, 5, 1, 1_000_000)?,
+            window_secs: failures_window,
+        },
+        failures_per_email: RateLimit {
+            max: env.number(AUTH_SIGN_IN_EMAIL_FAILURES_MAX, 20, 1, 1_000_000)?,
+            window_secs: failures_window,
+        },
+    })
+}
+
+fn cores() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| u32::try_from(n.get()).unwrap_or(1).min(256))
+        .unwrap_or(1)
 }
 
 pub fn database_url(env: &Env) -> Result<Secret, ConfigError> {
@@ -271,6 +335,55 @@ mod tests {
             failing(&[("AUTH_RATE_LIMIT_WINDOW_SECS", "a")]),
             AUTH_RATE_LIMIT_WINDOW_SECS
         );
+    }
+
+    #[test]
+    fn sign_in_budgets() {
+        let s = with(&[]).expect("valid").sign_in;
+        assert_eq!(
+            s.global,
+            RateLimit {
+                max: 600,
+                window_secs: 60
+            }
+        );
+        assert_eq!(
+            (s.failures_per_address.max, s.failures_per_email.max),
+            (5, 20)
+        );
+        assert_eq!(s.failures_per_email.window_secs, 900);
+        let social = with(&[]).expect("valid").social_pending;
+        assert_eq!((social.per_address, social.total), (30, 10_000));
+        assert_eq!(
+            failing(&[(AUTH_SOCIAL_PENDING_MAX, "0")]),
+            AUTH_SOCIAL_PENDING_MAX
+        );
+        for var in [
+            AUTH_SIGN_IN_GLOBAL_MAX,
+            AUTH_SIGN_IN_GLOBAL_WINDOW_SECS,
+            AUTH_SIGN_IN_FAILURES_MAX,
+            AUTH_SIGN_IN_EMAIL_FAILURES_MAX,
+            AUTH_SIGN_IN_FAILURES_WINDOW_SECS,
+        ] {
+            assert_eq!(failing(&[(var, "0")]), var);
+        }
+    }
+
+    #[test]
+    fn hash_concurrency_defaults_to_the_cores() {
+        assert_eq!(with(&[]).expect("valid").hash_concurrency, cores());
+        assert_eq!(
+            with(&[(AUTH_HASH_CONCURRENCY, "3")])
+                .expect("valid")
+                .hash_concurrency,
+            3
+        );
+        for bad in ["0", "257", "many"] {
+            assert_eq!(
+                failing(&[(AUTH_HASH_CONCURRENCY, bad)]),
+                AUTH_HASH_CONCURRENCY
+            );
+        }
     }
 
     #[test]

@@ -44,6 +44,7 @@ impl Application {
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
+        let hashes = password::HashPool::start(settings.hash_concurrency as usize)?;
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
         let limits = settings.http;
@@ -64,6 +65,7 @@ impl Application {
             settings: Arc::clone(&settings),
             pool: pool.clone(),
             decoy_hash,
+            hashes,
             http,
             mailer: mailer.clone(),
         };

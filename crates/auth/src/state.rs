@@ -6,9 +6,10 @@ use actix_web::HttpRequest;
 use nutrition_store::PgPool;
 
 use crate::error::ApiError;
+use crate::password::HashPool;
 use crate::repo::rate_limits;
-use crate::settings::RateLimit;
 use crate::settings::Settings;
+use crate::settings::{RateLimit, SignInLimits};
 use crate::{client, keys};
 
 #[derive(Clone)]
@@ -17,6 +18,8 @@ pub struct AppState {
     pub pool: PgPool,
     /// Verified against when an e-mail address is unknown (see `password::decoy`).
     pub decoy_hash: Arc<str>,
+    /// Computes every password hash of a request, bounded in parallelism and memory.
+    pub hashes: HashPool,
     /// For the OAuth provider: connection reuse and a time-out.
     pub http: reqwest::Client,
     /// The e-mail sender; `None` without `SMTP_URL`.
@@ -62,6 +65,40 @@ impl AppState {
         .await
     }
 
+    /// Counts a started Google sign-in against the client's address and against all of them,
+    /// each within the lifetime of a state row, so that the rows pending at any time are bounded
+    /// (at most twice each budget, where two windows meet).
+    pub async fn social_start_gate(&self, req: &HttpRequest) -> Result<(), ApiError> {
+        let secret = self.settings.auth.secret.expose();
+        let budget = self.settings.social_pending;
+        let window_secs = u32::try_from(crate::routes::social::STATE_LIFETIME_SECS).unwrap_or(600);
+        let per_address = RateLimit {
+            max: budget.per_address,
+            window_secs,
+        };
+        let total = RateLimit {
+            max: budget.total,
+            window_secs,
+        };
+        let network = self.client_network(req).unwrap_or_default();
+        let address = keys::rate_limit_key(secret, "sign-in-social", "ip", &network);
+        let all = keys::rate_limit_key(secret, "sign-in-social", "all", "");
+        nutrition_store::run(&self.pool, move |conn| {
+            let mut refusal = Refusal::default();
+            if let Err(secs) = rate_limits::hit(conn, &address, per_address)? {
+                refusal.note(secs, "address", per_address);
+            }
+            // Refused at the address already: not counted against everyone.
+            if refusal.0.is_none()
+                && let Err(secs) = rate_limits::hit(conn, &all, total)?
+            {
+                refusal.note(secs, "all", total);
+            }
+            refusal.into_result()
+        })
+        .await
+    }
+
     /// Counts an attempt at `route` against the client's address and `subject` (a kind and a
     /// value, such as the e-mail address or the user id) under `limit`. Both counters count
     /// every attempt, even when the first is already over the limit. Keys are stored as keyed
@@ -75,25 +112,127 @@ impl AppState {
     ) -> Result<(), ApiError> {
         let secret = self.settings.auth.secret.expose();
         let mut keys = Vec::with_capacity(2);
-        if let Some(ip) = client::ip(req, &self.settings.trusted_proxies) {
-            keys.push(keys::rate_limit_key(secret, route, "ip", &ip.to_string()));
+        if let Some(network) = self.client_network(req) {
+            keys.push((
+                "address",
+                keys::rate_limit_key(secret, route, "ip", &network),
+            ));
         }
         if let Some((kind, value)) = subject {
-            keys.push(keys::rate_limit_key(secret, route, kind, value));
+            keys.push((kind, keys::rate_limit_key(secret, route, kind, value)));
         }
         nutrition_store::run(&self.pool, move |conn| {
-            let mut wait = 0;
-            for key in keys {
+            let mut refusal = Refusal::default();
+            for (scope, key) in keys {
                 if let Err(secs) = rate_limits::hit(conn, &key, limit)? {
-                    wait = wait.max(secs);
+                    refusal.note(secs, scope, limit);
                 }
             }
-            if wait > 0 {
-                Err(ApiError::RateLimited { retry_after: wait })
-            } else {
-                Ok(())
-            }
+            refusal.into_result()
         })
         .await
+    }
+
+    /// The client's address as a rate-limit subject: an IPv6 address counts as its /64, the
+    /// block one subscriber usually holds whole, so that walking through it gains nothing.
+    fn client_network(&self, req: &HttpRequest) -> Option<String> {
+        client::ip(req, &self.settings.trusted_proxies).map(client::network)
+    }
+
+    /// The checks before a sign-in's password is verified, in one database round trip: the
+    /// global budget and the per-address limit count this attempt; the failure budgets of the
+    /// address and of the e-mail address are only read. The work is the same whether or not the
+    /// e-mail address belongs to anyone.
+    pub async fn sign_in_gate(
+        &self,
+        req: &HttpRequest,
+        email: &str,
+    ) -> Result<SignInFailureKeys, ApiError> {
+        let secret = self.settings.auth.secret.expose();
+        let limits = self.settings.sign_in;
+        let per_address = self.settings.rate_limit;
+        let network = self.client_network(req).unwrap_or_default();
+        let global = keys::rate_limit_key(secret, "sign-in", "all", "");
+        let address = keys::rate_limit_key(secret, "sign-in", "ip", &network);
+        let failures = SignInFailureKeys {
+            pair: keys::rate_limit_key(
+                secret,
+                "sign-in-failure",
+                "ip+email",
+                &format!("{network}\n{email}"),
+            ),
+            email: keys::rate_limit_key(secret, "sign-in-failure", "email", email),
+            limits,
+        };
+        let (pair, by_email) = (failures.pair.clone(), failures.email.clone());
+        nutrition_store::run(&self.pool, move |conn| {
+            let mut refusal = Refusal::default();
+            if let Err(secs) = rate_limits::hit(conn, &global, limits.global)? {
+                refusal.note(secs, "all", limits.global);
+            }
+            if let Err(secs) = rate_limits::hit(conn, &address, per_address)? {
+                refusal.note(secs, "address", per_address);
+            }
+            let from_here =
+                rate_limits::peek(conn, &pair, limits.failures_per_address.window_secs)?;
+            let from_all =
+                rate_limits::peek(conn, &by_email, limits.failures_per_email.window_secs)?;
+            match (from_here, from_all) {
+                (Some((n, secs)), _) if n >= limits.failures_per_address.max => {
+                    refusal.note(secs, "address+email", limits.failures_per_address);
+                }
+                // Spent from many places: refused only where it already failed, so that the
+                // person, signing in from somewhere else, is not locked out.
+                (Some(_), Some((n, secs))) if n >= limits.failures_per_email.max => {
+                    refusal.note(secs, "email-failures", limits.failures_per_email);
+                }
+                _ => {}
+            }
+            refusal.into_result()
+        })
+        .await?;
+        Ok(failures)
+    }
+
+    /// Counts a failed sign-in against the address and the e-mail address.
+    pub async fn sign_in_failed(&self, keys: SignInFailureKeys) -> Result<(), ApiError> {
+        nutrition_store::run(&self.pool, move |conn| {
+            // Counted whatever the counts are: the gate decides on them.
+            let _ = rate_limits::hit(conn, &keys.pair, keys.limits.failures_per_address)?;
+            let _ = rate_limits::hit(conn, &keys.email, keys.limits.failures_per_email)?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// The failure counters of one sign-in, for [`AppState::sign_in_failed`].
+pub struct SignInFailureKeys {
+    pair: String,
+    email: String,
+    limits: SignInLimits,
+}
+
+/// The refusal with the longest wait among the limits one request exceeded.
+#[derive(Default)]
+struct Refusal(Option<(u64, &'static str, RateLimit)>);
+
+impl Refusal {
+    fn note(&mut self, secs: u64, scope: &'static str, limit: RateLimit) {
+        if self.0.is_none_or(|(longest, _, _)| secs > longest) {
+            self.0 = Some((secs, scope, limit));
+        }
+    }
+
+    fn into_result(self) -> Result<(), ApiError> {
+        match self.0 {
+            None => Ok(()),
+            Some((retry_after, scope, limit)) => Err(ApiError::RateLimited {
+                retry_after,
+                scope,
+                max: limit.max,
+                window_secs: limit.window_secs,
+            }),
+        }
     }
 }

@@ -401,9 +401,23 @@ impl tracing_actix_web::RootSpanBuilder for RequestSpan {
         span: tracing::Span,
         outcome: &Result<actix_web::dev::ServiceResponse<B>, actix_web::Error>,
     ) {
+        let status = match outcome {
+            Ok(resp) => resp.status(),
+            Err(err) => err.as_response_error().status_code(),
+        };
+        // A 503 is an answer (a database away, a service switched off or busy); any other 5xx
+        // is a failure, logged with a fixed message that tests look for in service logs.
+        if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
+            span.in_scope(|| {
+                tracing::error!(status = status.as_u16(), "{SERVER_ERROR_LOG}");
+            });
+        }
         tracing_actix_web::DefaultRootSpanBuilder::on_request_end(span, outcome);
     }
 }
+
+/// Logged at error level whenever a service answers a 5xx other than 503.
+pub const SERVER_ERROR_LOG: &str = "answered a server error";
 
 /// The HTTP server every service runs: request tracing and metrics, the shared extractor
 /// settings, the probes, `/metrics`, the routes added by `configure`, and the contract's 404 for
@@ -568,6 +582,82 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A log writer the test can read back.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if let Ok(mut v) = self.0.lock() {
+                v.extend_from_slice(buf);
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+        type Writer = Captured;
+        fn make_writer(&'a self) -> Self::Writer {
+            self.clone()
+        }
+    }
+
+    impl Captured {
+        fn text(&self) -> String {
+            self.0
+                .lock()
+                .map(|v| String::from_utf8_lossy(&v).into_owned())
+                .unwrap_or_default()
+        }
+    }
+
+    #[actix_web::test]
+    async fn every_5xx_but_503_is_logged_as_a_server_error() {
+        use actix_web::test::{TestRequest, call_service, init_service};
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(captured.clone())
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let app = init_service(
+            actix_web::App::new()
+                .wrap(tracing_actix_web::TracingLogger::<RequestSpan>::new())
+                .route(
+                    "/ok",
+                    web::get().to(|| async { HttpResponse::Ok().finish() }),
+                )
+                .route(
+                    "/busy",
+                    web::get().to(|| async { HttpResponse::ServiceUnavailable().finish() }),
+                )
+                .route(
+                    "/fail",
+                    web::get().to(|| async { HttpResponse::InternalServerError().finish() }),
+                ),
+        )
+        .await;
+        for path in ["/ok", "/busy"] {
+            call_service(&app, TestRequest::get().uri(path).to_request()).await;
+        }
+        assert!(
+            !captured.text().contains(SERVER_ERROR_LOG),
+            "{}",
+            captured.text()
+        );
+        let resp = call_service(&app, TestRequest::get().uri("/fail").to_request()).await;
+        assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let log = captured.text();
+        assert!(
+            log.contains(SERVER_ERROR_LOG) && log.contains("status=500"),
+            "{log}"
+        );
+        assert!(log.contains("ERROR"), "{log}");
+    }
 
     #[derive(Debug, serde::Deserialize)]
     #[serde(deny_unknown_fields, rename_all = "camelCase")]

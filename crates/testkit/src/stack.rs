@@ -64,6 +64,7 @@ pub struct Process {
     name: String,
     child: Child,
     log: PathBuf,
+    allow_server_errors: bool,
 }
 
 impl Process {
@@ -98,6 +99,7 @@ impl Process {
             name: name.to_owned(),
             child,
             log,
+            allow_server_errors: false,
         }
     }
 
@@ -133,6 +135,74 @@ impl Process {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The lines of the log that show a server error: a 5xx answer other than 503 (the HTTP
+    /// services log each with a fixed message) or a panic. Empty for a healthy run.
+    pub fn server_errors(&self) -> Vec<String> {
+        server_errors(&self.log())
+    }
+
+    /// Stops checking the log when the process is dropped, for a test that provokes failures.
+    pub fn allow_server_errors(&mut self) {
+        self.allow_server_errors = true;
+    }
+}
+
+/// Text a service writes for every 5xx answer other than 503 (see `service_kit::http`).
+const SERVER_ERROR_LOG: &str = "answered a server error";
+
+/// The 5xx answers and panics in a service's log (either log format).
+pub fn server_errors(log: &str) -> Vec<String> {
+    log.lines()
+        .map(without_colours)
+        .filter(|l| l.contains(SERVER_ERROR_LOG) || l.contains("panicked at"))
+        .collect()
+}
+
+/// `line` without ANSI colour sequences (`ESC [ … m`), which the pretty format writes even to a
+/// file.
+fn without_colours(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Memory figures of a running process from `/proc/<pid>/status`, in KiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memory {
+    /// Resident set size now (`VmRSS`).
+    pub rss_kib: u64,
+    /// The highest resident set size so far (`VmHWM`).
+    pub peak_kib: u64,
+}
+
+pub fn memory(pid: u32) -> Option<Memory> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    };
+    Some(Memory {
+        rss_kib: field("VmRSS:")?,
+        peak_kib: field("VmHWM:")?,
+    })
 }
 
 impl Drop for Process {
@@ -140,6 +210,16 @@ impl Drop for Process {
         if self.exited().is_none() {
             let _ = self.child.kill();
             let _ = self.child.wait();
+        }
+        // A test whose service answered a 500 or panicked fails, even if every assertion held.
+        if !self.allow_server_errors && !std::thread::panicking() {
+            let errors = self.server_errors();
+            assert!(
+                errors.is_empty(),
+                "{} logged server errors:\n{}",
+                self.name,
+                errors.join("\n")
+            );
         }
     }
 }
@@ -237,4 +317,26 @@ pub fn nginx_binary() -> PathBuf {
                 .find(|p| p.is_file())
         })
         .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_errors_in_both_formats() {
+        let log = "2026-11-23T09:00:00Z  INFO auth: auth listening port=1\n\
+                   2026-11-23T09:00:01Z \u{1b}[31mERROR\u{1b}[0m http_request: status=500 answered a server error\n\
+                   {\"level\":\"ERROR\",\"status\":500,\"message\":\"answered a server error\"}\n\
+                   {\"level\":\"WARN\",\"message\":\"readiness check failed\"}\n\
+                   {\"level\":\"ERROR\",\"message\":\"licence e-mail refused for good\"}\n\
+                   thread 'actix-rt' panicked at src/x.rs:1:1:\n";
+        let found = server_errors(log);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(
+            found[0].contains("ERROR http_request: status=500"),
+            "{found:?}"
+        );
+        assert!(server_errors("  INFO auth: ok\n WARN auth: slow").is_empty());
+    }
 }

@@ -19,8 +19,11 @@ struct Counted {
 /// The routes whose attempts are also counted per e-mail address (`AppState::limit` with an
 /// `"email"` subject), and those counted per user id. A route added there belongs here too, so
 /// that erasure finds its counters.
-pub const EMAIL_ROUTES: [&str; 4] = [
+/// (Failed sign-ins per address and e-mail address are keyed on both, so they cannot be found
+/// without the address; like every counter they are deleted a day after their window.)
+pub const EMAIL_ROUTES: [&str; 5] = [
     "sign-in",
+    "sign-in-failure",
     "sign-up",
     "send-verification-email",
     "request-password-reset",
@@ -57,10 +60,35 @@ pub fn hit(conn: &mut PgConnection, key: &str, limit: RateLimit) -> QueryResult<
     if u32::try_from(counted.count).unwrap_or(u32::MAX) <= limit.max {
         return Ok(Ok(()));
     }
-    let ends = counted.window_start + chrono::Duration::seconds(i64::from(limit.window_secs));
+    Ok(Err(seconds_left(counted.window_start, limit.window_secs)))
+}
+
+/// The count under `key` in its current window, and the seconds until that window ends; without
+/// counting anything. `None` when there is no live window.
+pub fn peek(
+    conn: &mut PgConnection,
+    key: &str,
+    window_secs: u32,
+) -> QueryResult<Option<(u32, u64)>> {
+    let counted: Option<Counted> = diesel::sql_query(
+        "SELECT count, window_start FROM auth.rate_limit
+         WHERE key = $1 AND window_start > clock_timestamp() - make_interval(secs => $2)",
+    )
+    .bind::<Text, _>(key)
+    .bind::<Integer, _>(i32::try_from(window_secs).unwrap_or(i32::MAX))
+    .get_result(conn)
+    .optional()?;
+    Ok(counted.map(|c| {
+        let count = u32::try_from(c.count).unwrap_or(0);
+        (count, seconds_left(c.window_start, window_secs))
+    }))
+}
+
+fn seconds_left(window_start: chrono::DateTime<chrono::Utc>, window_secs: u32) -> u64 {
+    let ends = window_start + chrono::Duration::seconds(i64::from(window_secs));
     let left = (ends - chrono::Utc::now()).num_milliseconds().max(0);
     // Round up: a client waiting the advertised time must find the window over.
-    Ok(Err(u64::try_from((left + 999) / 1000).unwrap_or(1).max(1)))
+    u64::try_from((left + 999) / 1000).unwrap_or(1).max(1)
 }
 
 /// Drops counters whose window ended long ago.

@@ -14,21 +14,19 @@ pub fn find_with_password(
     conn: &mut PgConnection,
     email: &str,
 ) -> QueryResult<Option<(User, Option<String>)>> {
-    let Some(found) = user::table
+    // One statement whether or not the user exists or has a password, so that the database
+    // work of a sign-in does not tell a known address from an unknown one.
+    let found: Option<(User, Option<String>)> = user::table
+        .left_join(
+            account::table.on(account::user_id
+                .eq(user::id)
+                .and(account::provider_id.eq(CREDENTIAL))),
+        )
         .filter(user::email.eq(email))
-        .select(User::as_select())
-        .first(conn)
-        .optional()?
-    else {
-        return Ok(None);
-    };
-    let hash: Option<Option<String>> = account::table
-        .filter(account::user_id.eq(&found.id))
-        .filter(account::provider_id.eq(CREDENTIAL))
-        .select(account::password)
+        .select((User::as_select(), account::password.nullable()))
         .first(conn)
         .optional()?;
-    Ok(Some((found, hash.flatten())))
+    Ok(found)
 }
 
 pub struct NewUser<'a> {

@@ -5,9 +5,9 @@ use serde::Deserialize;
 use session::CurrentSession;
 
 use crate::error::ApiError;
+use crate::redirect;
 use crate::repo::{rate_limits, users};
 use crate::state::AppState;
-use crate::{password, redirect};
 
 /// Without the password, a session created this long ago or more cannot delete its user
 /// (better-auth's `session.freshAge`, one day by default).
@@ -56,10 +56,7 @@ pub async fn delete_user(
                     "Credential account not found",
                 ));
             };
-            let matches = web::block(move || password::verify(&plain, &hash))
-                .await
-                .map_err(ApiError::internal)?;
-            if !matches {
+            if !state.hashes.verify(plain, hash.into()).await? {
                 return Err(ApiError::bad_request(
                     "INVALID_PASSWORD",
                     "Invalid password",

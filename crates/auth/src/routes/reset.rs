@@ -12,10 +12,10 @@ use crate::body::Body;
 use crate::error::ApiError;
 use crate::links::{self, Purpose};
 use crate::mailbox::{self, LinkMail};
+use crate::redirect;
 use crate::repo::{accounts, sessions, users};
 use crate::routes::user::check_length;
 use crate::state::AppState;
-use crate::{password, redirect};
 
 /// The least time `request-password-reset` and the anonymous `send-verification-email` take,
 /// so that a known address (a token and a mail written) cannot be told from an unknown one.
@@ -192,9 +192,10 @@ async fn reset(
     if live.is_none() {
         return Err(ApiError::bad("INVALID_TOKEN"));
     }
-    let hash = web::block(move || password::hash(&new_password))
-        .await
-        .map_err(ApiError::internal)?
+    let hash = state
+        .hashes
+        .hash(new_password)
+        .await?
         .map_err(ApiError::internal)?;
     let token = token.to_owned();
     let user_id = nutrition_store::run(&state.pool, move |conn| {

@@ -4,13 +4,14 @@ use chrono::Utc;
 use serde::Deserialize;
 
 use crate::body::Body;
+use crate::{client, password};
+
 use crate::error::ApiError;
 use crate::mailbox;
 use crate::redirect;
 use crate::repo::{accounts, users};
 use crate::routes::verify::send_verification;
 use crate::state::AppState;
-use crate::{client, password};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -58,30 +59,27 @@ async fn handle(
     let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
     let email =
         domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
-    state.rate_limit(req, "sign-in", Some(&email)).await?;
+    let failure_keys = state.sign_in_gate(req, &email).await?;
 
     let lookup_email = email.clone();
     let found = nutrition_store::run(&state.pool, move |conn| {
         users::find_with_password(conn, &lookup_email).map_err(ApiError::from)
     })
     .await?;
-    let plain = input.password.clone();
-    let decoy = state.decoy_hash.clone();
     let (user, hash) = match found {
-        Some((user, Some(hash))) => (Some(user), hash),
+        Some((user, Some(hash))) => (Some(user), hash.into()),
         // Unknown address, or an account without a password (Google only): verify against the
         // decoy so that the response takes as long as for a wrong password.
-        _ => (None, decoy.to_string()),
+        _ => (None, state.decoy_hash.clone()),
     };
     let outdated = user.is_some() && !password::is_current(&hash);
-    let (matches, plain) = web::block(move || (password::verify(&plain, &hash), plain))
-        .await
-        .map_err(ApiError::internal)?;
+    let matches = state.hashes.verify(input.password.clone(), hash).await?;
     let Some(user) = user.filter(|_| matches) else {
+        state.sign_in_failed(failure_keys).await?;
         return Err(ApiError::InvalidCredentials);
     };
     if outdated {
-        upgrade_hash(state, &user.id, plain).await?;
+        upgrade_hash(state, &user.id, input.password.clone()).await?;
     }
     if state.settings.require_email_verification && !user.email_verified {
         resend_verification(req, state, &user, callback.as_deref()).await?;
@@ -118,9 +116,10 @@ async fn handle(
 
 /// Replaces an imported (scrypt) hash with argon2id, now that the password is known to be right.
 async fn upgrade_hash(state: &AppState, user_id: &str, plain: String) -> Result<(), ApiError> {
-    let phc = web::block(move || password::hash(&plain))
-        .await
-        .map_err(ApiError::internal)?
+    let phc = state
+        .hashes
+        .hash(plain)
+        .await?
         .map_err(ApiError::internal)?;
     let user_id = user_id.to_owned();
     nutrition_store::run(&state.pool, move |conn| {

@@ -4,6 +4,7 @@ use chrono::Utc;
 use serde::Deserialize;
 
 use crate::body::Body;
+use crate::client;
 use crate::error::ApiError;
 use crate::mailbox;
 use crate::redirect;
@@ -12,7 +13,6 @@ use crate::repo::users::{self, NewUser};
 use crate::routes::user::{check_length, valid_image, valid_name};
 use crate::routes::verify::send_verification;
 use crate::state::AppState;
-use crate::{client, password};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -68,10 +68,10 @@ async fn handle(
     let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
     state.rate_limit(req, "sign-up", Some(&email)).await?;
 
-    let plain = input.password.clone();
-    let hash = web::block(move || password::hash(&plain))
-        .await
-        .map_err(ApiError::internal)?
+    let hash = state
+        .hashes
+        .hash(input.password.clone())
+        .await?
         .map_err(ApiError::internal)?;
     let remember = input.remember_me.unwrap_or(!form);
     let origin = client::origin(req, &state.settings.trusted_proxies);

@@ -1,5 +1,5 @@
 use actix_web::http::header;
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::{Duration, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +41,7 @@ pub struct FlowState {
 /// `POST /api/auth/sign-in/social`: starts Google sign-in.
 #[tracing::instrument(skip_all)]
 pub async fn sign_in_social(
+    req: HttpRequest,
     state: web::Data<AppState>,
     body: Body<SignInSocial>,
 ) -> Result<HttpResponse, ApiError> {
@@ -57,6 +58,7 @@ pub async fn sign_in_social(
         error_url: redirect::callback(auth, input.error_callback_url.as_deref())?,
         new_user_url: redirect::callback(auth, input.new_user_callback_url.as_deref())?,
     };
+    state.social_start_gate(&req).await?;
     let state_value = session::ids::random_alphanumeric(32);
     let url = google::authorization_url(&google, &auth.base_url, &state_value, &flow.code_verifier);
     let stored = serde_json::to_string(&flow).map_err(ApiError::internal)?;

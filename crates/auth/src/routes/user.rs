@@ -140,17 +140,14 @@ pub async fn change_password(
         return Err(ApiError::bad("CREDENTIAL_ACCOUNT_NOT_FOUND"));
     };
     let (current_password, new_password) = (input.current_password, input.new_password);
-    let hash = web::block(move || {
-        if password::verify(&current_password, &stored) {
-            password::hash(&new_password).map(Some)
-        } else {
-            Ok(None)
-        }
-    })
-    .await
-    .map_err(ApiError::internal)?
-    .map_err(ApiError::internal)?
-    .ok_or_else(|| ApiError::bad("INVALID_PASSWORD"))?;
+    if !state.hashes.verify(current_password, stored.into()).await? {
+        return Err(ApiError::bad("INVALID_PASSWORD"));
+    }
+    let hash = state
+        .hashes
+        .hash(new_password)
+        .await?
+        .map_err(ApiError::internal)?;
 
     let revoke = input.revoke_other_sessions.unwrap_or(false);
     let origin = client::origin(&req, &state.settings.trusted_proxies);

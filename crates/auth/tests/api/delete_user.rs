@@ -31,7 +31,7 @@ impl Person {
         marks.extend(self.endpoints.iter().cloned());
         // Rate-limit counters are stored under keyed hashes of the address: what links them to
         // the person is the key the service derives, as an attacker with the secret could.
-        for route in ["sign-in", "sign-up"] {
+        for route in auth::repo::rate_limits::EMAIL_ROUTES {
             marks.push(auth::keys::rate_limit_key(
                 SECRET,
                 route,
@@ -67,10 +67,19 @@ async fn call(
 }
 
 /// Signs `email` up and fills every table through the real services: two sessions, the rate-limit
-/// counters of sign-up and sign-in, preferences, two push devices, a finished fast with a diary
+/// counters of sign-up and of a failed sign-in, preferences, two push devices, a finished fast with a diary
 /// entry and a running one, a meal plan with a consumed slot, notification settings and a pause.
 async fn populate(app: &TestApp, api: &Peer, push: &FakePushService, email: &str) -> Person {
     let (_, signed_up) = app.sign_up(email, PASSWORD).await;
+    // A mistyped password first: failed sign-ins are counted per e-mail address.
+    let mistyped = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": email, "password": "not-the-password" }),
+            None,
+        )
+        .await;
+    assert_eq!(mistyped.status, 401, "{}", mistyped.text);
     let signed_in = app
         .post(
             "/api/auth/sign-in/email",

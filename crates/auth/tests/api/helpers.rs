@@ -32,6 +32,9 @@ pub fn env_for(database_url: &str, extra: &[(String, String)]) -> Env {
         // Tests sign in often; the rate-limit tests set their own limits.
         ("AUTH_RATE_LIMIT_MAX".into(), "10000".into()),
         ("AUTH_MAIL_RATE_LIMIT_MAX".into(), "10000".into()),
+        ("AUTH_SIGN_IN_GLOBAL_MAX".into(), "100000".into()),
+        ("AUTH_SIGN_IN_FAILURES_MAX".into(), "10000".into()),
+        ("AUTH_SIGN_IN_EMAIL_FAILURES_MAX".into(), "10000".into()),
     ];
     for (k, v) in extra {
         pairs.retain(|(key, _)| key != k);
@@ -45,10 +48,24 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_with(extra: &[(String, String)]) -> TestApp {
+    spawn_on(extra, false).await
+}
+
+/// Like [`spawn_with`], with the database connections unencrypted, so that the proxy can count
+/// the statements the service sends.
+pub async fn spawn_counting(extra: &[(String, String)]) -> TestApp {
+    spawn_on(extra, true).await
+}
+
+async fn spawn_on(extra: &[(String, String)], plain: bool) -> TestApp {
     let db = TestPostgres::migrated(nutrition_store::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
-    let url = testkit::with_host_port(db.url(), proxy.addr());
+    let mut url = testkit::with_host_port(db.url(), proxy.addr());
+    if plain {
+        url.push(if url.contains('?') { '&' } else { '?' });
+        url.push_str("sslmode=disable");
+    }
     let settings = Settings::from_env(&env_for(&url, extra)).expect("valid test settings");
     let app = Application::build(settings).await.expect("build auth");
     let base = format!("http://127.0.0.1:{}", app.port());

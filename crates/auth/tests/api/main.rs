@@ -2,6 +2,7 @@
 
 mod cross_site;
 mod delete_user;
+mod flood;
 mod helpers;
 mod import;
 mod links;

@@ -310,3 +310,52 @@ async fn social_sign_in_refuses_cross_site_requests_without_cookies() {
     }
     assert_eq!(app.count("auth.verification"), 0, "no flow started");
 }
+
+/// Each started Google sign-in stores a state row until it ends or expires; how many may be
+/// pending is bounded per client address and in total, so that nobody can fill the table.
+#[tokio::test]
+async fn pending_google_sign_ins_are_bounded_per_address_and_in_total() {
+    let oauth = FakeOAuth::start().await;
+    let mut env = oauth.env();
+    env.extend([
+        ("TRUSTED_PROXIES".to_owned(), "127.0.0.1".to_owned()),
+        ("AUTH_SOCIAL_PENDING_PER_ADDRESS".to_owned(), "3".to_owned()),
+        ("AUTH_SOCIAL_PENDING_MAX".to_owned(), "5".to_owned()),
+    ]);
+    let app = spawn_with(&env).await;
+    let start = |ip: &'static str| {
+        let app = &app;
+        async move {
+            read(
+                app.http
+                    .post(app.url("/api/auth/sign-in/social"))
+                    .header("x-forwarded-for", ip)
+                    .json(&json!({ "provider": "google" }))
+                    .send()
+                    .await
+                    .expect("POST"),
+            )
+            .await
+        }
+    };
+    for _ in 0..3 {
+        assert_eq!(start("192.0.2.1").await.status, 200);
+    }
+    let per_address = start("192.0.2.1").await;
+    assert_eq!(per_address.status, 429, "{}", per_address.text);
+    assert_eq!(per_address.body["code"], "RATE_LIMITED");
+    assert_eq!(per_address.body["limit"]["scope"], "address");
+    assert_eq!(per_address.body["limit"]["max"], 3);
+    assert!(per_address.header("retry-after").is_some());
+    for _ in 0..2 {
+        assert_eq!(start("192.0.2.2").await.status, 200);
+    }
+    let total = start("192.0.2.3").await;
+    assert_eq!(total.status, 429, "{}", total.text);
+    assert_eq!(total.body["limit"]["scope"], "all");
+    assert_eq!(total.body["limit"]["max"], 5);
+    assert_eq!(
+        app.count("auth.verification WHERE identifier LIKE 'oauth:%'"),
+        5
+    );
+}

@@ -76,24 +76,144 @@ async fn per_address_limit_with_retry_after() {
     assert_eq!(other.status, 401);
 }
 
+async fn attempt_with(
+    base: &str,
+    app: &TestApp,
+    email: &str,
+    password: &str,
+    client_ip: &str,
+) -> crate::helpers::Resp {
+    read(
+        app.http
+            .post(format!("{base}/api/auth/sign-in/email"))
+            .header("x-forwarded-for", client_ip)
+            .json(&json!({ "email": email, "password": password }))
+            .send()
+            .await
+            .expect("POST"),
+    )
+    .await
+}
+
+fn with(mut base: Vec<(String, String)>, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+    for (k, v) in extra {
+        base.retain(|(key, _)| key != k);
+        base.push(((*k).to_owned(), (*v).to_owned()));
+    }
+    base
+}
+
 #[tokio::test]
-async fn per_email_limit_across_addresses() {
+async fn failures_count_per_address_and_email_and_nobody_locks_the_owner_out() {
+    let app = spawn_with(&with(
+        limits(100, 10),
+        &[
+            ("AUTH_SIGN_IN_FAILURES_MAX", "2"),
+            ("AUTH_SIGN_IN_EMAIL_FAILURES_MAX", "4"),
+            ("AUTH_SIGN_IN_FAILURES_WINDOW_SECS", "60"),
+        ],
+    ))
+    .await;
+    app.sign_up("target@example.com", "right-password").await;
+    let try_as = |ip: &'static str, password: &'static str| {
+        attempt_with(&app.base, &app, "target@example.com", password, ip)
+    };
+    // One address: two failures, then refused for that e-mail address, even with the right
+    // password, which it cannot try any more.
+    assert_eq!(try_as("203.0.113.1", "wrong-1").await.status, 401);
+    assert_eq!(try_as("203.0.113.1", "wrong-2").await.status, 401);
+    let refused = try_as("203.0.113.1", "right-password").await;
+    assert_eq!(refused.status, 429, "{}", refused.text);
+    assert_eq!(refused.body["limit"]["scope"], "address+email");
+    assert_eq!(refused.body["limit"]["max"], 2);
+    assert_eq!(refused.body["limit"]["windowSecs"], 60);
+    assert!(refused.header("retry-after").is_some());
+    // The same address may still sign in to another account.
+    assert_eq!(
+        attempt_with(&app.base, &app, "other@example.com", "x", "203.0.113.1")
+            .await
+            .status,
+        401
+    );
+    // Failures from a second address spend the e-mail address's budget (4)...
+    assert_eq!(try_as("203.0.113.2", "wrong-3").await.status, 401);
+    assert_eq!(try_as("203.0.113.2", "wrong-4").await.status, 401);
+    // ...after which an address that failed once for it is refused at once,
+    assert_eq!(try_as("203.0.113.3", "wrong-5").await.status, 401);
+    let spent = try_as("203.0.113.3", "wrong-6").await;
+    assert_eq!(spent.status, 429, "{}", spent.text);
+    assert_eq!(spent.body["limit"]["scope"], "email-failures");
+    assert_eq!(spent.body["limit"]["max"], 4);
+    // ...while the owner, from an address that never failed, still signs in.
+    let owner = try_as("198.51.100.50", "right-password").await;
+    assert_eq!(owner.status, 200, "{}", owner.text);
+    // The e-mail address is normalised before counting.
+    let upper = attempt_with(&app.base, &app, "TARGET@example.com", "x", "203.0.113.3").await;
+    assert_eq!(upper.status, 429);
+}
+
+#[tokio::test]
+async fn ipv6_clients_count_per_64() {
     let app = spawn_with(&limits(3, 10)).await;
-    for i in 0..3 {
+    for ip in ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:abcd::3"] {
         let r = attempt(
             &app.base,
             &app,
-            "target@example.com",
-            &format!("203.0.113.{i}"),
+            &format!("{ip}@example.com").replace(':', "x"),
+            ip,
         )
         .await;
-        assert_eq!(r.status, 401);
+        assert_eq!(r.status, 401, "{ip}: {}", r.text);
     }
-    let limited = attempt(&app.base, &app, "TARGET@example.com", "203.0.113.99").await;
-    assert_eq!(
-        limited.status, 429,
-        "the address is normalised before counting"
+    let limited = attempt(
+        &app.base,
+        &app,
+        "z@example.com",
+        "2001:db8:1:2:ffff:ffff:ffff:ffff",
+    )
+    .await;
+    assert_eq!(limited.status, 429, "the same /64");
+    assert_eq!(limited.body["limit"]["scope"], "address");
+    assert_eq!(limited.body["limit"]["max"], 3);
+    assert_eq!(limited.body["limit"]["windowSecs"], 10);
+    let next = attempt(&app.base, &app, "z@example.com", "2001:db8:1:3::1").await;
+    assert_eq!(next.status, 401, "the next /64 is another client");
+}
+
+#[tokio::test]
+async fn a_global_budget_over_all_addresses_shared_by_replicas() {
+    let settings = with(
+        limits(3, 10),
+        &[
+            ("AUTH_SIGN_IN_GLOBAL_MAX", "5"),
+            ("AUTH_SIGN_IN_GLOBAL_WINDOW_SECS", "30"),
+        ],
     );
+    let app = spawn_with(&settings).await;
+    let replica = spawn_auth_replica(&app, &settings).await;
+    for i in 0..5 {
+        let base = if i % 2 == 0 { &app.base } else { &replica.base };
+        let r = attempt(
+            base,
+            &app,
+            &format!("g{i}@example.com"),
+            &format!("192.0.2.{}", 10 + i),
+        )
+        .await;
+        assert_eq!(r.status, 401, "attempt {i}: {}", r.text);
+    }
+    for base in [&app.base, &replica.base] {
+        let r = attempt(base, &app, "late@example.com", "192.0.2.99").await;
+        assert_eq!(r.status, 429, "{}", r.text);
+        assert_eq!(r.body["limit"]["scope"], "all");
+        assert_eq!(r.body["limit"]["max"], 5);
+        assert_eq!(r.body["limit"]["windowSecs"], 30);
+        let retry: u64 = r
+            .header("retry-after")
+            .and_then(|v| v.parse().ok())
+            .expect("Retry-After");
+        assert!((1..=30).contains(&retry), "{retry}");
+    }
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{spawn_app, spawn_counting};
 
 #[tokio::test]
 async fn signs_in_with_the_right_password() {
@@ -106,6 +106,45 @@ async fn an_unknown_address_costs_as_much_as_a_wrong_password() {
         (0.5..2.0).contains(&ratio),
         "median known {known:?}, unknown {unknown:?}"
     );
+}
+
+/// The database work of a refused sign-in does not depend on whether the address belongs to
+/// someone: the same statements, counted on the wire between the service and Postgres.
+#[tokio::test]
+async fn a_known_and_an_unknown_address_cost_the_same_statements() {
+    let app = spawn_counting(&[]).await;
+    app.sign_up("erin@example.com", "right-password").await;
+    app.sign_up("gina@example.com", "right-password").await;
+    // An account signed up with Google only: a user without a password.
+    app.sql(
+        "UPDATE auth.account SET provider_id = 'google', account_id = 'g-1', password = NULL \
+         WHERE user_id = (SELECT id FROM auth.\"user\" WHERE email = 'gina@example.com')",
+    );
+    let cost = |email: &'static str| {
+        let app = &app;
+        async move {
+            let before = app.proxy.statements();
+            let r = app
+                .post(
+                    "/api/auth/sign-in/email",
+                    json!({ "email": email, "password": "wrong-password" }),
+                    None,
+                )
+                .await;
+            assert_eq!(r.status, 401, "{}", r.text);
+            app.proxy.statements() - before
+        }
+    };
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        for email in ["erin@example.com", "nobody@example.com", "gina@example.com"] {
+            seen.push((email, cost(email).await));
+        }
+    }
+    println!("statements per refused sign-in: {seen:?}");
+    let first = seen[0].1;
+    assert!(first >= 3, "{seen:?}");
+    assert!(seen.iter().all(|(_, n)| *n == first), "{seen:?}");
 }
 
 #[tokio::test]
