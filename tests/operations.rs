@@ -42,6 +42,10 @@ fn licence_env<'a>(keys: &'a str, download: &'a str, webhook: &'a str) -> Vec<(&
         ("PAYMENT_VARIANT_ANNUAL", "4"),
         ("SMTP_URL", "smtp://127.0.0.1:2525"),
         ("MAIL_FROM", "Licences <licences@example.com>"),
+        (
+            "LICENCE_SIGNING_KEYS",
+            "ops:lq1Y0hzkQmQ8w2o3nQXGJ4n9yQjY1b3cZ5t1dW8eQeE=",
+        ),
     ]
 }
 
