@@ -9,7 +9,7 @@
 use diesel::prelude::*;
 use diesel::sql_types::Text;
 
-use crate::schema::auth::{account, rate_limit, session, user};
+use crate::schema::auth::{account, mail_outbox, rate_limit, session, user};
 use crate::schema::nutrition::{
     device_token, fast_event, meal_plan, meal_slot, pause_period, profile, test_push_limit,
 };
@@ -148,6 +148,13 @@ pub fn erase_user(
             .bind::<Text, _>(user_id)
             .bind::<Text, _>(&email)
             .execute(conn)?,
+        );
+        // Mail to the person, sent or still owed: it would only reach an address that no longer
+        // has an account.
+        note(
+            "auth.mail_outbox",
+            diesel::delete(mail_outbox::table.filter(mail_outbox::to_address.eq(&email)))
+                .execute(conn)?,
         );
         note(
             "auth.rate_limit",
