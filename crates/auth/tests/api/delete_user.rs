@@ -277,6 +277,14 @@ async fn erasure_leaves_no_row_naming_the_user_and_every_other_row_as_it_was() {
            ('v-joann', '{2}', 'tok-joann', now() + interval '1 hour')",
         ann.email, ann.id, joann.email
     ));
+    // Mail to each of them, one delivered and one still owed.
+    app.sql(&format!(
+        "INSERT INTO auth.mail_outbox (kind, to_address, to_name, subject, text_body, html_body, sent_at) VALUES
+           ('password_reset', '{0}', 'Ann', 'Reimposta', 't', 'h', now()),
+           ('email_verification', '{0}', 'Ann', 'Conferma', 't', 'h', NULL),
+           ('email_verification', '{1}', 'Jo', 'Conferma', 't', 'h', NULL)",
+        ann.email, joann.email
+    ));
 
     // Mail waiting in auth's outbox, as a password reset queues it.
     for p in [&ann, &joann] {
@@ -293,7 +301,7 @@ async fn erasure_leaves_no_row_naming_the_user_and_every_other_row_as_it_was() {
         ("auth.account", 1),
         ("auth.rate_limit", 2),
         ("auth.verification", 3),
-        ("auth.mail_outbox", 1),
+        ("auth.mail_outbox", 2),
         ("nutrition.profile", 1),
         ("nutrition.fast_event", 2),
         ("nutrition.meal_plan", 1),
