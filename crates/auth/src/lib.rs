@@ -9,6 +9,7 @@ pub mod error;
 pub mod google;
 pub mod keys;
 pub mod links;
+pub mod mail;
 pub mod mailbox;
 pub mod password;
 pub mod redirect;

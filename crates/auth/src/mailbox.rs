@@ -1,9 +1,11 @@
-//! The one place where the account routes hand a mail to the outbox, so that they do not depend
-//! on how mail is queued and sent.
+//! The one place where the account routes hand a mail to the outbox (`repo::outbox`, sent by the
+//! shared sender), so that they do not depend on how mail is queued and sent.
 
 use diesel::PgConnection;
 
 use crate::error::ApiError;
+use crate::mail;
+use crate::repo::outbox;
 use crate::state::AppState;
 
 /// The mails the account routes send, each carrying one link.
@@ -13,23 +15,30 @@ pub enum LinkMail {
     EmailVerification,
 }
 
-/// Whether this service can send mail; without it the mail routes answer 503 `EMAIL_DISABLED`
-/// and the pages hide their links.
-pub fn enabled(_state: &AppState) -> bool {
-    false
+/// Whether this service can send mail; without `SMTP_URL` the mail routes answer 503
+/// `EMAIL_DISABLED` and the pages hide their links.
+pub fn enabled(state: &AppState) -> bool {
+    state.email_enabled()
 }
 
 /// Queues a mail inside the caller's transaction, so that it is sent if and only if the
 /// transaction commits.
 pub fn queue(
-    _conn: &mut PgConnection,
-    _kind: LinkMail,
-    _to: &str,
-    _name: &str,
-    _link: &str,
+    conn: &mut PgConnection,
+    kind: LinkMail,
+    to: &str,
+    name: &str,
+    link: &str,
 ) -> Result<(), ApiError> {
-    Err(ApiError::EmailDisabled)
+    let mail = match kind {
+        LinkMail::PasswordReset => mail::password_reset(link, name),
+        LinkMail::EmailVerification => mail::email_verification(link, name),
+    };
+    outbox::enqueue(conn, &mail.to(to))?;
+    Ok(())
 }
 
 /// Tells the sender a queued mail waits, once the transaction that queued it has committed.
-pub fn wake(_state: &AppState) {}
+pub fn wake(state: &AppState) {
+    state.wake_mailer();
+}

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 
 use ipnet::IpNet;
+use mailer::SmtpSettings;
 use service_kit::{ConfigError, Env, Secret};
 use session::AuthSettings;
 use url::Url;
@@ -42,7 +43,13 @@ pub struct Settings {
     /// Sign-in of a password account whose address is not verified is refused (and a new
     /// verification mail sent).
     pub require_email_verification: bool,
+    /// `SMTP_URL` and `MAIL_FROM`; `None` when `SMTP_URL` is unset, and the routes that send mail
+    /// answer 503 `EMAIL_DISABLED`.
+    pub smtp: Option<SmtpSettings>,
 }
+
+/// The `MAIL_FROM` shown in error messages.
+pub const MAIL_FROM_EXAMPLE: &str = "Nutrizione <no-reply@example.com>";
 
 /// Attempts allowed per client address and per e-mail address within a window, for sign-in and
 /// sign-up each (better-auth's default: 3 per 10 s).
@@ -79,6 +86,7 @@ impl Settings {
                 window_secs: env.number(AUTH_MAIL_RATE_LIMIT_WINDOW_SECS, 60, 1, 86_400)?,
             },
             require_email_verification: flag(env, AUTH_REQUIRE_EMAIL_VERIFICATION)?,
+            smtp: SmtpSettings::optional_from_env(env, MAIL_FROM_EXAMPLE)?,
         })
     }
 }
@@ -280,6 +288,28 @@ mod tests {
                 max: 3,
                 window_secs: 60
             }
+        );
+    }
+
+    #[test]
+    fn email_is_optional_and_checked_when_set() {
+        assert!(with(&[]).expect("valid").smtp.is_none());
+        let s = with(&[
+            ("SMTP_URL", "smtp://127.0.0.1:2525"),
+            ("MAIL_FROM", "App <app@example.com>"),
+        ])
+        .expect("valid");
+        assert!(s.smtp.is_some());
+        assert_eq!(
+            failing(&[("SMTP_URL", "smtp://127.0.0.1:2525")]),
+            "MAIL_FROM"
+        );
+        assert_eq!(
+            failing(&[
+                ("SMTP_URL", "smtp://mail.example.com:25"),
+                ("MAIL_FROM", "App <app@example.com>")
+            ]),
+            "SMTP_URL"
         );
     }
 

@@ -6,10 +6,13 @@ use std::time::Duration;
 
 use actix_web::dev::Server;
 use actix_web::web;
+use mailer::{Mailer, SenderReadiness};
 use nutrition_store::{PgPool, PoolReadiness};
+use service_kit::http::ReadinessProbe;
 use session::SessionLayer;
 
 use crate::password;
+use crate::repo::outbox::PgOutbox;
 use crate::repo::{rate_limits, sessions, verification};
 use crate::settings::Settings;
 use crate::state::AppState;
@@ -22,11 +25,17 @@ const MAINTENANCE_EVERY: Duration = Duration::from_secs(600);
 pub struct Application {
     port: u16,
     server: Server,
+    mailer: Option<Mailer>,
 }
 
 impl Application {
     /// Migrates the database, binds `settings.listen_addr` and prepares the server.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        Self::build_with(settings, mailer::Options::default()).await
+    }
+
+    /// The same, with the e-mail sender's timings `mail` (tests shorten them).
+    pub async fn build_with(settings: Settings, mail: mailer::Options) -> anyhow::Result<Self> {
         let pool =
             nutrition_store::start(&settings.database_url, settings.pool_size, DATABASE_WAIT)
                 .await?;
@@ -37,12 +46,25 @@ impl Application {
             .build()?;
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
+        let mailer = match &settings.smtp {
+            Some(smtp) => Some(Mailer::start(PgOutbox { pool: pool.clone() }, smtp, mail)?),
+            None => None,
+        };
+        let database: ReadinessProbe = Arc::new(PoolReadiness(pool.clone()));
+        let readiness: ReadinessProbe = match &mailer {
+            Some(m) => Arc::new(SenderReadiness {
+                inner: database,
+                health: m.health(),
+            }),
+            None => database,
+        };
         let settings = Arc::new(settings);
         let state = AppState {
             settings: Arc::clone(&settings),
             pool: pool.clone(),
             decoy_hash,
             http,
+            mailer: mailer.clone(),
         };
         let layer = SessionLayer {
             settings: Arc::new(settings.auth.clone()),
@@ -61,27 +83,36 @@ impl Application {
             "Sign-up attempts by route and outcome.",
             &["/api/auth/sign-up/email"],
         );
-        let server = service_kit::http::server_with(
-            listener,
-            Arc::new(PoolReadiness(pool)),
-            metrics,
-            move |cfg| {
-                cfg.app_data(web::Data::new(state.clone()))
-                    .app_data(web::Data::new(layer.clone()))
-                    .configure(crate::routes::config);
-            },
-        )?;
+        let server = service_kit::http::server_with(listener, readiness, metrics, move |cfg| {
+            cfg.app_data(web::Data::new(state.clone()))
+                .app_data(web::Data::new(layer.clone()))
+                .configure(crate::routes::config);
+        })?;
         tracing::info!(port, "auth listening");
-        Ok(Self { port, server })
+        Ok(Self {
+            port,
+            server,
+            mailer,
+        })
+    }
+
+    /// The e-mail sender, when `SMTP_URL` is set.
+    pub fn mailer(&self) -> Option<&Mailer> {
+        self.mailer.as_ref()
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// Serves until SIGTERM or SIGINT, then drains open requests.
+    /// Serves until SIGTERM or SIGINT, then drains open requests and lets the e-mail sender
+    /// finish the message it is sending.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let served = self.server.await;
+        if let Some(mailer) = &self.mailer {
+            mailer.stop().await;
+        }
+        served
     }
 }
 

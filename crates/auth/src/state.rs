@@ -19,9 +19,32 @@ pub struct AppState {
     pub decoy_hash: Arc<str>,
     /// For the OAuth provider: connection reuse and a time-out.
     pub http: reqwest::Client,
+    /// The e-mail sender; `None` without `SMTP_URL`.
+    pub mailer: Option<mailer::Mailer>,
 }
 
 impl AppState {
+    /// Whether mail can be sent: the routes and pages that need it check this first.
+    pub fn email_enabled(&self) -> bool {
+        self.mailer.is_some()
+    }
+
+    /// 503 `EMAIL_DISABLED` unless mail can be sent.
+    pub fn require_email(&self) -> Result<(), ApiError> {
+        if self.email_enabled() {
+            Ok(())
+        } else {
+            Err(ApiError::EmailDisabled)
+        }
+    }
+
+    /// Asks the sender to look at the outbox now; call it after committing a queued mail.
+    pub fn wake_mailer(&self) {
+        if let Some(mailer) = &self.mailer {
+            mailer.wake();
+        }
+    }
+
     /// Counts an attempt at `route` against the client's address and, when known, the e-mail
     /// address; 429 when either is over the limit.
     pub async fn rate_limit(

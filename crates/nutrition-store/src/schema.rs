@@ -65,9 +65,35 @@ pub mod auth {
         }
     }
 
+    diesel::table! {
+        auth.mail_outbox (id) {
+            id -> Int8,
+            kind -> Text,
+            to_address -> Text,
+            to_name -> Nullable<Text>,
+            subject -> Text,
+            text_body -> Text,
+            html_body -> Text,
+            attempts -> Int4,
+            next_attempt_at -> Timestamptz,
+            lease_token -> Nullable<Text>,
+            sent_at -> Nullable<Timestamptz>,
+            parked_at -> Nullable<Timestamptz>,
+            last_error -> Nullable<Text>,
+            created_at -> Timestamptz,
+        }
+    }
+
     diesel::joinable!(session -> user (user_id));
     diesel::joinable!(account -> user (user_id));
-    diesel::allow_tables_to_appear_in_same_query!(user, session, account, verification, rate_limit);
+    diesel::allow_tables_to_appear_in_same_query!(
+        user,
+        session,
+        account,
+        verification,
+        rate_limit,
+        mail_outbox
+    );
 }
 
 pub mod nutrition {

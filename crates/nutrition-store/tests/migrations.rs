@@ -83,6 +83,11 @@ fn schema_rs_names_only_existing_columns() {
         .limit(0)
         .execute(&mut conn)
         .expect("auth.rate_limit");
+    auth::mail_outbox::table
+        .select(auth::mail_outbox::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("auth.mail_outbox");
     nutrition::profile::table
         .select(nutrition::profile::all_columns)
         .limit(0)

@@ -2,7 +2,8 @@
 //! send e-mail. It speaks enough of RFC 5321 for any client: `EHLO`/`HELO`, `MAIL FROM`,
 //! `RCPT TO`, `DATA` (dot-unstuffed), `RSET`, `NOOP`, `QUIT`. A test can switch it off (the port
 //! refuses connections, as with a server that is down) and on again (the same port) to see what
-//! a sender does during an outage.
+//! a sender does during an outage, or make it slow to accept each message, as with a congested
+//! server.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -50,6 +51,8 @@ struct Shared {
     messages: Vec<Received>,
     connections: Vec<AbortHandle>,
     accept: Option<AbortHandle>,
+    /// Pause between receiving a message and answering its `DATA`.
+    data_delay: Duration,
 }
 
 pub struct SmtpServer {
@@ -93,6 +96,12 @@ impl SmtpServer {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// From now on, waits `delay` after each message has arrived (it is already recorded) before
+    /// answering that it was accepted.
+    pub fn set_data_delay(&self, delay: Duration) {
+        self.lock().data_delay = delay;
     }
 
     /// Stops listening and drops open connections: clients see connections refused.
@@ -217,15 +226,18 @@ async fn converse(stream: TcpStream, shared: Arc<Mutex<Shared>>) {
                 let Some(data) = read_data(&mut reader).await else {
                     return;
                 };
-                shared
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .messages
-                    .push(Received {
+                let delay = {
+                    let mut guard = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                    guard.messages.push(Received {
                         mail_from: from,
                         rcpt_to: std::mem::take(&mut rcpt_to),
                         data,
                     });
+                    guard.data_delay
+                };
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
                 mail_from = None;
                 reply("250 OK: queued").await
             }

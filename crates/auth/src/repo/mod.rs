@@ -3,6 +3,7 @@
 //! writes must stand or fall together.
 
 pub mod accounts;
+pub mod outbox;
 pub mod rate_limits;
 pub mod sessions;
 pub mod users;

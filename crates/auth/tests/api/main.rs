@@ -4,6 +4,8 @@ mod cross_site;
 mod delete_user;
 mod helpers;
 mod links;
+mod mail;
+mod mail_outbox;
 mod manage;
 mod oauth;
 mod operations;
