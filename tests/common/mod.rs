@@ -34,7 +34,13 @@ impl Stack {
     }
 }
 
+#[allow(dead_code)]
 pub async fn start_stack() -> Stack {
+    start_stack_with(&[]).await
+}
+
+/// The stack with more variables for auth (e.g. `SMTP_URL` of a test SMTP server).
+pub async fn start_stack_with(auth_extra: &[(&str, &str)]) -> Stack {
     let pg = TestPostgres::empty();
     let my = TestMariaDb::empty();
     let dir = ScratchDir::new("stack");
@@ -82,6 +88,8 @@ pub async fn start_stack() -> Stack {
     ];
     // The three Postgres services start together on an empty database: whichever wins the
     // advisory lock migrates, the others wait and find nothing to do.
+    let mut auth_env = auth_env.to_vec();
+    auth_env.extend_from_slice(auth_extra);
     let auth = Process::start("auth", &bin("auth"), &[], &auth_env, logs);
     let nutrition = Process::start(
         "nutrition-api",
