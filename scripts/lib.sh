@@ -36,8 +36,9 @@ REQUIRED_PACKAGES=(
   python3-venv curl ca-certificates
 )
 
-# What only the tests need: a real browser and its WebDriver.
-TEST_PACKAGES=(chromium chromium-driver)
+# What only the tests need: a real browser and its WebDriver, and promtool (package prometheus)
+# for scripts/check-deploy.
+TEST_PACKAGES=(chromium chromium-driver prometheus)
 
 # Installs the given packages (default: REQUIRED_PACKAGES) where missing.
 ensure_packages() {
@@ -156,6 +157,22 @@ POSTGRES_APP_URL="postgres://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$PG_PORT/$P
 MARIADB_APP_URL="mysql://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$MARIADB_PORT/$MARIADB_DATABASE"
 export TEST_POSTGRES_URL="postgres://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$PG_PORT/postgres"
 export TEST_MYSQL_URL="mysql://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$MARIADB_PORT/"
+
+# The Python tools of scripts/check-api, pinned, in a virtual environment under target/ (kept
+# between runs; rebuilt when the pins change).
+API_TOOLS_PINS="openapi-spec-validator==0.9.0 schemathesis==4.32.5"
+API_TOOLS=${API_TOOLS:-$(pwd)/target/api-tools}
+ensure_api_tools() {
+  if [ "$(cat "$API_TOOLS/pins" 2>/dev/null)" = "$API_TOOLS_PINS" ]; then
+    return
+  fi
+  log "installing $API_TOOLS_PINS into $API_TOOLS"
+  rm -rf "$API_TOOLS"
+  python3 -m venv "$API_TOOLS"
+  # shellcheck disable=SC2086
+  "$API_TOOLS/bin/pip" install --quiet --disable-pip-version-check $API_TOOLS_PINS
+  printf '%s' "$API_TOOLS_PINS" >"$API_TOOLS/pins"
+}
 
 ensure_rust() {
   command -v cargo >/dev/null 2>&1 || die "cargo is not installed (https://rustup.rs); rust-toolchain.toml names the version"

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use testkit::smtp::{Received, SmtpServer};
 
-use common::start_stack_with;
+use common::start_stack_configured;
 
 fn node_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node")
@@ -79,10 +79,13 @@ fn link_in(msg: &Received, prefix: &str) -> String {
 async fn better_auth_client_manages_the_account_through_nginx() {
     let smtp = SmtpServer::start().await.expect("smtp");
     let smtp_url = smtp.url();
-    let stack = start_stack_with(&[
-        ("SMTP_URL", smtp_url.as_str()),
-        ("MAIL_FROM", "Digiuno <no-reply@example.com>"),
-    ])
+    let stack = start_stack_configured(
+        &[
+            ("SMTP_URL", smtp_url.as_str()),
+            ("MAIL_FROM", "Digiuno <no-reply@example.com>"),
+        ],
+        &[],
+    )
     .await;
     let base = stack.base();
     let r = run_client(&base, "manage", &[]);

@@ -77,3 +77,77 @@ async fn chromium_signs_up_through_the_page_and_lands_signed_in() {
     );
     other.quit().await;
 }
+
+/// Each service's `/docs` page renders every operation of its `/openapi.json` in Chromium, and
+/// everything the page loads comes from the service itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_renders_each_services_api_reference_from_loopback_only() {
+    let stack = start_stack().await;
+    let driver = ChromeDriver::start().await;
+    let browser = driver.session().await;
+    let http = testkit::http::client();
+    for port in stack.ports {
+        let origin = format!("http://127.0.0.1:{port}");
+        let doc: serde_json::Value = http
+            .get(format!("{origin}/openapi.json"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let operations: usize = doc["paths"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|item| {
+                ["get", "put", "post", "patch", "delete", "head"]
+                    .iter()
+                    .filter(|m| item.get(**m).is_some())
+                    .count()
+            })
+            .sum();
+
+        browser.goto(&format!("{origin}/docs")).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        let rendered = loop {
+            let n = browser
+                .execute("return document.body.getAttribute('data-rendered');")
+                .await;
+            if let Some(n) = n.as_str() {
+                break n.parse::<usize>().unwrap();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{origin}/docs did not render: {}",
+                browser.source().await
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(
+            rendered, operations,
+            "{origin}/docs renders every operation"
+        );
+        let title = doc["info"]["title"].as_str().unwrap();
+        assert!(browser.source().await.contains(title));
+
+        let loaded = browser
+            .execute(
+                "return performance.getEntriesByType('resource').map(e => e.name)\
+                 .concat([location.href]);",
+            )
+            .await;
+        let loaded: Vec<String> = serde_json::from_value(loaded).unwrap();
+        assert!(
+            loaded.iter().any(|u| u.ends_with("/openapi.json")),
+            "{loaded:?}"
+        );
+        for url in &loaded {
+            assert!(
+                url.starts_with(&format!("{origin}/")),
+                "{origin}/docs loaded {url}, which is not the service"
+            );
+        }
+    }
+    browser.quit().await;
+}

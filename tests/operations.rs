@@ -282,3 +282,140 @@ async fn every_service_exports_metrics_that_move_under_load() {
         assert_eq!(resp.status(), 404, "{path} is public");
     }
 }
+
+/// licence-server alone on a fresh database, with `extra` settings, started through `sh` so that
+/// the soft limit of open files can be lowered first.
+async fn licence_server_alone(
+    extra: &[(&str, &str)],
+    soft_nofile: u32,
+) -> (
+    testkit::stack::Process,
+    u16,
+    testkit::mariadb::TestMariaDb,
+    testkit::stack::ScratchDir,
+) {
+    let my = testkit::mariadb::TestMariaDb::empty();
+    let dir = testkit::stack::ScratchDir::new("ops");
+    let port = testkit::stack::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let builds = dir.path().to_string_lossy().into_owned();
+    let keys = format!("k1:{SECRET}");
+    let mut env = licence_env(&keys, OTHER, THIRD);
+    env.retain(|(k, _)| !matches!(*k, "DATABASE_URL" | "BUILDS_DIR"));
+    env.extend([
+        ("DATABASE_URL", my.url()),
+        ("BUILDS_DIR", builds.as_str()),
+        ("LISTEN_ADDR", listen.as_str()),
+    ]);
+    env.extend_from_slice(extra);
+    let binary = bin("licence-server");
+    let script = format!("ulimit -S -n {soft_nofile} && exec \"$0\" serve");
+    let process = testkit::stack::Process::start(
+        "licence-server",
+        std::path::Path::new("/bin/sh"),
+        &["-c", &script, &binary.to_string_lossy()],
+        &env,
+        dir.path(),
+    );
+    let status = testkit::http::wait_for_status(
+        &format!("http://127.0.0.1:{port}/ready"),
+        200,
+        std::time::Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(status, Some(200), "{}", process.log());
+    (process, port, my, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_body_is_cut_off_with_408_and_the_service_goes_on() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+
+    let (process, port, _my, _dir) =
+        licence_server_alone(&[("REQUEST_BODY_TIMEOUT_SECS", "1")], 256).await;
+
+    // The soft limit of open files was raised to the hard one at start-up.
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", process.id())).expect("limits");
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("open files line");
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        fields[3], fields[4],
+        "soft limit raised to the hard one: {line}"
+    );
+    assert_ne!(fields[3], "256", "{line}");
+
+    let stalled = |sent: &[u8]| {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let head = "POST /api/license/activate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n";
+        stream.write_all(head.as_bytes()).expect("head");
+        stream.write_all(sent).expect("part of the body");
+        let started = Instant::now();
+        let mut answer = Vec::new();
+        // The server closes the connection after its answer.
+        let _ = stream.read_to_end(&mut answer);
+        (
+            started.elapsed(),
+            String::from_utf8_lossy(&answer).into_owned(),
+        )
+    };
+    for sent in [&b""[..], &br#"{"licenseKey":"#[..]] {
+        let (waited, answer) = stalled(sent);
+        assert!(
+            answer.starts_with("HTTP/1.1 408"),
+            "a stalled body must be answered 408: {answer}"
+        );
+        assert!(answer.contains(r#""code":"REQUEST_TIMEOUT""#), "{answer}");
+        assert!(
+            answer.to_ascii_lowercase().contains("connection: close"),
+            "{answer}"
+        );
+        assert!(
+            waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+            "cut off after the 1 s idle timeout, not {waited:?}"
+        );
+    }
+
+    // A body that keeps arriving, slower than the timeout in total but never idle that long,
+    // is read to the end.
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let body = br#"{"licenseKey":"NOPE-NOPE-NOPE"}"#;
+    let head = format!(
+        "POST /api/license/activate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).expect("head");
+    for chunk in body.chunks(8) {
+        std::thread::sleep(Duration::from_millis(400));
+        stream.write_all(chunk).expect("chunk");
+    }
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(!answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.starts_with("HTTP/1.1 4"), "{answer}");
+
+    let (status, _) = testkit::http::get_json(&format!("http://127.0.0.1:{port}/ready")).await;
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn limits_are_checked_at_start_up() {
+    let keys = format!("k1:{SECRET}");
+    let mut env = licence_env(&keys, OTHER, THIRD);
+    env.push(("REQUEST_BODY_TIMEOUT_SECS", "0"));
+    config_rejected(&bin("licence-server"), &env, "REQUEST_BODY_TIMEOUT_SECS");
+    let mut env = licence_env(&keys, OTHER, THIRD);
+    env.push(("MAX_CONNECTIONS", "many"));
+    config_rejected(&bin("licence-server"), &env, "MAX_CONNECTIONS");
+}

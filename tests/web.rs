@@ -1,14 +1,20 @@
 //! The web app in a real Chromium (playwright-core driving Debian's chromium), through nginx on
 //! the real stack: sign-up, a fast with its diary, history, stats, settings, the plan starting a
-//! fast, the pause, the not-found page, offline use and sign-out. The steps are in
-//! `web/tests/e2e.mjs`; this test starts the stack and runs them with `node`.
+//! fast, the pause, the not-found page, offline use and sign-out; and Web Push from the app's
+//! subscription through push-scheduler to the service worker's notification. The browser steps
+//! are in `web/tests/*.mjs`; these tests start the stack and run them with `node`.
 
 mod common;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
-use common::start_stack;
+use chrono::{NaiveTime, Utc};
+use testkit::push_service::FakePushService;
+use testkit::stack::{ScratchDir, bin};
+
+use common::{start_stack, start_stack_with};
 
 fn web_dir() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../web"))
@@ -54,5 +60,141 @@ async fn a_person_uses_the_web_app_in_chromium() {
             stack.auth.log(),
             stack.nutrition.log()
         ),
+    }
+}
+
+/// `push-scheduler vapid-keys`: a fresh key pair, as `(public, private)`.
+fn vapid_keys() -> (String, String) {
+    let out = Command::new(bin("push-scheduler"))
+        .arg("vapid-keys")
+        .output()
+        .expect("push-scheduler vapid-keys");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+            .to_owned()
+    };
+    (value("VAPID_PUBLIC_KEY"), value("VAPID_PRIVATE_KEY"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lunch_reminder_reaches_the_service_worker_of_the_subscribed_app() {
+    let push = FakePushService::start().await;
+    let (public, private) = vapid_keys();
+    let env = [
+        ("VAPID_PUBLIC_KEY", public.as_str()),
+        ("VAPID_PRIVATE_KEY", private.as_str()),
+        ("VAPID_SUBJECT", "mailto:ops@example.com"),
+        ("PUSH_ALLOW_HTTP_ENDPOINTS", "true"),
+    ];
+    let stack = start_stack_with(&env).await;
+    let base = stack.base();
+    // The subscription accepts only messages signed with the key the app subscribed with.
+    let sub = push.subscribe_restricted(&public);
+    let profile = ScratchDir::new("chromium-profile");
+    let profile_dir = profile.path().to_string_lossy().into_owned();
+
+    let (b, p, s) = (base.clone(), profile_dir.clone(), sub.clone());
+    let registered = tokio::task::spawn_blocking(move || {
+        run_node(
+            "push.mjs",
+            &b,
+            &[
+                ("PHASE", "register"),
+                ("PROFILE", p.as_str()),
+                ("FAKE_ENDPOINT", s.endpoint.as_str()),
+                ("FAKE_P256DH", s.p256dh.as_str()),
+                ("FAKE_AUTH", s.auth.as_str()),
+            ],
+        )
+    })
+    .await
+    .expect("join");
+    if let Err(out) = registered {
+        panic!("{out}\n--- nutrition-api ---\n{}", stack.nutrition.log());
+    }
+    let test_push = push.received(&sub);
+    assert_eq!(test_push.len(), 1, "the test push from /settings");
+    assert_eq!(test_push[0].json()["kind"], "test");
+
+    // Lunch today at 13:00 Rome, as the external cron would fire it.
+    let today = domain::rome::local_date(Utc::now());
+    let at =
+        domain::rome::instant_of(today.and_time(NaiveTime::from_hms_opt(13, 0, 0).expect("13:00")));
+    let out = Command::new(bin("push-scheduler"))
+        .args([
+            "fire",
+            "meal-lunch",
+            "--at",
+            &at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        ])
+        .env_clear()
+        .env("DATABASE_URL", stack.pg.url())
+        .envs(env)
+        .output()
+        .expect("push-scheduler fire");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let received = push.wait_for_received(2, Duration::from_secs(20)).await;
+    let lunch = received
+        .iter()
+        .map(|d| d.json())
+        .find(|j| j["kind"] == "meal_lunch")
+        .unwrap_or_else(|| panic!("no lunch reminder among {received:?}"));
+    assert_eq!(lunch["url"], "/plan");
+
+    let payload = lunch.to_string();
+    let shown = tokio::task::spawn_blocking(move || {
+        run_node(
+            "push.mjs",
+            &base,
+            &[
+                ("PHASE", "deliver"),
+                ("PROFILE", profile_dir.as_str()),
+                ("PAYLOAD", payload.as_str()),
+            ],
+        )
+    })
+    .await
+    .expect("join");
+    match shown {
+        Ok(out) => assert!(out.contains("push deliver: passed"), "{out}"),
+        Err(out) => panic!("{out}"),
+    }
+}
+
+/// Not a check: writes docs/screenshots/ from the real stack
+/// (`cargo nextest run -p e2e --test web --run-ignored only screenshots`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "writes docs/screenshots/; run on purpose"]
+async fn screenshots() {
+    let stack = start_stack().await;
+    let base = stack.base();
+    let out = tokio::task::spawn_blocking(move || run_node("screenshots.mjs", &base, &[]))
+        .await
+        .expect("join");
+    if let Err(out) = out {
+        panic!("{out}");
+    }
+}
+
+/// Not part of the timed suite: Lighthouse scores of /, /plan and /stats (README lists them)
+/// (`cargo nextest run -p e2e --test web --run-ignored only lighthouse`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow; needs the lighthouse CLI; run on purpose"]
+async fn lighthouse() {
+    let stack = start_stack().await;
+    let base = stack.base();
+    let out = tokio::task::spawn_blocking(move || run_node("lighthouse.mjs", &base, &[]))
+        .await
+        .expect("join");
+    match out {
+        Ok(out) => println!("{out}"),
+        Err(out) => panic!("{out}"),
     }
 }

@@ -39,8 +39,18 @@ pub async fn start_stack() -> Stack {
     start_stack_with(&[]).await
 }
 
-/// The stack with more variables for auth (e.g. `SMTP_URL` of a test SMTP server).
-pub async fn start_stack_with(auth_extra: &[(&str, &str)]) -> Stack {
+/// The stack with `push_env` (VAPID keys, endpoint rules) added to nutrition-api and push-scheduler.
+#[allow(dead_code)]
+pub async fn start_stack_with(push_env: &[(&str, &str)]) -> Stack {
+    start_stack_configured(&[], push_env).await
+}
+
+/// The stack with `auth_extra` added to auth (e.g. `SMTP_URL` of a test SMTP server) and
+/// `push_env` to nutrition-api and push-scheduler.
+pub async fn start_stack_configured(
+    auth_extra: &[(&str, &str)],
+    push_env: &[(&str, &str)],
+) -> Stack {
     let pg = TestPostgres::empty();
     let my = TestMariaDb::empty();
     let dir = ScratchDir::new("stack");
@@ -60,13 +70,15 @@ pub async fn start_stack_with(auth_extra: &[(&str, &str)]) -> Stack {
         // nginx on loopback tells auth the client's address.
         ("TRUSTED_PROXIES", "127.0.0.1"),
     ];
-    let nutrition_env = [
+    let mut nutrition_env = vec![
         ("DATABASE_URL", pg.url()),
         ("LISTEN_ADDR", n.as_str()),
         ("AUTH_SECRET", SECRET),
         ("AUTH_BASE_URL", public.as_str()),
     ];
-    let scheduler_env = [("DATABASE_URL", pg.url()), ("LISTEN_ADDR", s.as_str())];
+    nutrition_env.extend_from_slice(push_env);
+    let mut scheduler_env = vec![("DATABASE_URL", pg.url()), ("LISTEN_ADDR", s.as_str())];
+    scheduler_env.extend_from_slice(push_env);
     let licence_env = [
         ("DATABASE_URL", my.url()),
         ("LISTEN_ADDR", l.as_str()),

@@ -132,14 +132,39 @@ try {
   await page.locator('#timer-title').waitFor();
   await context.setOffline(false);
 
+  step('the export downloads every record as JSON');
+  await page.goto(`${BASE}/settings`);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
+  const exported = JSON.parse(await (await import('node:fs/promises')).readFile(await download.path(), 'utf8'));
+  assert.equal(exported.user.email, 'giulia.web@example.com');
+  assert.equal(exported.fasts.length, 2);
+  assert.ok(exported.fasts.some((f) => f.symptoms?.note === 'Tutto bene, un po’ di fame'));
+
   assert.deepEqual(problems, [], 'no script errors in the app');
 
   step('sign out ends the session');
-  await page.goto(`${BASE}/settings`);
   await page.getByRole('button', { name: 'Esci da questo dispositivo' }).click();
   await page.waitForURL(/\/sign-in/);
   assert.equal((await page.request.get(`${BASE}/me`)).status(), 401);
   assert.ok(!(await context.cookies()).some((c) => c.name.endsWith('session_token')), 'no session cookie left');
+
+  step('deleting the account signs out for good');
+  await page.goto(`${BASE}/sign-in`);
+  await page.fill('#email', 'giulia.web@example.com');
+  await page.fill('#password', 'una-password-lunga');
+  await page.click('form.credentials button[type=submit]');
+  await page.waitForURL(`${BASE}/`);
+  await page.goto(`${BASE}/settings`);
+  await page.fill('#del-password', 'una-password-lunga');
+  await page.getByLabel('Ho capito che i miei dati saranno cancellati').check();
+  await page.getByRole('button', { name: "Elimina l'account" }).click();
+  await page.waitForURL(/\/sign-in/);
+  assert.equal((await page.request.get(`${BASE}/me`)).status(), 401);
+  const again = await page.request.post(`${BASE}/api/auth/sign-in/email`, {
+    headers: { Origin: BASE },
+    data: { email: 'giulia.web@example.com', password: 'una-password-lunga' },
+  });
+  assert.equal(again.status(), 401, 'the account is gone');
 
   console.log('e2e: all steps passed');
 } catch (e) {

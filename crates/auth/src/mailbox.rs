@@ -1,10 +1,9 @@
-//! The one place where the account routes hand a mail to the outbox (`repo::outbox`, sent by the
-//! shared sender), so that they do not depend on how mail is queued and sent.
+//! The one place where the account routes hand a mail to the outbox, so that they do not depend
+//! on how mail is queued and sent.
 
 use diesel::PgConnection;
 
 use crate::error::ApiError;
-use crate::mail;
 use crate::repo::outbox;
 use crate::state::AppState;
 
@@ -15,8 +14,8 @@ pub enum LinkMail {
     EmailVerification,
 }
 
-/// Whether this service can send mail; without `SMTP_URL` the mail routes answer 503
-/// `EMAIL_DISABLED` and the pages hide their links.
+/// Whether this service can send mail; without it the mail routes answer 503 `EMAIL_DISABLED`
+/// and the pages hide their links.
 pub fn enabled(state: &AppState) -> bool {
     state.email_enabled()
 }
@@ -31,8 +30,8 @@ pub fn queue(
     link: &str,
 ) -> Result<(), ApiError> {
     let mail = match kind {
-        LinkMail::PasswordReset => mail::password_reset(link, name),
-        LinkMail::EmailVerification => mail::email_verification(link, name),
+        LinkMail::PasswordReset => crate::mail::password_reset(link, name),
+        LinkMail::EmailVerification => crate::mail::email_verification(link, name),
     };
     outbox::enqueue(conn, &mail.to(to))?;
     Ok(())

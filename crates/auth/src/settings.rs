@@ -31,21 +31,23 @@ pub struct Settings {
     pub listen_addr: SocketAddr,
     pub database_url: Secret,
     pub pool_size: u32,
+    /// Slow-client and connection limits of the HTTP server.
+    pub http: service_kit::http::Limits,
     pub auth: AuthSettings,
     /// Present only when both Google variables are set; otherwise the provider does not exist.
     pub google: Option<GoogleSettings>,
     /// Peers whose `X-Forwarded-For` is believed when deciding the client address.
     pub trusted_proxies: Vec<IpNet>,
     pub rate_limit: RateLimit,
+    /// `SMTP_URL` and `MAIL_FROM`; `None` when `SMTP_URL` is unset, and the routes that send mail
+    /// answer 503 `EMAIL_DISABLED`.
+    pub smtp: Option<SmtpSettings>,
     /// For the routes that send mail (reset and verification requests): better-auth's default is
     /// 3 per 60 s.
     pub mail_rate_limit: RateLimit,
     /// Sign-in of a password account whose address is not verified is refused (and a new
     /// verification mail sent).
     pub require_email_verification: bool,
-    /// `SMTP_URL` and `MAIL_FROM`; `None` when `SMTP_URL` is unset, and the routes that send mail
-    /// answer 503 `EMAIL_DISABLED`.
-    pub smtp: Option<SmtpSettings>,
 }
 
 /// The `MAIL_FROM` shown in error messages.
@@ -74,6 +76,7 @@ impl Settings {
             listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
             database_url: database_url(env)?,
             pool_size: env.pool_size()?,
+            http: service_kit::http::Limits::from_env(env)?,
             auth: AuthSettings::from_env(env)?,
             google: google(env)?,
             trusted_proxies: trusted_proxies(env)?,
@@ -81,12 +84,12 @@ impl Settings {
                 max: env.number(AUTH_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
                 window_secs: env.number(AUTH_RATE_LIMIT_WINDOW_SECS, 10, 1, 86_400)?,
             },
+            smtp: SmtpSettings::optional_from_env(env, MAIL_FROM_EXAMPLE)?,
             mail_rate_limit: RateLimit {
                 max: env.number(AUTH_MAIL_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
                 window_secs: env.number(AUTH_MAIL_RATE_LIMIT_WINDOW_SECS, 60, 1, 86_400)?,
             },
             require_email_verification: flag(env, AUTH_REQUIRE_EMAIL_VERIFICATION)?,
-            smtp: SmtpSettings::optional_from_env(env, MAIL_FROM_EXAMPLE)?,
         })
     }
 }
@@ -271,27 +274,6 @@ mod tests {
     }
 
     #[test]
-    fn email_verification_flag() {
-        assert!(!with(&[]).expect("valid").require_email_verification);
-        assert!(
-            with(&[(AUTH_REQUIRE_EMAIL_VERIFICATION, "true")])
-                .expect("valid")
-                .require_email_verification
-        );
-        assert_eq!(
-            failing(&[(AUTH_REQUIRE_EMAIL_VERIFICATION, "yes")]),
-            AUTH_REQUIRE_EMAIL_VERIFICATION
-        );
-        assert_eq!(
-            with(&[]).expect("valid").mail_rate_limit,
-            RateLimit {
-                max: 3,
-                window_secs: 60
-            }
-        );
-    }
-
-    #[test]
     fn email_is_optional_and_checked_when_set() {
         assert!(with(&[]).expect("valid").smtp.is_none());
         let s = with(&[
@@ -310,6 +292,27 @@ mod tests {
                 ("MAIL_FROM", "App <app@example.com>")
             ]),
             "SMTP_URL"
+        );
+    }
+
+    #[test]
+    fn email_verification_flag() {
+        assert!(!with(&[]).expect("valid").require_email_verification);
+        assert!(
+            with(&[(AUTH_REQUIRE_EMAIL_VERIFICATION, "true")])
+                .expect("valid")
+                .require_email_verification
+        );
+        assert_eq!(
+            failing(&[(AUTH_REQUIRE_EMAIL_VERIFICATION, "yes")]),
+            AUTH_REQUIRE_EMAIL_VERIFICATION
+        );
+        assert_eq!(
+            with(&[]).expect("valid").mail_rate_limit,
+            RateLimit {
+                max: 3,
+                window_secs: 60
+            }
         );
     }
 

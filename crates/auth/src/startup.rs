@@ -46,6 +46,7 @@ impl Application {
             .build()?;
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
+        let limits = settings.http;
         let mailer = match &settings.smtp {
             Some(smtp) => Some(Mailer::start(PgOutbox { pool: pool.clone() }, smtp, mail)?),
             None => None,
@@ -71,8 +72,16 @@ impl Application {
             pool: pool.clone(),
         };
         tokio::spawn(maintenance(pool.clone()));
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let metrics = service_kit::metrics::ServiceMetrics::new();
         metrics.pool(pool.clone());
+        if let Some(mailer) = &mailer {
+            metrics.outbox("mail", {
+                let pool = pool.clone();
+                move || mail_outbox_state(&pool)
+            });
+            mailer::export_metrics(&metrics, "mail", mailer.health());
+        }
         metrics.route_outcomes(
             "auth_sign_ins_total",
             "Sign-in attempts by route and outcome (ok, refused: wrong credentials or limited, error).",
@@ -83,11 +92,13 @@ impl Application {
             "Sign-up attempts by route and outcome.",
             &["/api/auth/sign-up/email"],
         );
-        let server = service_kit::http::server_with(listener, readiness, metrics, move |cfg| {
-            cfg.app_data(web::Data::new(state.clone()))
-                .app_data(web::Data::new(layer.clone()))
-                .configure(crate::routes::config);
-        })?;
+        let server =
+            service_kit::http::server_with(listener, readiness, metrics, limits, move |cfg| {
+                cfg.app_data(web::Data::new(state.clone()))
+                    .app_data(web::Data::new(layer.clone()))
+                    .configure(service_kit::openapi::mount(docs.clone()))
+                    .configure(crate::routes::config);
+            })?;
         tracing::info!(port, "auth listening");
         Ok(Self {
             port,
@@ -141,4 +152,33 @@ async fn maintenance(pool: PgPool) {
             Err(e) => tracing::warn!(error = %e, "maintenance task failed"),
         }
     }
+}
+
+/// Depth and oldest age of `auth.mail_outbox`, for the metrics.
+fn mail_outbox_state(pool: &PgPool) -> Result<service_kit::metrics::OutboxState, String> {
+    use diesel::RunQueryDsl;
+    use diesel::sql_types::{BigInt, Double};
+
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = BigInt)]
+        pending: i64,
+        #[diesel(sql_type = Double)]
+        age: f64,
+    }
+    let mut conn = pool
+        .get_timeout(Duration::from_secs(1))
+        .map_err(|e| e.to_string())?;
+    let row: Row = diesel::sql_query(
+        "SELECT COUNT(*) AS pending,
+                COALESCE(EXTRACT(EPOCH FROM now() - MIN(created_at)), 0)::float8 AS age
+           FROM auth.mail_outbox
+          WHERE sent_at IS NULL AND parked_at IS NULL",
+    )
+    .get_result(&mut conn)
+    .map_err(|e| e.to_string())?;
+    Ok(service_kit::metrics::OutboxState {
+        pending: row.pending,
+        oldest_age_seconds: row.age.max(0.0),
+    })
 }

@@ -6,7 +6,9 @@ use std::str::FromStr;
 use chrono::{DateTime, Duration, Utc};
 
 /// A fast is running, or ended at/after its planned end (completed), or before it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum FastStatus {
     InProgress,

@@ -15,6 +15,22 @@ pub struct Protocol {
     eating_hours: u8,
 }
 
+/// On the wire a protocol is one of the [`PROTOCOLS`] strings.
+impl utoipa::PartialSchema for Protocol {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(PROTOCOLS))
+            .description(Some(
+                "A fasting protocol `F:E`: F hours of fasting (the planned length of a fast), E of eating.",
+            ))
+            .examples(["16:8"])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Protocol {}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown fasting protocol; expected one of {}", PROTOCOLS.join(", "))]
 pub struct UnknownProtocol;

@@ -53,7 +53,19 @@ pub const HIGH_FIBRE_MIN_G: f64 = 6.0;
 pub const HIGH_PROTEIN_MIN_G: f64 = 20.0;
 
 /// The meal a recipe is written for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Category {
     Colazione,
@@ -102,7 +114,19 @@ impl fmt::Display for Category {
 }
 
 /// The recipe tag vocabulary; see the module documentation for what each tag promises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Tag {
     Cooked,
@@ -239,7 +263,7 @@ pub struct RecipeSource {
 }
 
 /// An ingredient line of a computed recipe.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RecipeIngredient {
     pub id: String,
@@ -250,7 +274,7 @@ pub struct RecipeIngredient {
 
 /// A recipe with its nutrition for one portion, in the shape the API serves. Energy is rounded
 /// to the kilocalorie and grams to one decimal.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Recipe {
     pub id: String,

@@ -30,8 +30,10 @@ pub struct PauseSpan {
     pub end: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(example = json!({"weeklyHours": 32.5, "monthlyHours": 120.0, "currentStreak": 3,
+    "longestStreak": 9, "completionRate": 0.8, "totalSessions": 10, "completedSessions": 8}))]
 pub struct Stats {
     pub weekly_hours: f64,
     pub monthly_hours: f64,

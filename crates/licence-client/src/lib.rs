@@ -261,6 +261,11 @@ impl LicenceClient {
         if lease.iid != self.instance_id {
             return Err(Error::LeaseInvalid("issued to another installation"));
         }
+        let issued = DateTime::from_timestamp(lease.iat, 0).ok_or(Error::LeaseInvalid("iat"))?;
+        // A clock behind the moment the server signed the lease was set back too.
+        if now + CLOCK_TOLERANCE < issued {
+            return Err(Error::ClockSetBack { last_seen: issued });
+        }
         let expires = DateTime::from_timestamp(lease.exp, 0).ok_or(Error::LeaseInvalid("exp"))?;
         if expires <= now {
             return Err(Error::LeaseExpired {
@@ -294,9 +299,7 @@ impl LicenceClient {
         };
         match self.validate().await {
             Ok(fresh) => Ok(fresh),
-            Err(Error::Network(_)) if status.is_some() => {
-                Ok(status.unwrap_or_else(|| unreachable!()))
-            }
+            Err(Error::Network(e)) => status.ok_or(Error::Network(e)),
             Err(e) => Err(e),
         }
     }
@@ -345,33 +348,33 @@ impl LicenceClient {
     }
 
     /// Takes one unit of today's quota. A fresh `Idempotency-Key` is sent, and the request is
-    /// sent once more with the same key if the first answer was lost, so a flaky network never
-    /// costs two units.
+    /// sent once more with the same key if the first answer was lost (or the token had expired
+    /// and was renewed first), so a flaky network never costs two units.
     pub async fn consume(&self) -> Result<Usage, Error> {
         let state = State::load(&self.state_path)?.ok_or(Error::NotActivated)?;
         let key = idempotency_key();
+        let path = "/api/usage/consume";
         let first = self
             .call(
                 reqwest::Method::POST,
-                "/api/usage/consume",
+                path,
                 Some(&state.token),
                 None,
                 Some(&key),
             )
             .await;
-        match first {
-            Err(Error::Network(_)) => {
-                self.call(
-                    reqwest::Method::POST,
-                    "/api/usage/consume",
-                    Some(&state.token),
-                    None,
-                    Some(&key),
-                )
-                .await
+        let token = match first {
+            Err(Error::Network(_)) => state.token,
+            Err(Error::Server { status: 401, .. }) => {
+                self.validate().await?;
+                State::load(&self.state_path)?
+                    .ok_or(Error::NotActivated)?
+                    .token
             }
-            other => other,
-        }
+            other => return other,
+        };
+        self.call(reqwest::Method::POST, path, Some(&token), None, Some(&key))
+            .await
     }
 
     /// The installations holding a seat of this licence.
@@ -419,15 +422,13 @@ impl LicenceClient {
             return Err(Error::LeaseInvalid("issued to another installation"));
         }
         let now = (self.clock)();
-        let previous = State::load(&self.state_path).ok().flatten();
         let state = State {
             licence_key,
             token: granted.token,
             lease: granted.lease,
-            // The server vouched for this moment; a clock set back before it still counts.
-            last_seen: previous
-                .map_or(now, |p| p.last_seen.max(now))
-                .min(now.max(DateTime::from_timestamp(lease.iat, 0).unwrap_or(now))),
+            // The server has just vouched for the licence: the clock starts afresh from here,
+            // which is how a clock that was set back (and then fixed) is forgiven.
+            last_seen: now,
             last_validated_at: now,
         };
         state.save(&self.state_path)?;

@@ -16,7 +16,7 @@ use service_kit::Secret;
 use crate::clock::rfc3339;
 use crate::mail;
 use crate::repo::licences::{self, LicenceRow, NewLicence};
-use crate::repo::{self, activations, outbox};
+use crate::repo::{self, activations, buyers, outbox};
 
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
@@ -46,6 +46,18 @@ pub enum AdminCommand {
     Enable { key: String },
     /// Queue the licence e-mail again.
     ResendEmail { key: String },
+    /// Print every row about a buyer (licences, installations, usage, payment events, e-mails)
+    /// as JSON: what they may ask to see or take elsewhere.
+    Export {
+        #[arg(long)]
+        email: String,
+    },
+    /// Replace a buyer's name and address with a tombstone on their licences and e-mails; the
+    /// licence keys and activations stay valid.
+    Erase {
+        #[arg(long)]
+        email: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +66,8 @@ enum AdminError {
     NoLicence(String),
     #[error("the licence {0} has no installation {1}")]
     NoInstance(String, String),
+    #[error("no licence or e-mail names this address")]
+    NoBuyer,
     #[error("invalid value: {0}")]
     Invalid(String),
     #[error(transparent)]
@@ -147,6 +161,16 @@ fn execute(conn: &mut MysqlConnection, command: AdminCommand) -> Result<Value, A
             })?;
             let licence = licences::by_id(conn, &licence.id)?;
             describe(conn, &licence)
+        }
+        AdminCommand::Export { email } => {
+            buyers::export(conn, email.trim())?.ok_or(AdminError::NoBuyer)
+        }
+        AdminCommand::Erase { email } => {
+            let erased = buyers::erase(conn, email.trim())?;
+            if erased.licences == 0 && erased.emails == 0 {
+                return Err(AdminError::NoBuyer);
+            }
+            Ok(json!({ "erasedLicences": erased.licences, "erasedEmails": erased.emails }))
         }
         AdminCommand::ResendEmail { key } => {
             let licence = by_key(conn, &key)?;

@@ -53,13 +53,17 @@ pub struct LeaseClaims<'a> {
 }
 
 /// `{kid, alg, crv, x}` of `GET /api/license/public-keys`, as a JSON Web Key.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct PublicKey {
     pub kid: String,
+    #[schema(value_type = String, example = "OKP")]
     pub kty: &'static str,
+    #[schema(value_type = String, example = "EdDSA")]
     pub alg: &'static str,
+    #[schema(value_type = String, example = "Ed25519")]
     pub crv: &'static str,
     #[serde(rename = "use")]
+    #[schema(value_type = String, example = "sig")]
     pub use_: &'static str,
     pub x: String,
 }

@@ -7,6 +7,7 @@ pub mod db;
 pub mod error;
 pub mod lease;
 pub mod mail;
+pub mod openapi;
 pub mod payments;
 pub mod releases;
 pub mod repo;

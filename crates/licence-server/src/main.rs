@@ -21,6 +21,9 @@ enum Command {
     Migrate,
     /// Exit 0 when the running service answers /ready.
     Healthcheck,
+    /// Print the OpenAPI 3.1 document (the one `/openapi.json` serves) and exit; needs no
+    /// configuration and no database.
+    Openapi,
     /// Licence administration (needs only DATABASE_URL).
     #[command(subcommand)]
     Admin(AdminCommand),
@@ -35,6 +38,7 @@ async fn main() -> ExitCode {
         return cli::config_failure(&err);
     }
     match cli.command.unwrap_or(Command::Serve) {
+        Command::Openapi => cli::print_openapi(&licence_server::openapi::document()),
         Command::Healthcheck => cli::healthcheck(
             env.listen_addr(licence_server::settings::DEFAULT_LISTEN_ADDR),
             "/ready",

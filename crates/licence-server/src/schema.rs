@@ -61,6 +61,7 @@ diesel::table! {
         html_body -> Text,
         attempts -> Integer,
         next_attempt_at -> Datetime,
+        lease_token -> Nullable<Varchar>,
         sent_at -> Nullable<Datetime>,
         gave_up_at -> Nullable<Datetime>,
         last_error -> Nullable<Varchar>,

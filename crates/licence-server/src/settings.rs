@@ -41,6 +41,8 @@ pub struct Settings {
     pub listen_addr: SocketAddr,
     pub database_url: Secret,
     pub pool_size: u32,
+    /// Slow-client and connection limits of the HTTP server.
+    pub http: service_kit::http::Limits,
     pub public_base_url: Url,
     /// The key ring: the first key signs, all verify.
     pub jwt_keys: Vec<JwtKey>,
@@ -86,6 +88,7 @@ impl Settings {
             listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
             database_url: database_url(env)?,
             pool_size: env.pool_size()?,
+            http: service_kit::http::Limits::from_env(env)?,
             public_base_url: env.http_url(PUBLIC_BASE_URL, "https://licences.example.com")?,
             jwt_keys: jwt_keys(env)?,
             download_signing_secret: env.secret(DOWNLOAD_SIGNING_SECRET, MIN_SIGNING_SECRET_LEN)?,
@@ -243,19 +246,8 @@ fn variants(env: &Env) -> Result<Variants, ConfigError> {
 
 fn smtp_url(env: &Env) -> Result<Secret, ConfigError> {
     let raw = env.required(SMTP_URL, "smtps://user:password@smtp.example.com:465")?;
-    let url = Url::parse(raw).map_err(|_| {
-        ConfigError::new(
-            SMTP_URL,
-            "must be a URL like smtp://host:25 or smtps://user:pass@host:465",
-        )
-    })?;
-    if !matches!(url.scheme(), "smtp" | "smtps") || url.host_str().is_none_or(str::is_empty) {
-        return Err(ConfigError::new(
-            SMTP_URL,
-            "must start with smtp:// or smtps:// and name a host",
-        ));
-    }
-    Ok(Secret::new(raw))
+    let allow_plaintext = env.flag(mailer::settings::SMTP_ALLOW_PLAINTEXT, false)?;
+    mailer::settings::smtp_url(raw, allow_plaintext)
 }
 
 fn mail_from(env: &Env) -> Result<Mailbox, ConfigError> {
@@ -414,6 +406,22 @@ mod tests {
         assert_eq!(failing(&[(SMTP_URL, "http://mail")]), SMTP_URL);
         assert_eq!(failing(&[(SMTP_URL, "mail.example.com:25")]), SMTP_URL);
         assert!(with(&[(SMTP_URL, "smtps://u:p@mail.example.com:465")]).is_ok());
+    }
+
+    #[test]
+    fn plaintext_smtp_only_to_this_machine() {
+        assert_eq!(
+            failing(&[(SMTP_URL, "smtp://mail.example.com:25")]),
+            SMTP_URL
+        );
+        assert!(with(&[(SMTP_URL, "smtp://u:p@mail.example.com:587?tls=required")]).is_ok());
+        assert!(
+            with(&[
+                (SMTP_URL, "smtp://mail.example.com:25"),
+                ("SMTP_ALLOW_PLAINTEXT", "true")
+            ])
+            .is_ok()
+        );
     }
 
     #[test]

@@ -6,14 +6,16 @@ use std::time::Duration;
 
 use actix_web::dev::Server;
 use actix_web::web;
+use mailer::{Mailer, SenderReadiness, SmtpSettings};
 use service_kit::db::PoolReadiness;
 use service_kit::metrics::OutboxState;
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::db;
 use crate::lease::SigningRing;
-use crate::mail::{self, MailWaker, MailerOptions};
+use crate::mail::MailerOptions;
 use crate::releases::Builds;
+use crate::repo::outbox::MysqlOutbox;
 use crate::routes::{self, AppState};
 use crate::settings::Settings;
 use crate::tokens::KeyRing;
@@ -24,6 +26,7 @@ pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
 pub struct Application {
     port: u16,
     server: Server,
+    mailer: Mailer,
 }
 
 /// What production takes from the system and tests choose: the clock and the mail timings.
@@ -62,15 +65,20 @@ impl Application {
 
         // SMTP is only contacted when there is mail: an unreachable server delays mail, never
         // the start.
-        let waker = MailWaker::default();
-        mail::spawn_sender(
-            pool.clone(),
-            &settings.smtp_url,
-            settings.mail_from.clone(),
+        let mailer = Mailer::start(
+            MysqlOutbox { pool: pool.clone() },
+            &SmtpSettings {
+                url: settings.smtp_url.clone(),
+                from: settings.mail_from.clone(),
+            },
             options.mailer,
-            waker.clone(),
-        );
+        )?;
+        let readiness = Arc::new(SenderReadiness {
+            inner: Arc::new(PoolReadiness(pool.clone())),
+            health: mailer.health(),
+        });
 
+        let limits = settings.http;
         let state = AppState {
             keys: Arc::new(KeyRing::new(&settings.jwt_keys)),
             signing: Arc::new(SigningRing::new(settings.signing_keys.clone())),
@@ -78,10 +86,12 @@ impl Application {
             settings: Arc::new(settings),
             pool: pool.clone(),
             clock: options.clock,
-            mail: waker,
+            mail: mailer.clone(),
         };
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let metrics = service_kit::metrics::ServiceMetrics::new();
         metrics.pool(pool.clone());
+        mailer::export_metrics(&metrics, "email", mailer.health());
         metrics.outbox("email", {
             let pool = pool.clone();
             move || email_outbox_state(&pool)
@@ -91,31 +101,40 @@ impl Application {
             "Quota consumptions by outcome (ok: consumed, refused: over quota or not allowed).",
             &["/api/usage/consume"],
         );
-        let server = service_kit::http::server_with(
-            listener,
-            Arc::new(PoolReadiness(pool)),
-            metrics,
-            move |cfg| {
+        let server =
+            service_kit::http::server_with(listener, readiness, metrics, limits, move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     // The desktop app's historical probe; same meaning as /ready.
                     .service(
                         routes::resource("/api/health")
                             .route(web::get().to(service_kit::http::ready)),
                     )
+                    .configure(service_kit::openapi::mount(docs.clone()))
                     .configure(routes::config);
-            },
-        )?;
+            })?;
         tracing::info!(port, "licence-server listening");
-        Ok(Self { port, server })
+        Ok(Self {
+            port,
+            server,
+            mailer,
+        })
+    }
+
+    /// The e-mail sender: its health for `/ready` and the metrics.
+    pub fn mailer(&self) -> &Mailer {
+        &self.mailer
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// Serves until SIGTERM or SIGINT, then drains open requests.
+    /// Serves until SIGTERM or SIGINT, then drains open requests and lets the e-mail sender
+    /// finish the message it is sending.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let served = self.server.await;
+        self.mailer.stop().await;
+        served
     }
 }
 

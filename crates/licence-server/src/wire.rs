@@ -8,17 +8,21 @@ use crate::clock::rfc3339;
 use crate::repo::licences::LicenceRow;
 
 /// `license` in the answers of activate, validate and deactivate.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LicenceView {
     pub key: String,
     /// The subscription state; `disabled` when an operator or a refund switched the licence off.
+    /// `active`, `expired`, `cancelled`, … or `disabled`.
     pub status: String,
+    #[schema(value_type = String, example = "pro")]
     pub plan: &'static str,
+    #[schema(value_type = Vec<String>)]
     pub features: &'static [&'static str],
     pub daily_quota: u32,
     pub activation_limit: u32,
     pub activation_usage: u32,
+    #[schema(required = true, format = DateTime)]
     pub expires_at: Option<String>,
 }
 
@@ -43,13 +47,16 @@ impl LicenceView {
 }
 
 /// The quota of today: the answer of consume (also inside its 429) and, with features, of status.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageReport {
+    #[schema(value_type = String, example = "pro")]
     pub plan: &'static str,
     pub used: u32,
     pub limit: u32,
     pub remaining: u32,
+    /// The next midnight in Europe/Rome.
+    #[schema(format = DateTime)]
     pub resets_at: String,
     #[serde(skip)]
     retry_after_secs: u64,
@@ -76,17 +83,22 @@ impl UsageReport {
 }
 
 /// A fresh token and its expiry, as activate and validate return them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IssuedToken {
+    /// HS256 JWT for `Authorization: Bearer`.
     pub token: String,
+    #[schema(format = DateTime)]
     pub token_expires_at: String,
 }
 
 /// The offline lease of activate and validate (contract section 7).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IssuedLease {
+    /// Compact JWS (EdDSA, header `kid`) the desktop app verifies offline with a public key
+    /// of `GET /api/license/public-keys`.
     pub lease: String,
+    #[schema(format = DateTime)]
     pub lease_expires_at: String,
 }

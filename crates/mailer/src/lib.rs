@@ -12,6 +12,6 @@ pub mod sender;
 pub mod settings;
 pub mod store;
 
-pub use sender::{Health, Mailer, Options, SenderReadiness};
+pub use sender::{Health, Mailer, Options, SenderReadiness, export_metrics};
 pub use settings::SmtpSettings;
 pub use store::{QueuedMail, Store};

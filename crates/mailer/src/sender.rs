@@ -123,6 +123,53 @@ impl Health {
     }
 }
 
+/// Exports `health` with `metrics` for the outbox `outbox`: `mail_sender_up` (0 while restarting
+/// after a panic), `mail_sender_panics_total` and `mail_deliveries_total{outcome}` (`sent`,
+/// `retried`, `parked`, `purged`), copied from the sender's counters on each scrape.
+pub fn export_metrics(
+    metrics: &service_kit::metrics::ServiceMetrics,
+    outbox: &'static str,
+    health: Arc<Health>,
+) {
+    let up = metrics.gauge_vec(
+        "mail_sender_up",
+        "1 while the e-mail sender runs, 0 while it restarts after a panic, by outbox.",
+        &["outbox"],
+    );
+    let panics = metrics.int_counter_vec(
+        "mail_sender_panics_total",
+        "Times the e-mail sender panicked and was restarted, by outbox.",
+        &["outbox"],
+    );
+    let outcomes = metrics.int_counter_vec(
+        "mail_deliveries_total",
+        "E-mail delivery attempts by outcome (sent, retried, parked) and rows purged, by outbox.",
+        &["outbox", "outcome"],
+    );
+    metrics.on_scrape(move || {
+        up.with_label_values(&[outbox])
+            .set(if health.is_up() { 1.0 } else { 0.0 });
+        for (counter, value) in [
+            (panics.with_label_values(&[outbox]), health.panics()),
+            (outcomes.with_label_values(&[outbox, "sent"]), health.sent()),
+            (
+                outcomes.with_label_values(&[outbox, "retried"]),
+                health.retried(),
+            ),
+            (
+                outcomes.with_label_values(&[outbox, "parked"]),
+                health.parked(),
+            ),
+            (
+                outcomes.with_label_values(&[outbox, "purged"]),
+                health.purged(),
+            ),
+        ] {
+            counter.inc_by(value.saturating_sub(counter.get()));
+        }
+    });
+}
+
 /// `/ready` of a service that sends mail: its database probe, and 503 while the sender is
 /// restarting after a panic.
 pub struct SenderReadiness {
@@ -263,12 +310,13 @@ async fn supervise(shared: Arc<Shared>) {
                     "the e-mail sender failed unexpectedly; restarting it"
                 );
                 if let Some((id, token)) = current {
-                    let parked = blocking(&shared, move |store| {
+                    let store = Arc::clone(&shared.store);
+                    let parked = tokio::task::spawn_blocking(move || {
                         store.park(id, &token, Utc::now(), "the sender failed on this message")
                     })
                     .await;
-                    if let Err(err) = parked {
-                        tracing::warn!(outbox_id = id, error = %err, "cannot park the message");
+                    if !matches!(parked, Ok(Ok(_))) {
+                        tracing::warn!(outbox_id = id, "cannot park the message");
                     }
                 }
                 let mut stop = shared.stop.subscribe();
@@ -289,9 +337,12 @@ where
     F: FnOnce(&dyn Store) -> anyhow::Result<T> + Send + 'static,
 {
     let store = Arc::clone(&shared.store);
-    tokio::task::spawn_blocking(move || f(store.as_ref()))
-        .await
-        .map_err(|_| anyhow::anyhow!("the outbox task failed"))?
+    match tokio::task::spawn_blocking(move || f(store.as_ref())).await {
+        Ok(result) => result,
+        // A panic in the storage is a bug like one in the sender: the supervisor handles both.
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        Err(_) => Err(anyhow::anyhow!("the outbox task was cancelled")),
+    }
 }
 
 fn lease_token() -> String {

@@ -3,6 +3,7 @@
 pub mod error;
 pub mod input;
 pub mod model;
+pub mod openapi;
 pub mod repo;
 pub mod routes;
 pub mod settings;

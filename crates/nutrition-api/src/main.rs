@@ -20,6 +20,9 @@ enum Command {
     Migrate,
     /// Exit 0 when the running service answers /ready.
     Healthcheck,
+    /// Print the OpenAPI 3.1 document (the one `/openapi.json` serves) and exit; needs no
+    /// configuration and no database.
+    Openapi,
 }
 
 #[actix_web::main]
@@ -31,6 +34,7 @@ async fn main() -> ExitCode {
         return cli::config_failure(&err);
     }
     match cli.command.unwrap_or(Command::Serve) {
+        Command::Openapi => cli::print_openapi(&nutrition_api::openapi::document()),
         Command::Healthcheck => cli::healthcheck(
             env.listen_addr(nutrition_api::settings::DEFAULT_LISTEN_ADDR),
             "/ready",

@@ -23,20 +23,27 @@ pub struct FastRow {
 }
 
 /// A fast event on the wire.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Fast {
     pub id: String,
+    #[schema(value_type = domain::fasting::FastStatus)]
     pub status: String,
+    #[schema(value_type = domain::protocol::Protocol)]
     pub protocol: String,
     #[serde(serialize_with = "service_kit::time::serialize")]
     pub started_at: DateTime<Utc>,
     #[serde(serialize_with = "service_kit::time::serialize")]
     pub planned_end_at: DateTime<Utc>,
     #[serde(serialize_with = "service_kit::time::serialize_opt")]
+    #[schema(required = true)]
     pub ended_at: Option<DateTime<Utc>>,
+    /// Milestone keys already pushed for this fast (`hydration_2h`, …, `ending_soon`).
     pub notified_milestones: Vec<String>,
+    #[schema(value_type = Option<Symptoms>)]
+    #[schema(required = true)]
     pub symptoms: Option<serde_json::Value>,
+    /// Started by consuming the final meal of a day in a meal plan.
     pub auto_started: bool,
 }
 
@@ -57,18 +64,23 @@ impl From<FastRow> for Fast {
 }
 
 /// The symptom diary: a headache checkbox, three sliders from 1 to 10 and a note.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schema(example = json!({"headache": true, "energy": 6, "hunger": 4, "clarity": 8, "note": "Mal di testa leggero"}))]
 pub struct Symptoms {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headache: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 10)]
     pub energy: Option<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 10)]
     pub hunger: Option<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 10)]
     pub clarity: Option<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 2000)]
     pub note: Option<String>,
 }
 

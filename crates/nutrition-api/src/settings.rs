@@ -13,6 +13,8 @@ pub struct Settings {
     pub listen_addr: SocketAddr,
     pub database_url: Secret,
     pub pool_size: u32,
+    /// Slow-client and connection limits of the HTTP server.
+    pub http: service_kit::http::Limits,
     /// Must equal auth's, or no session will verify.
     pub auth: AuthSettings,
     /// `None`: push is switched off.
@@ -27,6 +29,7 @@ impl Settings {
             listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
             database_url: database_url(env)?,
             pool_size: env.pool_size()?,
+            http: service_kit::http::Limits::from_env(env)?,
             auth: AuthSettings::from_env(env)?,
             vapid: VapidConfig::from_env(env)?,
             allow_http_endpoints: push::vapid::allow_http_endpoints(env)?,

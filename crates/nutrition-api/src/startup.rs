@@ -54,6 +54,8 @@ impl Application {
                 None
             }
         };
+        let limits = settings.http;
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let test_pushes = Arc::new(TestPushes::new(TEST_PUSH_SENDS));
         let state = AppState {
             settings: Arc::new(settings),
@@ -68,10 +70,12 @@ impl Application {
             listener,
             Arc::new(PoolReadiness(pool)),
             metrics,
+            limits,
             move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     .app_data(service_kit::http::BodyLimit(BODY_LIMIT))
                     .app_data(web::Data::new(layer.clone()))
+                    .configure(service_kit::openapi::mount(docs.clone()))
                     .configure(crate::routes::config);
             },
         )?;

@@ -9,7 +9,7 @@
 use diesel::prelude::*;
 use diesel::sql_types::Text;
 
-use crate::schema::auth::{account, rate_limit, session, user};
+use crate::schema::auth::{account, mail_outbox, rate_limit, session, user};
 use crate::schema::nutrition::{
     device_token, fast_event, meal_plan, meal_slot, pause_period, profile, test_push_limit,
 };
@@ -148,6 +148,13 @@ pub fn erase_user(
             .bind::<Text, _>(user_id)
             .bind::<Text, _>(&email)
             .execute(conn)?,
+        );
+        // Reset and verification mails, sent or waiting: they carry the address, the name and a
+        // link naming the user.
+        note(
+            "auth.mail_outbox",
+            diesel::delete(mail_outbox::table.filter(mail_outbox::to_address.eq(&email)))
+                .execute(conn)?,
         );
         note(
             "auth.rate_limit",

@@ -5,6 +5,7 @@
 
 pub mod deliver;
 pub mod jobs;
+pub mod openapi;
 pub mod run;
 pub mod scheduler;
 pub mod settings;

@@ -25,6 +25,9 @@ enum Command {
     Healthcheck,
     /// Print a fresh VAPID key pair as environment lines.
     VapidKeys,
+    /// Print the OpenAPI 3.1 document (the one `/openapi.json` serves) and exit; needs no
+    /// configuration and no database.
+    Openapi,
     /// Run one job once, as if the time were --at, deliver what it queued, print a JSON line.
     Fire {
         /// weekly-weigh-in, meal-lunch, meal-snack, meal-dinner or milestones.
@@ -47,6 +50,7 @@ async fn main() -> ExitCode {
         return cli::config_failure(&err);
     }
     match cli.command.unwrap_or(Command::Serve) {
+        Command::Openapi => cli::print_openapi(&push_scheduler::openapi::document()),
         Command::VapidKeys => {
             let pair = VapidKeyPair::generate();
             let lines = format!(

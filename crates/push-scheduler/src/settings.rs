@@ -13,6 +13,8 @@ pub struct Settings {
     pub listen_addr: SocketAddr,
     pub database_url: Secret,
     pub pool_size: u32,
+    /// Slow-client and connection limits of the HTTP server.
+    pub http: service_kit::http::Limits,
     /// `None`: push is off; jobs record what they would send but nothing is delivered.
     pub vapid: Option<VapidConfig>,
     pub allow_http_endpoints: bool,
@@ -24,6 +26,7 @@ impl Settings {
             listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
             database_url: database_url(env)?,
             pool_size: env.pool_size()?,
+            http: service_kit::http::Limits::from_env(env)?,
             vapid: VapidConfig::from_env(env)?,
             allow_http_endpoints: push::vapid::allow_http_endpoints(env)?,
         })

@@ -64,10 +64,12 @@ impl Application {
         };
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
+        let limits = settings.http;
         let state = AppState {
             settings: Arc::new(settings),
             pool: pool.clone(),
         };
+        let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let metrics = service_kit::metrics::ServiceMetrics::new();
         metrics.pool(pool.clone());
         metrics.outbox("push", {
@@ -79,8 +81,10 @@ impl Application {
             listener,
             Arc::new(PoolReadiness(pool)),
             metrics,
+            limits,
             move |cfg| {
-                cfg.app_data(web::Data::new(state.clone()));
+                cfg.app_data(web::Data::new(state.clone()))
+                    .configure(service_kit::openapi::mount(docs.clone()));
             },
         )?;
         tracing::info!(port, "push-scheduler health endpoints listening");

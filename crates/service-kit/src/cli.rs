@@ -13,6 +13,25 @@ use crate::config::ConfigError;
 /// `openssl::init` does, keeps that handler from ever being registered.
 pub fn process_init() {
     openssl::init();
+    raise_open_files_limit();
+}
+
+/// The soft and hard limit of open files after start-up, for the log line of `serve`.
+static OPEN_FILES: std::sync::OnceLock<Result<(u64, u64), String>> = std::sync::OnceLock::new();
+
+/// Raises the soft limit of open files to the hard limit. Every connection and every pooled
+/// database connection is a descriptor, and distributions often start services with a soft
+/// limit of 1024 while allowing far more.
+pub fn raise_open_files_limit() {
+    let outcome = rlimit::increase_nofile_limit(u64::MAX)
+        .map_err(|e| e.to_string())
+        .and_then(|_| rlimit::getrlimit(rlimit::Resource::NOFILE).map_err(|e| e.to_string()));
+    let _ = OPEN_FILES.set(outcome);
+}
+
+/// What [`raise_open_files_limit`] achieved, if it ran.
+pub fn open_files_limit() -> Option<&'static Result<(u64, u64), String>> {
+    OPEN_FILES.get()
 }
 
 /// Exit status for a configuration error (`EX_CONFIG` of sysexits.h).
@@ -77,4 +96,19 @@ pub fn startup_failure(err: &anyhow::Error) -> ExitCode {
     tracing::error!(error = format!("{err:#}"), "start-up failed");
     eprintln!("start-up failed: {err:#}");
     ExitCode::FAILURE
+}
+
+/// `<binary> openapi`: writes the service's complete OpenAPI document to stdout, for clients that
+/// generate their types from it at build time without running the service.
+pub fn print_openapi(doc: &utoipa::openapi::OpenApi) -> ExitCode {
+    use std::io::Write;
+    let docs = crate::openapi::Docs::new(doc);
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{}", docs.json()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("cannot write the document: {err}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
@@ -15,9 +16,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// `{"code": "UPPER_SNAKE", "message": "..."}`: the one error shape of every service.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(example = json!({"code": "VALIDATION_ERROR", "message": "name: missing field `name`"}))]
 pub struct ErrorBody {
+    /// What went wrong, as a stable UPPER_SNAKE code for programs.
+    #[schema(value_type = String, pattern = "^[A-Z][A-Z0-9_]*$")]
     pub code: Cow<'static, str>,
+    /// The same in English for people.
     pub message: String,
 }
 
@@ -416,15 +421,114 @@ where
         listener,
         readiness,
         crate::metrics::ServiceMetrics::new(),
+        Limits::default(),
         configure,
     )
 }
 
-/// [`server`] with the service's own metrics (pool, outboxes, route outcomes).
+/// How much a slow or numerous client may hold of a service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// A request body that sends nothing for this long is answered 408 and the connection closed.
+    pub body_idle_timeout: Duration,
+    /// Open connections per process; beyond it new ones wait in the listen backlog.
+    pub max_connections: usize,
+}
+
+pub const REQUEST_BODY_TIMEOUT_SECS: &str = "REQUEST_BODY_TIMEOUT_SECS";
+pub const MAX_CONNECTIONS: &str = "MAX_CONNECTIONS";
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            body_idle_timeout: Duration::from_secs(15),
+            max_connections: 4096,
+        }
+    }
+}
+
+impl Limits {
+    pub fn from_env(env: &crate::Env) -> Result<Self, crate::ConfigError> {
+        let default = Self::default();
+        Ok(Self {
+            body_idle_timeout: Duration::from_secs(env.number(
+                REQUEST_BODY_TIMEOUT_SECS,
+                default.body_idle_timeout.as_secs(),
+                1,
+                300,
+            )?),
+            max_connections: env.number(MAX_CONNECTIONS, default.max_connections, 16, 1_000_000)?,
+        })
+    }
+}
+
+/// Cuts off a request body that stalls: each chunk must arrive within the idle timeout, else the
+/// body ends with an error and the answer is 408 `REQUEST_TIMEOUT` with `Connection: close`,
+/// whatever the handler made of the broken body. Without it a client that sends headers and
+/// then trickles (or nothing) would hold a worker's connection and buffer for as long as it likes.
+async fn body_deadline(
+    mut req: actix_web::dev::ServiceRequest,
+    next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
+) -> Result<
+    actix_web::dev::ServiceResponse<actix_web::body::EitherBody<impl actix_web::body::MessageBody>>,
+    actix_web::Error,
+> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let idle = req
+        .app_data::<web::Data<Limits>>()
+        .map(|l| l.body_idle_timeout)
+        .unwrap_or_else(|| Limits::default().body_idle_timeout);
+    let stalled = Arc::new(AtomicBool::new(false));
+    let payload = actix_web::HttpMessage::take_payload(&mut req);
+    let flag = Arc::clone(&stalled);
+    let stream = futures_util::stream::unfold(Some(payload), move |state| {
+        let flag = Arc::clone(&flag);
+        async move {
+            let mut payload = state?;
+            match actix_web::rt::time::timeout(idle, payload.next()).await {
+                Ok(Some(item)) => Some((item, Some(payload))),
+                Ok(None) => None,
+                Err(_) => {
+                    flag.store(true, Ordering::Relaxed);
+                    let err =
+                        std::io::Error::new(std::io::ErrorKind::TimedOut, "request body stalled");
+                    Some((Err(actix_web::error::PayloadError::Io(err)), None))
+                }
+            }
+        }
+    });
+    req.set_payload(Payload::Stream {
+        payload: Box::pin(stream),
+    });
+    let outcome = next.call(req).await;
+    if !stalled.load(Ordering::Relaxed) {
+        return outcome.map(actix_web::dev::ServiceResponse::map_into_left_body);
+    }
+    tracing::info!("request body stalled; answered 408");
+    let mut timeout = error_response(
+        StatusCode::REQUEST_TIMEOUT,
+        "REQUEST_TIMEOUT",
+        format!("the request body sent nothing for {} s", idle.as_secs()),
+    );
+    timeout
+        .head_mut()
+        .set_connection_type(actix_web::http::ConnectionType::Close);
+    match outcome {
+        Ok(resp) => Ok(resp.into_response(timeout).map_into_right_body()),
+        Err(_) => Err(actix_web::error::InternalError::from_response(
+            "request body stalled",
+            timeout,
+        )
+        .into()),
+    }
+}
+
+/// [`server`] with the service's own metrics (pool, outboxes, route outcomes) and limits.
 pub fn server_with<F>(
     listener: std::net::TcpListener,
     readiness: ReadinessProbe,
     metrics: crate::metrics::ServiceMetrics,
+    limits: Limits,
     configure: F,
 ) -> std::io::Result<actix_web::dev::Server>
 where
@@ -432,10 +536,19 @@ where
 {
     crate::metrics::init_process_metrics();
     let metrics = web::Data::new(metrics);
+    let workers = std::thread::available_parallelism().map_or(2, usize::from);
+    if let Some(limit) = crate::cli::open_files_limit() {
+        match limit {
+            Ok((soft, hard)) => tracing::info!(soft, hard, "open files limit"),
+            Err(error) => tracing::warn!(%error, "open files limit could not be raised"),
+        }
+    }
     Ok(actix_web::HttpServer::new(move || {
         actix_web::App::new()
+            .wrap(actix_web::middleware::from_fn(body_deadline))
             .wrap(tracing_actix_web::TracingLogger::<RequestSpan>::new())
             .wrap(actix_web::middleware::from_fn(crate::metrics::record))
+            .app_data(web::Data::new(limits))
             .app_data(web::Data::new(Arc::clone(&readiness)))
             .app_data(metrics.clone())
             .configure(extractor_config)
@@ -445,6 +558,9 @@ where
             .default_service(web::to(not_found))
     })
     .shutdown_timeout(10)
+    .workers(workers)
+    // actix counts per worker; MAX_CONNECTIONS is per process.
+    .max_connections(limits.max_connections.div_ceil(workers))
     .listen(listener)?
     .run())
 }

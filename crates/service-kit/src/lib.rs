@@ -7,6 +7,7 @@ pub mod config;
 pub mod db;
 pub mod http;
 pub mod metrics;
+pub mod openapi;
 pub mod probe;
 pub mod telemetry;
 pub mod time;

@@ -201,6 +201,16 @@ impl ServiceMetrics {
         gauge
     }
 
+    /// A counter family of this service, for counts kept elsewhere and copied on each scrape.
+    pub fn int_counter_vec(&self, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+        let counter =
+            IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric definition");
+        if let Err(err) = self.inner.registry.register(Box::new(counter.clone())) {
+            tracing::warn!(error = %err, "metric registered twice");
+        }
+        counter
+    }
+
     fn int_gauge_vec(&self, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
         let gauge =
             IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric definition");

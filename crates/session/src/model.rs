@@ -5,7 +5,7 @@ use diesel::{Queryable, Selectable};
 use nutrition_store::schema::auth::{session, user};
 use serde::Serialize;
 
-#[derive(Debug, Clone, Queryable, Selectable, Serialize)]
+#[derive(Debug, Clone, Queryable, Selectable, Serialize, utoipa::ToSchema)]
 #[diesel(table_name = user, check_for_backend(diesel::pg::Pg))]
 #[serde(rename_all = "camelCase")]
 pub struct User {
@@ -13,6 +13,7 @@ pub struct User {
     pub name: String,
     pub email: String,
     pub email_verified: bool,
+    #[schema(required = true)]
     pub image: Option<String>,
     #[serde(serialize_with = "service_kit::time::serialize")]
     pub created_at: DateTime<Utc>,
@@ -21,7 +22,7 @@ pub struct User {
 }
 
 /// A session row. The token is the bearer secret: it never appears in JSON.
-#[derive(Debug, Clone, Queryable, Selectable, Serialize)]
+#[derive(Debug, Clone, Queryable, Selectable, Serialize, utoipa::ToSchema)]
 #[diesel(table_name = session, check_for_backend(diesel::pg::Pg))]
 #[serde(rename_all = "camelCase")]
 pub struct Session {
@@ -36,6 +37,8 @@ pub struct Session {
     /// Also the time of the last rolling refresh.
     #[serde(serialize_with = "service_kit::time::serialize")]
     pub updated_at: DateTime<Utc>,
+    #[schema(required = true)]
     pub ip_address: Option<String>,
+    #[schema(required = true)]
     pub user_agent: Option<String>,
 }

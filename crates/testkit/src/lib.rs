@@ -15,6 +15,7 @@ pub mod checks;
 pub mod http;
 pub mod mariadb;
 pub mod oauth;
+pub mod openapi;
 pub mod postgres;
 pub mod process;
 pub mod proxy;

@@ -125,6 +125,11 @@ impl Process {
         None
     }
 
+    /// The process id, e.g. to read `/proc/<id>/limits`.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -195,6 +195,16 @@ impl Browser {
         .await;
     }
 
+    /// Runs `script` (a function body; `return` gives the value) in the page and returns its value.
+    pub async fn execute(&self, script: &str) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            "/execute/sync",
+            Some(json!({ "script": script, "args": [] })),
+        )
+        .await
+    }
+
     /// The browser's cookies for the current page.
     pub async fn cookies(&self) -> Vec<Value> {
         self.call(reqwest::Method::GET, "/cookie", None)

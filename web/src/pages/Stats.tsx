@@ -172,6 +172,8 @@ function Calendar({ days, now }: { days: Set<string>; now: number }) {
   );
 }
 
+const days = (n: number) => `${n} ${n === 1 ? 'giorno' : 'giorni'}`;
+
 export function Stats() {
   const res = useLoad(loadStats);
   const now = Date.now();
@@ -194,11 +196,11 @@ export function Stats() {
             </div>
             <div>
               <dt>Serie attuale</dt>
-              <dd>{s.currentStreak} giorni</dd>
+              <dd>{days(s.currentStreak)}</dd>
             </div>
             <div>
               <dt>Serie più lunga</dt>
-              <dd>{s.longestStreak} giorni</dd>
+              <dd>{days(s.longestStreak)}</dd>
             </div>
             <div>
               <dt>Digiuni completati</dt>

@@ -269,12 +269,22 @@ async fn erasure_leaves_no_row_naming_the_user_and_every_other_row_as_it_was() {
         ann.email, ann.id, joann.email
     ));
 
+    // Mail waiting in auth's outbox, as a password reset queues it.
+    for p in [&ann, &joann] {
+        app.sql(&format!(
+            "INSERT INTO auth.mail_outbox (kind, to_address, to_name, subject, text_body, html_body)
+             VALUES ('password_reset', '{0}', 'Test User', 'Reset', 'link for {0}', '<p>link</p>')",
+            p.email
+        ));
+    }
+
     let before = all_rows(&app);
     for (table, min) in [
         ("auth.session", 2),
         ("auth.account", 1),
         ("auth.rate_limit", 2),
         ("auth.verification", 3),
+        ("auth.mail_outbox", 1),
         ("nutrition.profile", 1),
         ("nutrition.fast_event", 2),
         ("nutrition.meal_plan", 1),

@@ -130,6 +130,20 @@ async fn a_committed_mail_is_delivered_once_and_a_rolled_back_one_never() {
 
     let (status, _) = testkit::http::get_json(&format!("{}/ready", app.base)).await;
     assert_eq!(status, 200);
+    let metrics = reqwest::get(format!("{}/metrics", app.base))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    for line in [
+        "mail_sender_up{outbox=\"mail\"} 1",
+        "mail_sender_panics_total{outbox=\"mail\"} 0",
+        "mail_deliveries_total{outbox=\"mail\",outcome=\"sent\"} 1",
+        "outbox_pending{outbox=\"mail\"} 0",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in {metrics}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,11 +3,13 @@
 mod cross_site;
 mod delete_user;
 mod helpers;
+mod import;
 mod links;
 mod mail;
 mod mail_outbox;
 mod manage;
 mod oauth;
+mod openapi;
 mod operations;
 mod origin;
 mod pages;

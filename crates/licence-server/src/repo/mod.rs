@@ -4,6 +4,7 @@
 //! the database, by a row lock or a single conditional statement.
 
 pub mod activations;
+pub mod buyers;
 pub mod deactivations;
 pub mod events;
 pub mod idempotency;

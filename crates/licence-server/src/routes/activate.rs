@@ -10,8 +10,9 @@ use crate::error::ApiError;
 use crate::repo::activations::{self, Activated};
 use crate::wire::{IssuedLease, IssuedToken, LicenceView};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schema(as = Activate)]
 pub struct Body {
     #[serde(alias = "license_key")]
     license_key: String,
@@ -21,8 +22,9 @@ pub struct Body {
     instance_name: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Activated)]
 pub struct Answer {
     activated: bool,
     #[serde(flatten)]
@@ -33,9 +35,10 @@ pub struct Answer {
     license: LicenceView,
 }
 
-#[derive(Serialize)]
-struct Instance {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct Instance {
     id: String,
+    #[schema(required = true)]
     name: Option<String>,
 }
 

@@ -6,17 +6,21 @@ use crate::clock::rfc3339;
 use crate::error::ApiError;
 use crate::repo::activations;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Activations)]
 pub struct Answer {
     activations: Vec<Activation>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct Activation {
+pub(crate) struct Activation {
     instance_id: String,
+    #[schema(required = true)]
     name: Option<String>,
+    #[schema(format = DateTime)]
     created_at: String,
+    #[schema(format = DateTime)]
     last_validated_at: String,
     current: bool,
 }

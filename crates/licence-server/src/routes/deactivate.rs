@@ -10,7 +10,8 @@ use crate::repo::deactivations::{self, Deactivated};
 use crate::repo::licences;
 use crate::wire::LicenceView;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Deactivated)]
 pub struct Answer {
     deactivated: bool,
     license: LicenceView,
@@ -18,9 +19,10 @@ pub struct Answer {
 
 /// `{licenseKey, instanceId}` without a token; with one, `{instanceId?}` names another
 /// installation of the token's licence (the token's own when absent).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Body {
+#[schema(as = Deactivate)]
+pub(crate) struct Body {
     #[serde(default, alias = "license_key")]
     license_key: Option<String>,
     #[serde(default, alias = "instance_id")]

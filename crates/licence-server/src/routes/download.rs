@@ -16,7 +16,8 @@ use super::AppState;
 use crate::error::ApiError;
 use crate::signing;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Query {
     file: Option<String>,
     expires: Option<String>,

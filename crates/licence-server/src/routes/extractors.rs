@@ -46,7 +46,7 @@ impl FromRequest for OptionalBody {
 }
 
 /// `{licenseKey, instanceId}`, also spelled `license_key`, `instance_id`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct KeyAndInstance {
     #[serde(alias = "license_key")]

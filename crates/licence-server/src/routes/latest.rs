@@ -6,22 +6,29 @@ use crate::error::ApiError;
 use crate::releases::FileInfo;
 use crate::signing::{self, DOWNLOAD_VALIDITY};
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Release)]
 pub struct Answer {
     version: String,
+    #[schema(required = true, format = DateTime)]
     pub_date: Option<String>,
+    #[schema(required = true)]
     notes: Option<String>,
     licensed: bool,
     files: Vec<File>,
 }
 
-#[derive(Serialize)]
-struct File {
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ReleaseFile)]
+pub(crate) struct File {
     platform: String,
     name: String,
     size: u64,
     sha256: String,
+    /// A signed download address valid for 15 minutes when the request carried a valid
+    /// licence token, else null.
+    #[schema(required = true)]
     url: Option<String>,
 }
 

@@ -2,20 +2,20 @@
 //! application state, the extractors (optional JSON body, Bearer claims) and the access rules.
 
 mod access;
-mod activate;
-mod activations;
-mod deactivate;
-mod download;
+pub(crate) mod activate;
+pub(crate) mod activations;
+pub(crate) mod deactivate;
+pub(crate) mod download;
 mod extractors;
-mod latest;
+pub(crate) mod latest;
 pub mod limits;
-mod public_keys;
+pub(crate) mod public_keys;
 mod signature;
 mod state;
 mod usage_consume;
-mod usage_status;
-mod validate;
-mod webhook;
+pub(crate) mod usage_status;
+pub(crate) mod validate;
+pub(crate) mod webhook;
 
 use actix_web::middleware::from_fn;
 use actix_web::web;

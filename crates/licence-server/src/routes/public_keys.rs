@@ -4,7 +4,8 @@ use serde::Serialize;
 use super::AppState;
 use crate::lease::PublicKey;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = PublicKeys)]
 pub struct Answer {
     keys: Vec<PublicKey>,
 }

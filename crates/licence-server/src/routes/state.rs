@@ -5,7 +5,6 @@ use std::sync::Arc;
 use crate::clock::SharedClock;
 use crate::db::MyPool;
 use crate::lease::SigningRing;
-use crate::mail::MailWaker;
 use crate::releases::Builds;
 use crate::settings::Settings;
 use crate::tokens::KeyRing;
@@ -18,5 +17,6 @@ pub struct AppState {
     pub keys: Arc<KeyRing>,
     pub signing: Arc<SigningRing>,
     pub builds: Builds,
-    pub mail: MailWaker,
+    /// The e-mail sender, woken after a purchase queues a mail.
+    pub mail: mailer::Mailer,
 }

@@ -24,7 +24,12 @@ pub async fn consume(
     let now = state.clock.now();
     let plan = auth.licence.plan();
     let day = domain::licensing::quota_day(now);
+    // Keys only mean something on their own day; old ones are dropped now and then.
+    let prune = rand::random_ratio(1, 1000);
     let consumed = service_kit::db::run(&state.pool, move |conn| {
+        if prune {
+            idempotency::prune(conn, day - chrono::Days::new(1))?;
+        }
         let consumed = match key {
             Some(key) => idempotency::consume_once(conn, &auth.licence.id, day, &key, plan)?,
             None => {

@@ -6,8 +6,10 @@ use crate::error::ApiError;
 use crate::repo::usage;
 use crate::wire::UsageReport;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = UsageStatus)]
 pub struct Answer {
+    #[schema(value_type = Vec<String>)]
     features: &'static [&'static str],
     #[serde(flatten)]
     usage: UsageReport,

@@ -10,8 +10,9 @@ use crate::error::ApiError;
 use crate::repo::{activations, licences};
 use crate::wire::{IssuedLease, IssuedToken, LicenceView};
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Validated)]
 pub struct Answer {
     valid: bool,
     #[serde(flatten)]

@@ -11,7 +11,8 @@ use crate::signing;
 /// Lemon Squeezy bodies are small; this leaves room for orders with many items.
 const WEBHOOK_BODY_LIMIT: usize = 1024 * 1024;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Received)]
 pub struct Answer {
     received: bool,
 }

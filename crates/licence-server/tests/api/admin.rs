@@ -155,3 +155,112 @@ async fn a_refunded_licence_can_be_enabled_again_and_annual_lasts_a_year() {
     assert_eq!(enabled["status"], "active");
     assert_eq!(app.activate(&key, "pc").await.0, 200);
 }
+
+/// Every row of every table of the test database, as `mariadb-dump` writes them.
+fn dump(app: &TestApp) -> String {
+    let url = url::Url::parse(app.db.url()).expect("database URL");
+    let out = std::process::Command::new("mariadb-dump")
+        .args([
+            "--protocol=tcp",
+            "-h",
+            url.host_str().unwrap_or("127.0.0.1"),
+            "-P",
+            &url.port().unwrap_or(3306).to_string(),
+            "-u",
+            url.username(),
+            &format!("--password={}", url.password().unwrap_or_default()),
+            "--no-create-info",
+            "--skip-extended-insert",
+            "--skip-comments",
+            app.db.name(),
+        ])
+        .output()
+        .expect("run mariadb-dump");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn buyer_purchase(order: u64, email: &str, name: &str) -> Value {
+    let mut event = crate::helpers::order_created(order, crate::helpers::VARIANT_PRO, email);
+    event["data"]["attributes"]["user_name"] = json!(name);
+    event
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_buyer_is_exported_whole_and_erased_to_a_tombstone_with_the_licence_still_valid() {
+    let app = spawn_app().await;
+    for (order, email, name) in [
+        (9001, "Grace.Hopper@example.com", "Grace Hopper"),
+        (9002, "ada@example.com", "Ada Lovelace"),
+    ] {
+        let (status, _) = app.webhook(&buyer_purchase(order, email, name)).await;
+        assert_eq!(status, 200);
+    }
+    app.smtp.wait_for(2, Duration::from_secs(10)).await;
+    let key = app.key_of_order("9001").expect("grace's licence");
+    let token = app.token(&key, "grace-laptop").await;
+    let (status, _) = app
+        .post("/api/usage/consume", &json!({}), Some(&token))
+        .await;
+    assert_eq!(status, 200);
+
+    let (ok, export, err) = admin(&app, &["export", "--email", "grace.hopper@EXAMPLE.com"]);
+    assert!(ok, "{err}");
+    let tables = &export["tables"];
+    assert_eq!(
+        tables["licence"].as_array().map(Vec::len),
+        Some(1),
+        "{export}"
+    );
+    assert_eq!(tables["licence"][0]["license_key"], json!(key));
+    assert_eq!(tables["licence"][0]["customer_name"], "Grace Hopper");
+    assert_eq!(tables["activation"][0]["instance_id"], "grace-laptop");
+    assert_eq!(tables["daily_usage"][0]["used"], 1);
+    assert_eq!(tables["email_outbox"].as_array().map(Vec::len), Some(1));
+    assert_eq!(tables["webhook_event"].as_array().map(Vec::len), Some(1));
+    let text = export.to_string();
+    assert!(
+        !text.contains("ada@example.com") && !text.contains("Ada Lovelace"),
+        "only grace: {text}"
+    );
+
+    let before = dump(&app);
+    assert!(before.contains("Grace Hopper") && before.contains("Grace.Hopper@example.com"));
+    let (ok, erased, err) = admin(&app, &["erase", "--email", "grace.hopper@example.com"]);
+    assert!(ok, "{err}");
+    assert_eq!(erased["erasedLicences"], 1);
+    let after = dump(&app);
+    for gone in ["Grace", "Hopper", "grace.hopper", "Grace.Hopper"] {
+        assert!(!after.contains(gone), "{gone} is still stored");
+    }
+    let ada_rows = |dump: &str| -> Vec<String> {
+        dump.lines()
+            .filter(|l| l.contains("ada@example.com") || l.contains("Ada Lovelace"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        ada_rows(&after),
+        ada_rows(&before),
+        "the other buyer is untouched"
+    );
+    assert!(!ada_rows(&after).is_empty());
+
+    // The installation already activated keeps working; so does a new one on the same key.
+    let (status, body) = app
+        .post("/api/license/validate", &json!({}), Some(&token))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(app.activate(&key, "grace-desktop").await.0, 200);
+    let (ok, _, err) = admin(&app, &["export", "--email", "grace.hopper@example.com"]);
+    assert!(
+        !ok && err.contains("no licence"),
+        "nothing is left under the address: {err}"
+    );
+    let (ok, _, _) = admin(&app, &["erase", "--email", "nobody@example.com"]);
+    assert!(!ok);
+}

@@ -105,6 +105,29 @@ async fn revalidation_renews_and_a_clock_set_back_is_detected() {
     assert!(matches!(c.check(), Err(Error::ClockSetBack { .. })));
     app.clock.advance(chrono::Duration::hours(2));
     assert!(c.check().is_ok());
+
+    // A fresh installation whose clock is behind the lease's issue time is caught as well.
+    let dir2 = ScratchDir::new("licence-client");
+    let server_now = app.clock.now();
+    let behind = LicenceClient::with_keys(
+        &app.base,
+        trusted_keys(&app).await,
+        dir2.path().join("licence.json"),
+        "desk-2".into(),
+    )
+    .expect("client")
+    .with_clock(move || server_now - chrono::Duration::days(2));
+    assert!(matches!(
+        behind.activate(&key, None).await,
+        Err(Error::ClockSetBack { .. })
+    ));
+    // A clock set a day ahead and then put right is forgiven once the server vouches again.
+    app.clock.advance(chrono::Duration::days(1));
+    assert!(c.check().is_ok());
+    app.clock.advance(chrono::Duration::days(-1));
+    assert!(matches!(c.check(), Err(Error::ClockSetBack { .. })));
+    c.validate().await.expect("validate");
+    assert!(c.check().is_ok());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,6 +158,13 @@ async fn quota_exhausted_is_typed_and_installations_can_be_managed() {
     for i in 1..=10 {
         let u = c.consume().await.expect("consume");
         assert_eq!((u.used, u.remaining), (i, 10 - i));
+    }
+    // Past the token's 24 hours the library renews it and still takes the unit once.
+    app.clock.advance(chrono::Duration::hours(25));
+    let u = c.consume().await.expect("consume with an expired token");
+    assert_eq!((u.used, u.remaining), (1, 9), "a new Rome day, one unit");
+    for _ in 0..9 {
+        c.consume().await.expect("consume");
     }
     match c.consume().await {
         Err(Error::QuotaExhausted { plan, resets_at }) => {

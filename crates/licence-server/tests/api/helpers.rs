@@ -68,6 +68,7 @@ pub fn quick_mailer() -> MailerOptions {
         retry_max: Duration::from_secs(1),
         lease: Duration::from_secs(10),
         smtp_timeout: Duration::from_secs(3),
+        ..MailerOptions::default()
     }
 }
 
@@ -91,6 +92,11 @@ pub async fn spawn_app() -> TestApp {
 
 /// The same, with the application's clock standing at `now`.
 pub async fn spawn_app_at(now: DateTime<Utc>) -> TestApp {
+    spawn_app_with(now, quick_mailer()).await
+}
+
+/// The same, with the sender's timings `mailer`.
+pub async fn spawn_app_with(now: DateTime<Utc>, mailer: MailerOptions) -> TestApp {
     let db = TestMariaDb::migrated(licence_server::db::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
@@ -110,7 +116,7 @@ pub async fn spawn_app_at(now: DateTime<Utc>) -> TestApp {
         database_url,
         outside,
     };
-    app.base = app.start_instance(&format!("k1:{KEY}")).await;
+    app.base = app.start_instance_timed(&[], mailer).await;
     app
 }
 
@@ -172,6 +178,27 @@ impl TestApp {
 
     /// Starts another instance with `overrides` on top of the test settings.
     pub async fn start_instance_with(&self, overrides: &[(&str, &str)]) -> String {
+        self.start_instance_timed(overrides, quick_mailer()).await
+    }
+
+    /// The same, with the sender's timings `mailer`.
+    pub async fn start_instance_timed(
+        &self,
+        overrides: &[(&str, &str)],
+        mailer: MailerOptions,
+    ) -> String {
+        let app = self.build_instance(overrides, mailer).await;
+        let base = format!("http://127.0.0.1:{}", app.port());
+        tokio::spawn(app.run_until_stopped());
+        base
+    }
+
+    /// Another instance, built but not yet serving.
+    pub async fn build_instance(
+        &self,
+        overrides: &[(&str, &str)],
+        mailer: MailerOptions,
+    ) -> Application {
         let builds = self.builds.path().to_string_lossy().into_owned();
         let mut env = base_env(&self.database_url, &builds);
         for (k, v) in &mut env {
@@ -184,18 +211,15 @@ impl TestApp {
             env.push(((*name).to_owned(), (*value).to_owned()));
         }
         let settings = Settings::from_env(&Env::from_pairs(env)).expect("valid test settings");
-        let app = Application::build_with(
+        Application::build_with(
             settings,
             Options {
                 clock: self.clock.clone(),
-                mailer: quick_mailer(),
+                mailer,
             },
         )
         .await
-        .expect("build licence-server");
-        let base = format!("http://127.0.0.1:{}", app.port());
-        tokio::spawn(app.run_until_stopped());
-        base
+        .expect("build licence-server")
     }
 
     pub fn outside_path(&self) -> &Path {

@@ -5,6 +5,7 @@ mod client;
 mod hardening;
 mod helpers;
 mod licences;
+mod mail;
 mod migrations;
 mod offline;
 mod operations;

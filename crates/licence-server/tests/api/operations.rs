@@ -47,6 +47,8 @@ fn bad_settings_stop_the_process_naming_the_variable() {
     case("PAYMENT_WEBHOOK_SECRET", None);
     case("PAYMENT_VARIANT_ANNUAL", Some("1001"));
     case("SMTP_URL", Some("mail.example.com"));
+    // Plain SMTP to another machine would carry licence keys and passwords in the clear.
+    case("SMTP_URL", Some("smtp://mail.example.com:25"));
     case("MAIL_FROM", Some("nobody"));
     case("LICENCE_SIGNING_KEYS", None);
     case("LICENCE_SIGNING_KEYS", Some("ed1:change-me-please"));
@@ -172,4 +174,53 @@ async fn hostile_input_is_never_a_server_error() {
         let (status, _) = app.get("/api/usage/status", Some(token)).await;
         assert_eq!(status, 401, "{token}");
     }
+}
+
+/// The document served at `/openapi.json` lists exactly the routes and methods the service
+/// mounts, and `/docs` is the page that renders it.
+#[tokio::test]
+async fn the_openapi_document_matches_the_mounted_routes() {
+    let app = spawn_app().await;
+    let resp = app
+        .client
+        .get(format!("{}/openapi.json", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let doc: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(
+        doc,
+        serde_json::to_value(licence_server::openapi::document()).unwrap()
+    );
+    let mounted = service_kit::openapi::mounted_routes(|cfg| {
+        cfg.route(
+            "/api/health",
+            actix_web::web::get().to(service_kit::http::ready),
+        )
+        .configure(service_kit::openapi::mount(
+            service_kit::openapi::Docs::new(&licence_server::openapi::document()),
+        ))
+        .configure(licence_server::routes::config);
+    })
+    .await;
+    assert!(
+        mounted.contains(&"/api/license/activate".to_owned()),
+        "{mounted:?}"
+    );
+    testkit::openapi::assert_document_matches_routes(&app.client, &app.base, &doc, &mounted).await;
+    let page = app
+        .client
+        .get(format!("{}/docs", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("fetch(\"openapi.json\"")
+    );
 }

@@ -16,10 +16,14 @@ use crate::state::AppState;
 /// How far ahead of the server's clock a client's "now" may be; later is a future time.
 const CLOCK_SKEW: Duration = Duration::seconds(60);
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct StartFast {
+    /// Defaults to the preferred protocol.
+    #[schema(value_type = Option<domain::protocol::Protocol>)]
     protocol: Option<String>,
+    /// Defaults to now; at most 7 days in the past, never in the future.
+    #[schema(value_type = Option<chrono::DateTime<chrono::Utc>>)]
     started_at: Option<Instant>,
 }
 
@@ -75,9 +79,11 @@ pub async fn start(
     Ok(HttpResponse::Created().json(Fast::from(*fast)))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EndFast {
+    /// Defaults to now; never in the future nor before the start.
+    #[schema(value_type = Option<chrono::DateTime<chrono::Utc>>)]
     ended_at: Option<Instant>,
 }
 
@@ -113,9 +119,14 @@ pub async fn end(
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
+    /// Page size, 1 to 100 (default 20).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
     limit: Option<String>,
+    /// Only fasts started before this instant: the `nextBefore` of the previous page.
+    #[param(value_type = Option<chrono::DateTime<chrono::Utc>>)]
     before: Option<String>,
 }
 
@@ -187,7 +198,7 @@ pub async fn one(
         .ok_or(ApiError::NotFound)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PatchFast {
     symptoms: Symptoms,

@@ -4,14 +4,14 @@ use actix_web::middleware::from_fn;
 use actix_web::web;
 use service_kit::http::method_not_allowed;
 
-mod export;
-mod fasts;
+pub(crate) mod export;
+pub(crate) mod fasts;
 mod me;
-mod notifications;
-mod pause;
-mod plans;
-mod preferences;
-mod recipes;
+pub(crate) mod notifications;
+pub(crate) mod pause;
+pub(crate) mod plans;
+pub(crate) mod preferences;
+pub(crate) mod recipes;
 mod stats;
 
 pub fn config(cfg: &mut web::ServiceConfig) {

@@ -29,9 +29,10 @@ pub async fn config(_current: CurrentSession, state: web::Data<AppState>) -> Htt
         .json(serde_json::json!({ "pushEnabled": key.is_some(), "vapidPublicKey": key }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct Settings {
+#[schema(as = NotificationSettings)]
+pub(crate) struct Settings {
     meal_reminders: bool,
     weekly_weigh_in: bool,
 }
@@ -45,7 +46,7 @@ impl From<profile::Profile> for Settings {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PatchSettings {
     meal_reminders: Option<bool>,
@@ -81,30 +82,36 @@ pub async fn patch_settings(
     Ok(HttpResponse::Ok().json(Settings::from(p)))
 }
 
-#[derive(Deserialize)]
+/// The subscription's keys, base64url as the browser's `PushSubscription.toJSON()` gives them.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = PushKeys)]
 pub struct Keys {
     p256dh: String,
     auth: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterDevice {
+    /// 1 to 32 letters, digits, `-`, `_` or `.` (`web`, `android`, …).
     platform: String,
+    /// The push service's `https://` address of the subscription.
     endpoint: String,
     keys: Keys,
     token: Option<String>,
 }
 
 /// A device as the client sees it; its keys are not echoed.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct Device {
+pub(crate) struct Device {
     id: String,
     platform: String,
     endpoint: String,
+    #[schema(required = true)]
     token: Option<String>,
+    #[schema(required = true)]
     user_agent: Option<String>,
     #[serde(serialize_with = "service_kit::time::serialize")]
     created_at: DateTime<Utc>,
@@ -176,7 +183,7 @@ pub async fn register(
     Ok(HttpResponse::Created().json(Device::from(row)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemoveDevice {
     endpoint: String,

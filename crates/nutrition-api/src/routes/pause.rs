@@ -9,11 +9,12 @@ use crate::input::Instant;
 use crate::repo::profile;
 use crate::state::AppState;
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PauseBody {
     /// Absent: the next day at 06:00 Rome; `null`: the pause ends now.
     #[serde(default, deserialize_with = "service_kit::http::double_option")]
+    #[schema(value_type = Option<chrono::DateTime<chrono::Utc>>)]
     until: Option<Option<Instant>>,
 }
 

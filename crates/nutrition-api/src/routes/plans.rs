@@ -18,39 +18,50 @@ const MAX_DAYS: usize = 62;
 const MAX_SLOTS_PER_DAY: usize = 8;
 const MAX_TITLE: usize = 200;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreatePlan {
     #[serde(default)]
     intermittent_fasting: bool,
+    /// 1 to 62 days, each date once.
     days: Vec<DayIn>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct DayIn {
+pub(crate) struct DayIn {
+    #[schema(value_type = chrono::NaiveDate)]
     date: Day,
+    /// At most 8 slots.
     slots: Vec<SlotIn>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct SlotIn {
+pub(crate) struct SlotIn {
     category: MealCategory,
+    /// A recipe id of `GET /me/recipes`.
     recipe_id: Option<String>,
+    /// At most 200 printable characters.
+    #[schema(max_length = 200)]
     title: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct SlotView<'a> {
+#[schema(as = Slot)]
+pub(crate) struct SlotView<'a> {
     id: String,
     date: NaiveDate,
+    #[schema(value_type = MealCategory)]
     category: String,
+    #[schema(required = true)]
     recipe: Option<&'a domain::recipes::Recipe>,
+    #[schema(required = true)]
     title: Option<String>,
     consumed: bool,
     #[serde(serialize_with = "service_kit::time::serialize_opt")]
+    #[schema(required = true)]
     consumed_at: Option<DateTime<Utc>>,
 }
 

@@ -8,9 +8,11 @@ use crate::error::{ApiError, invalid};
 use crate::repo::profile;
 use crate::state::AppState;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct Preferences {
+pub(crate) struct Preferences {
+    #[schema(value_type = Option<domain::protocol::Protocol>)]
+    #[schema(required = true)]
     fasting_protocol: Option<String>,
     fasting_milestones: bool,
 }
@@ -24,10 +26,12 @@ impl From<profile::Profile> for Preferences {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PatchPreferences {
+    /// `null` clears the preferred protocol.
     #[serde(default, deserialize_with = "service_kit::http::double_option")]
+    #[schema(value_type = Option<domain::protocol::Protocol>)]
     fasting_protocol: Option<Option<String>>,
     fasting_milestones: Option<bool>,
 }

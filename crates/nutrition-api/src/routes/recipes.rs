@@ -6,8 +6,11 @@ use session::CurrentSession;
 use crate::error::{ApiError, invalid};
 use crate::state::AppState;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct RecipeQuery {
+    /// Only recipes of this category.
+    #[param(value_type = Option<domain::recipes::Category>)]
     category: Option<String>,
 }
 

@@ -150,3 +150,57 @@ async fn sigterm_during_a_test_push_answers_and_exits() {
         "stopped once the sends in flight were done: {stopped_in:?}"
     );
 }
+
+/// The document served at `/openapi.json` lists exactly the routes and methods the service
+/// mounts, and `/docs` is the page that renders it.
+#[tokio::test]
+async fn the_openapi_document_matches_the_mounted_routes() {
+    let app = spawn_app().await;
+    let resp = app
+        .http
+        .get(format!("{}/openapi.json", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let doc: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(
+        doc,
+        serde_json::to_value(nutrition_api::openapi::document()).unwrap(),
+        "/openapi.json serves the document `nutrition-api openapi` prints"
+    );
+
+    let mounted = service_kit::openapi::mounted_routes(|cfg| {
+        cfg.configure(service_kit::openapi::mount(
+            service_kit::openapi::Docs::new(&nutrition_api::openapi::document()),
+        ))
+        .configure(nutrition_api::routes::config);
+    })
+    .await;
+    assert!(
+        mounted.contains(&"/me/fast-events/{id}/end".to_owned()),
+        "{mounted:?}"
+    );
+    testkit::openapi::assert_document_matches_routes(&app.http, &app.base, &doc, &mounted).await;
+
+    let page = app
+        .http
+        .get(format!("{}/docs", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("default-src 'none'")
+    );
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("fetch(\"openapi.json\"")
+    );
+}

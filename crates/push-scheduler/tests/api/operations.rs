@@ -79,3 +79,32 @@ fn two_migrations_at_once_on_an_empty_database() {
     let db = TestPostgres::empty();
     checks::concurrent_migrations(bin(), db.url());
 }
+
+/// The document served at `/openapi.json` lists exactly the routes and methods the HTTP side
+/// mounts, and `/docs` is the page that renders it.
+#[tokio::test]
+async fn the_openapi_document_matches_the_mounted_routes() {
+    let app = spawn_app().await;
+    let http = testkit::http::client();
+    let resp = http
+        .get(format!("{}/openapi.json", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let doc: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(
+        doc,
+        serde_json::to_value(push_scheduler::openapi::document()).unwrap()
+    );
+    let mounted = service_kit::openapi::mounted_routes(|cfg| {
+        cfg.configure(service_kit::openapi::mount(
+            service_kit::openapi::Docs::new(&push_scheduler::openapi::document()),
+        ));
+    })
+    .await;
+    testkit::openapi::assert_document_matches_routes(&http, &app.base, &doc, &mounted).await;
+    let page = http.get(format!("{}/docs", app.base)).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+}

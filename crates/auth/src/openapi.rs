@@ -1,0 +1,577 @@
+//! The OpenAPI 3.1 document of auth, served at `/openapi.json` and rendered at `/docs`.
+//!
+//! The routes follow better-auth's wire format, whose bodies the handlers build field by field;
+//! the schemas below state that format. The route-coverage test holds the operations and the
+//! mounted router to each other, and the test command replays the document against a running
+//! service (schemathesis), which checks every answer against these schemas.
+
+// The operation functions and the schema structs exist only to carry their declarations.
+#![allow(dead_code)]
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use service_kit::http::ErrorBody;
+use service_kit::openapi::{add_default_error, error_response, operations_mut};
+use session::{Session, User};
+use utoipa::openapi::HttpMethod;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
+struct SignUp {
+    name: String,
+    email: String,
+    /// 8 to 128 characters.
+    #[schema(min_length = 8, max_length = 128)]
+    password: String,
+    image: Option<String>,
+    remember_me: Option<bool>,
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+#[derive(ToSchema)]
+struct SignedUp {
+    /// The session token (also in the cookie); null when the address must be verified first.
+    #[schema(required = true)]
+    token: Option<String>,
+    user: User,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
+struct SignIn {
+    email: String,
+    password: String,
+    /// false: the cookie lasts for the browser session only.
+    remember_me: Option<bool>,
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+#[derive(ToSchema)]
+struct SignedIn {
+    /// Whether the client should go to `url`.
+    redirect: bool,
+    token: String,
+    /// The callbackURL, when one was given.
+    url: Option<String>,
+    user: User,
+}
+
+#[derive(ToSchema)]
+struct Success {
+    success: bool,
+}
+
+#[derive(ToSchema)]
+struct SessionAndUser {
+    session: Session,
+    user: User,
+}
+
+#[derive(ToSchema)]
+struct Providers {
+    /// `google` when it is configured.
+    providers: Vec<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
+struct SignInSocial {
+    provider: String,
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+    #[serde(rename = "errorCallbackURL")]
+    error_callback_url: Option<String>,
+    #[serde(rename = "newUserCallbackURL")]
+    new_user_callback_url: Option<String>,
+    disable_redirect: Option<bool>,
+}
+
+#[derive(ToSchema)]
+struct SocialRedirect {
+    /// The provider's authorisation address.
+    url: String,
+    redirect: bool,
+}
+
+/// A live session of the user, as list-sessions gives it.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ListedSession {
+    id: String,
+    user_id: String,
+    expires_at: DateTime<Utc>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    #[schema(required = true)]
+    ip_address: Option<String>,
+    #[schema(required = true)]
+    user_agent: Option<String>,
+    /// An opaque handle for revoke-session, never the cookie's token.
+    token: String,
+    /// Whether this is the session of the request.
+    current: bool,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+struct RevokeSession {
+    /// A handle from list-sessions.
+    token: String,
+}
+
+#[derive(ToSchema)]
+struct Status {
+    status: bool,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+struct UpdateUser {
+    name: Option<String>,
+    /// null removes the picture.
+    image: Option<String>,
+    /// Refused with `EMAIL_CAN_NOT_BE_UPDATED`.
+    email: Option<serde_json::Value>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
+struct ChangePassword {
+    #[schema(min_length = 8, max_length = 128)]
+    new_password: String,
+    current_password: String,
+    revoke_other_sessions: Option<bool>,
+}
+
+#[derive(ToSchema)]
+struct PasswordChanged {
+    /// The new session's token when the other sessions were revoked, else null.
+    #[schema(required = true)]
+    token: Option<String>,
+    user: User,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
+struct RequestReset {
+    email: String,
+    /// Where the link in the e-mail leads, with `?token=`.
+    redirect_to: Option<String>,
+}
+
+#[derive(ToSchema)]
+struct StatusMessage {
+    status: bool,
+    message: String,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
+struct ResetPassword {
+    #[schema(min_length = 8, max_length = 128)]
+    new_password: String,
+    token: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+struct SendVerification {
+    email: String,
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+/// A way to sign in: the password (`credential`) or a provider.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct Account {
+    id: String,
+    provider_id: String,
+    account_id: String,
+    user_id: String,
+    scopes: Vec<String>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
+struct Unlink {
+    provider_id: Option<String>,
+    account_id: Option<String>,
+}
+
+#[derive(ToSchema)]
+struct Ok {
+    ok: bool,
+}
+
+fn user_example() -> serde_json::Value {
+    json!({"id": "usr_1", "name": "Giulia", "email": "giulia@example.com", "emailVerified": false,
+        "image": null, "createdAt": "2026-11-01T08:00:00Z", "updatedAt": "2026-11-01T08:00:00Z"})
+}
+
+const SESSION_COOKIE: &str = "The session cookie `digiuno.session_token` (`__Secure-` in front on https), HttpOnly, SameSite=Lax.";
+
+/// `POST /api/auth/sign-up/email`: creates the user and signs them in.
+#[utoipa::path(post, path = "/api/auth/sign-up/email", tag = "sign-in",
+    request_body(content = SignUp, description = "JSON, or the sign-up page's form (then the answer is a 303 redirect).",
+        example = json!({"name": "Giulia", "email": "giulia@example.com", "password": "correct horse battery"})),
+    responses(
+        (status = 200, description = "Signed up and in.", body = SignedUp,
+            headers(("Set-Cookie" = String, description = "The session cookie (see the `session` security scheme).")),
+            example = json!({"token": "Xq3...", "user": user_example()})),
+        (status = 400, description = "A bad address or password length.", body = ErrorBody,
+            example = json!({"code": "PASSWORD_TOO_SHORT", "message": "Password too short"})),
+        (status = 403, description = "A cross-site request.", body = ErrorBody,
+            example = json!({"code": "INVALID_ORIGIN", "message": "Invalid origin"})),
+        (status = 422, description = "The address is taken.", body = ErrorBody,
+            example = json!({"code": "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL", "message": "User already exists. Use another email."})),
+        (status = 429, description = "Too many attempts from this address or for this e-mail.", body = ErrorBody,
+            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
+            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
+    ))]
+fn sign_up() {}
+
+/// `POST /api/auth/sign-in/email`.
+#[utoipa::path(post, path = "/api/auth/sign-in/email", tag = "sign-in",
+    request_body(content = SignIn, description = "JSON, or the sign-in page's form (then the answer is a 303 redirect).",
+        example = json!({"email": "giulia@example.com", "password": "correct horse battery", "rememberMe": true})),
+    responses(
+        (status = 200, description = "Signed in.", body = SignedIn,
+            headers(("Set-Cookie" = String, description = "The session cookie (see the `session` security scheme).")),
+            example = json!({"redirect": false, "token": "Xq3...", "user": user_example()})),
+        (status = 400, description = "A malformed address.", body = ErrorBody,
+            example = json!({"code": "INVALID_EMAIL", "message": "Invalid email"})),
+        (status = 401, description = "Any credential failure, alike for unknown addresses.", body = ErrorBody,
+            example = json!({"code": "INVALID_EMAIL_OR_PASSWORD", "message": "Invalid email or password"})),
+        (status = 403, description = "A cross-site request, or an unverified address when verification is required.", body = ErrorBody,
+            example = json!({"code": "EMAIL_NOT_VERIFIED", "message": "Email not verified"})),
+        (status = 429, description = "Too many attempts.", body = ErrorBody,
+            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
+            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
+    ))]
+fn sign_in() {}
+
+/// `POST /api/auth/sign-out`: deletes the session and expires the cookie.
+#[utoipa::path(post, path = "/api/auth/sign-out", tag = "sign-in",
+    responses((status = 200, description = "Signed out (also without a session).", body = Success,
+        example = json!({"success": true}))))]
+fn sign_out() {}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DeleteUser {
+    /// Needed unless the session is younger than 24 hours.
+    password: Option<String>,
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+#[derive(ToSchema)]
+struct Deleted {
+    success: bool,
+    message: String,
+}
+
+/// `POST /api/auth/delete-user`: erases the user everywhere in one transaction (GDPR art. 17).
+#[utoipa::path(post, path = "/api/auth/delete-user", tag = "account",
+    request_body(content = DeleteUser, example = json!({"password": "correct horse battery"})),
+    responses(
+        (status = 200, description = "Deleted; the cookie expires.", body = Deleted,
+            example = json!({"success": true, "message": "User deleted"})),
+        (status = 400, description = "A wrong password, or none with a session older than 24 hours.", body = ErrorBody,
+            example = json!({"code": "SESSION_EXPIRED", "message": "Session expired. Re-authenticate to perform this action."})),
+    ))]
+fn delete_user() {}
+
+/// `GET /api/auth/get-session`.
+#[utoipa::path(get, path = "/api/auth/get-session", tag = "sessions",
+    responses((status = 200, description = "The session and user, or the literal `null` without one.",
+        body = Option<SessionAndUser>)))]
+fn get_session() {}
+
+/// `GET /api/auth/providers`.
+#[utoipa::path(get, path = "/api/auth/providers", tag = "sign-in",
+    responses((status = 200, description = "The configured social providers.", body = Providers,
+        example = json!({"providers": ["google"]}))))]
+fn providers() {}
+
+/// `POST /api/auth/sign-in/social`: the provider's address to send the browser to.
+#[utoipa::path(post, path = "/api/auth/sign-in/social", tag = "sign-in",
+    request_body(content = SignInSocial, example = json!({"provider": "google", "callbackURL": "/"})),
+    responses(
+        (status = 200, description = "Where to go.", body = SocialRedirect,
+            example = json!({"url": "https://accounts.google.com/o/oauth2/v2/auth?...", "redirect": true})),
+        (status = 403, description = "A cross-site request or an untrusted callback address.", body = ErrorBody,
+            example = json!({"code": "INVALID_CALLBACK_URL", "message": "Invalid callbackURL"})),
+        (status = 404, description = "The provider is not configured.", body = ErrorBody,
+            example = json!({"code": "PROVIDER_NOT_FOUND", "message": "Provider not found"})),
+    ))]
+fn sign_in_social() {}
+
+/// `GET /api/auth/callback/google`: finishes Google sign-in.
+#[utoipa::path(get, path = "/api/auth/callback/google", tag = "sign-in",
+    params(("code" = Option<String>, Query), ("state" = Option<String>, Query), ("error" = Option<String>, Query)),
+    responses((status = 302, description = "To the callbackURL with the session cookie, or to `/sign-in?error=…`.",
+        headers(("Location" = String), ("Set-Cookie" = String)))))]
+fn callback_google() {}
+
+/// `GET /api/auth/ok`: better-auth's liveness answer.
+#[utoipa::path(get, path = "/api/auth/ok", tag = "operations",
+    responses((status = 200, description = "Up.", body = Ok, example = json!({"ok": true}))))]
+fn ok() {}
+
+/// `GET /api/auth/list-sessions`: the user's live sessions, newest first.
+#[utoipa::path(get, path = "/api/auth/list-sessions", tag = "sessions",
+    responses((status = 200, description = "The sessions.", body = Vec<ListedSession>)))]
+fn list_sessions() {}
+
+/// `POST /api/auth/revoke-session`: ends one session in every service at once.
+#[utoipa::path(post, path = "/api/auth/revoke-session", tag = "sessions",
+    request_body(content = RevokeSession, example = json!({"token": "h_2b7c..."})),
+    responses((status = 200, description = "Done (also for an unknown handle).", body = Status,
+        example = json!({"status": true}))))]
+fn revoke_session() {}
+
+/// `POST /api/auth/revoke-sessions`: ends every session of the user, this one too.
+#[utoipa::path(post, path = "/api/auth/revoke-sessions", tag = "sessions",
+    responses((status = 200, description = "Done.", body = Status, example = json!({"status": true}))))]
+fn revoke_sessions() {}
+
+/// `POST /api/auth/revoke-other-sessions`: ends every session but this one.
+#[utoipa::path(post, path = "/api/auth/revoke-other-sessions", tag = "sessions",
+    responses((status = 200, description = "Done.", body = Status, example = json!({"status": true}))))]
+fn revoke_other_sessions() {}
+
+/// `POST /api/auth/update-user`.
+#[utoipa::path(post, path = "/api/auth/update-user", tag = "account",
+    request_body(content = UpdateUser, example = json!({"name": "Giulia R."})),
+    responses(
+        (status = 200, description = "Updated.", body = Status, example = json!({"status": true})),
+        (status = 400, description = "The e-mail address cannot change here, or a bad field.", body = ErrorBody,
+            example = json!({"code": "EMAIL_CAN_NOT_BE_UPDATED", "message": "Email can not be updated"})),
+    ))]
+fn update_user() {}
+
+/// `POST /api/auth/change-password`.
+#[utoipa::path(post, path = "/api/auth/change-password", tag = "account",
+    request_body(content = ChangePassword, example = json!({"currentPassword": "old password", "newPassword": "a new long password", "revokeOtherSessions": true})),
+    responses(
+        (status = 200, description = "Changed.", body = PasswordChanged,
+            example = json!({"token": null, "user": user_example()})),
+        (status = 400, description = "A wrong current password or a bad new one.", body = ErrorBody,
+            example = json!({"code": "INVALID_PASSWORD", "message": "Invalid password"})),
+        (status = 429, description = "Too many attempts.", body = ErrorBody,
+            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
+            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
+    ))]
+fn change_password() {}
+
+/// `GET /api/auth/list-accounts`.
+#[utoipa::path(get, path = "/api/auth/list-accounts", tag = "account",
+    responses((status = 200, description = "The ways this user signs in, without secrets.", body = Vec<Account>)))]
+fn list_accounts() {}
+
+/// `POST /api/auth/unlink-account`.
+#[utoipa::path(post, path = "/api/auth/unlink-account", tag = "account",
+    request_body(content = Unlink, example = json!({"providerId": "google"})),
+    responses(
+        (status = 200, description = "Unlinked.", body = Status, example = json!({"status": true})),
+        (status = 400, description = "The last way to sign in cannot go.", body = ErrorBody,
+            example = json!({"code": "FAILED_TO_UNLINK_LAST_ACCOUNT", "message": "You can't unlink your last account"})),
+    ))]
+fn unlink_account() {}
+
+/// `POST /api/auth/request-password-reset`: mails a reset link; the same answer, in the same
+/// time, for unknown addresses.
+#[utoipa::path(post, path = "/api/auth/request-password-reset", tag = "passwords",
+    request_body(content = RequestReset, example = json!({"email": "giulia@example.com", "redirectTo": "/reset-password"})),
+    responses(
+        (status = 200, description = "Accepted.", body = StatusMessage,
+            example = json!({"status": true, "message": "If this email exists in our system, check your email for the reset link"})),
+        (status = 429, description = "Too many requests.", body = ErrorBody,
+            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
+            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
+        (status = 503, description = "No mail server is configured.", body = ErrorBody,
+            example = json!({"code": "EMAIL_DISABLED", "message": "Email is not configured on this server"})),
+    ))]
+fn request_password_reset() {}
+
+/// `GET /api/auth/reset-password/{token}`: the link of the e-mail.
+#[utoipa::path(get, path = "/api/auth/reset-password/{token}", tag = "passwords",
+    params(("token" = String, Path), ("callbackURL" = Option<String>, Query)),
+    responses((status = 302, description = "To `callbackURL?token=…`, or `?error=INVALID_TOKEN`.",
+        headers(("Location" = String)))))]
+fn reset_link() {}
+
+/// `POST /api/auth/reset-password`: sets the new password and ends every session of the user.
+#[utoipa::path(post, path = "/api/auth/reset-password", tag = "passwords",
+    request_body(content = ResetPassword, example = json!({"newPassword": "a new long password", "token": "rst_..."})),
+    responses(
+        (status = 200, description = "Reset.", body = Status, example = json!({"status": true})),
+        (status = 400, description = "An unknown, used or expired token, or a bad password.", body = ErrorBody,
+            example = json!({"code": "INVALID_TOKEN", "message": "Invalid token"})),
+    ))]
+fn reset_password() {}
+
+/// `POST /api/auth/send-verification-email`.
+#[utoipa::path(post, path = "/api/auth/send-verification-email", tag = "passwords",
+    request_body(content = SendVerification, example = json!({"email": "giulia@example.com", "callbackURL": "/"})),
+    responses(
+        (status = 200, description = "Sent (or nothing to do).", body = Status, example = json!({"status": true})),
+        (status = 429, description = "Too many requests.", body = ErrorBody,
+            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
+            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
+        (status = 503, description = "No mail server is configured.", body = ErrorBody,
+            example = json!({"code": "EMAIL_DISABLED", "message": "Email is not configured on this server"})),
+    ))]
+fn send_verification_email() {}
+
+/// `GET /api/auth/verify-email`: the link of the verification e-mail.
+#[utoipa::path(get, path = "/api/auth/verify-email", tag = "passwords",
+    params(("token" = Option<String>, Query), ("callbackURL" = Option<String>, Query)),
+    responses(
+        (status = 200, description = "Verified (no callbackURL).", body = Object, example = json!({"status": true})),
+        (status = 302, description = "To callbackURL, with `?error=INVALID_TOKEN` on failure.", headers(("Location" = String))),
+        (status = 400, description = "An invalid token (no callbackURL).", body = ErrorBody,
+            example = json!({"code": "INVALID_TOKEN", "message": "Invalid token"})),
+    ))]
+fn verify_email() {}
+
+/// `GET /sign-in`: the sign-in page (no JavaScript needed).
+#[utoipa::path(get, path = "/sign-in", tag = "pages",
+    params(("callbackURL" = Option<String>, Query), ("error" = Option<String>, Query)),
+    responses((status = 200, description = "HTML page.", content_type = "text/html", body = String)))]
+fn sign_in_page() {}
+
+/// `GET /sign-up`: the sign-up page.
+#[utoipa::path(get, path = "/sign-up", tag = "pages",
+    params(("callbackURL" = Option<String>, Query), ("error" = Option<String>, Query)),
+    responses((status = 200, description = "HTML page.", content_type = "text/html", body = String)))]
+fn sign_up_page() {}
+
+/// `GET /forgot-password`: asks for the address to send a reset link to.
+#[utoipa::path(get, path = "/forgot-password", tag = "pages",
+    responses((status = 200, description = "HTML page.", content_type = "text/html", body = String)))]
+fn forgot_password_page() {}
+
+/// `GET /reset-password`: sets a new password with the token of the link.
+#[utoipa::path(get, path = "/reset-password", tag = "pages",
+    params(("token" = Option<String>, Query)),
+    responses((status = 200, description = "HTML page.", content_type = "text/html", body = String)))]
+fn reset_password_page() {}
+
+/// Routes that act for the signed-in user.
+const SESSION_ROUTES: [&str; 10] = [
+    "/api/auth/delete-user",
+    "/api/auth/list-sessions",
+    "/api/auth/revoke-session",
+    "/api/auth/revoke-sessions",
+    "/api/auth/revoke-other-sessions",
+    "/api/auth/update-user",
+    "/api/auth/change-password",
+    "/api/auth/list-accounts",
+    "/api/auth/unlink-account",
+    "/api/auth/send-verification-email",
+];
+
+struct Shared;
+
+impl Modify for Shared {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "session",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                "digiuno.session_token",
+                SESSION_COOKIE,
+            ))),
+        );
+        for (method, op) in operations_mut(doc, |p| SESSION_ROUTES.contains(&p)) {
+            op.security = Some(vec![SecurityRequirement::new(
+                "session",
+                Vec::<String>::new(),
+            )]);
+            op.responses
+                .responses
+                .entry("401".into())
+                .or_insert_with(|| {
+                    error_response("No valid session.", "UNAUTHORIZED", "Unauthorized")
+                });
+            if method != HttpMethod::Get {
+                op.responses
+                    .responses
+                    .entry("403".into())
+                    .or_insert_with(|| {
+                        error_response(
+                            "A request with a cookie from an untrusted `Origin`.",
+                            "INVALID_ORIGIN",
+                            "Invalid origin",
+                        )
+                    });
+            }
+        }
+        for (method, op) in operations_mut(doc, |p| p.starts_with("/api/auth/")) {
+            if method == HttpMethod::Post {
+                op.responses
+                    .responses
+                    .entry("400".into())
+                    .or_insert_with(|| {
+                        error_response(
+                            "A malformed body.",
+                            "VALIDATION_ERROR",
+                            "missing field `email`",
+                        )
+                    });
+            }
+        }
+        add_default_error(doc, |p| p.starts_with("/api/auth/"));
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "auth",
+        description = "Sign-up, sign-in and accounts, wire-compatible with the better-auth client \
+            (paths under `/api/auth`), and the pages that need no JavaScript. The session cookie it \
+            sets is what nutrition-api reads. A state-changing request carrying the cookie must come \
+            from a trusted `Origin`. Every error is `{code, message}` with better-auth's codes and texts."
+    ),
+    paths(
+        sign_up, sign_in, sign_out, delete_user, get_session, providers, sign_in_social, callback_google, ok,
+        list_sessions, revoke_session, revoke_sessions, revoke_other_sessions,
+        update_user, change_password, list_accounts, unlink_account,
+        request_password_reset, reset_link, reset_password, send_verification_email, verify_email,
+        sign_in_page, sign_up_page, forgot_password_page, reset_password_page,
+    ),
+    modifiers(&Shared),
+    tags(
+        (name = "sign-in", description = "Signing up, in and out."),
+        (name = "sessions", description = "The user's sessions."),
+        (name = "account", description = "The user's profile, password and linked accounts."),
+        (name = "passwords", description = "Reset and verification links sent by e-mail."),
+        (name = "pages", description = "HTML pages."),
+        (name = "operations", description = "Probes and this document."),
+    )
+)]
+struct Auth;
+
+/// The complete document: auth's routes plus the probes and documents every service has.
+pub fn document() -> utoipa::openapi::OpenApi {
+    let mut doc = service_kit::openapi::complete(Auth::openapi());
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    doc
+}

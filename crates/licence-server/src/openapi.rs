@@ -1,0 +1,284 @@
+//! The OpenAPI 3.1 document of the licence server, served at `/openapi.json` and rendered at
+//! `/docs`. Bodies come from the handlers' own types; the operations are declared here, and a
+//! test holds them and the mounted router to each other.
+
+// The operation functions exist only to carry their declarations.
+#![allow(dead_code)]
+
+use serde_json::json;
+use service_kit::http::ErrorBody;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, PartialSchema, ToSchema};
+
+use crate::lease::PublicKey;
+use crate::routes::KeyAndInstance;
+use crate::routes::activate::{Answer as Activated, Body as Activate, Instance};
+use crate::routes::activations::{Activation, Answer as Activations};
+use crate::routes::deactivate::{Answer as Deactivated, Body as Deactivate};
+use crate::routes::download::Query as DownloadQuery;
+use crate::routes::latest::{Answer as Release, File as ReleaseFile};
+use crate::routes::public_keys::Answer as PublicKeys;
+use crate::routes::usage_status::Answer as UsageStatus;
+use crate::routes::validate::Answer as Validated;
+use crate::routes::webhook::Answer as Received;
+use crate::wire::{IssuedLease, IssuedToken, LicenceView, UsageReport};
+
+/// 403 of validate: the error body plus `valid: false`, which the desktop app reads.
+#[derive(ToSchema)]
+struct Invalid {
+    code: String,
+    message: String,
+    valid: bool,
+}
+
+/// 429 of consume: the error body plus the usage fields.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct QuotaExceeded {
+    code: String,
+    message: String,
+    #[serde(flatten)]
+    usage: UsageReport,
+}
+
+fn licence_example() -> serde_json::Value {
+    json!({"key": "DGN-7Q4M-K2XP-9HRT", "status": "active", "plan": "pro",
+        "features": ["audio", "video", "export"], "dailyQuota": 30, "activationLimit": 3,
+        "activationUsage": 1, "expiresAt": null})
+}
+
+/// `POST /api/license/activate`.
+#[utoipa::path(post, path = "/api/license/activate", tag = "licences",
+    request_body(content = Activate, description = "snake_case twins (`license_key`, …) are accepted too.",
+        example = json!({"licenseKey": "DGN-7Q4M-K2XP-9HRT", "instanceId": "a1b2c3d4", "instanceName": "Studio iMac"})),
+    responses(
+        (status = 200, description = "Activated; the same instanceId again reuses its seat.", body = Activated,
+            example = json!({"activated": true, "token": "eyJhbGciOiJIUzI1NiIsImtpZCI6ImsxIn0.e30.sig",
+                "tokenExpiresAt": "2026-11-30T08:00:00Z", "instance": {"id": "a1b2c3d4", "name": "Studio iMac"},
+                "license": licence_example()})),
+        (status = 400, description = "Missing or malformed fields.", body = ErrorBody,
+            example = json!({"code": "VALIDATION_ERROR", "message": "missing field `licenseKey`"})),
+        (status = 403, description = "The licence is not active.", body = ErrorBody,
+            example = json!({"code": "LICENSE_INACTIVE", "message": "this licence is not active"})),
+        (status = 404, description = "No such licence key.", body = ErrorBody,
+            example = json!({"code": "LICENSE_NOT_FOUND", "message": "no licence with this key"})),
+        (status = 409, description = "Every seat is taken.", body = ErrorBody,
+            example = json!({"code": "ACTIVATION_LIMIT_REACHED", "message": "this licence is active on 3 installations already"})),
+    ))]
+fn activate() {}
+
+/// `POST /api/license/validate`: with the Bearer token, or with the key and instance id.
+#[utoipa::path(post, path = "/api/license/validate", tag = "licences",
+    request_body(content = Option<KeyAndInstance>, description = "Empty when the Bearer token is sent.",
+        example = json!({"licenseKey": "DGN-7Q4M-K2XP-9HRT", "instanceId": "a1b2c3d4"})),
+    security((), ("licence_token" = [])),
+    responses(
+        (status = 200, description = "Valid; a fresh token.", body = Validated,
+            example = json!({"valid": true, "token": "eyJhbGciOiJIUzI1NiIsImtpZCI6ImsxIn0.e30.sig",
+                "tokenExpiresAt": "2026-11-30T08:00:00Z", "license": licence_example()})),
+        (status = 400, description = "Malformed body.", body = ErrorBody,
+            example = json!({"code": "VALIDATION_ERROR", "message": "instanceId: must be 1 to 191 printable characters"})),
+        (status = 401, description = "No, an expired or a forged token.", body = ErrorBody,
+            example = json!({"code": "INVALID_TOKEN", "message": "the licence token is missing, expired or invalid"})),
+        (status = 403, description = "The licence is inactive, or this installation no longer holds a seat.",
+            body = Invalid, example = json!({"code": "INSTANCE_NOT_ACTIVE", "message": "this installation is not activated", "valid": false})),
+        (status = 404, description = "No such licence key.", body = ErrorBody,
+            example = json!({"code": "LICENSE_NOT_FOUND", "message": "no licence with this key"})),
+    ))]
+fn validate() {}
+
+/// `POST /api/license/deactivate`: frees an installation's seat.
+#[utoipa::path(post, path = "/api/license/deactivate", tag = "licences",
+    request_body(content = Option<Deactivate>,
+        description = "With the Bearer token: empty (this installation) or any `instanceId` of the same licence; without: the key and the instance id.",
+        example = json!({"licenseKey": "DGN-7Q4M-K2XP-9HRT", "instanceId": "a1b2c3d4"})),
+    security((), ("licence_token" = [])),
+    responses(
+        (status = 200, description = "Deactivated.", body = Deactivated,
+            example = json!({"deactivated": true, "license": licence_example()})),
+        (status = 400, description = "Malformed body.", body = ErrorBody,
+            example = json!({"code": "VALIDATION_ERROR", "message": "missing field `instanceId`"})),
+        (status = 401, description = "No, an expired or a forged token.", body = ErrorBody,
+            example = json!({"code": "INVALID_TOKEN", "message": "the licence token is missing, expired or invalid"})),
+        (status = 404, description = "No such installation of this licence.", body = ErrorBody,
+            example = json!({"code": "INSTANCE_NOT_FOUND", "message": "no such installation"})),
+        (status = 429, description = "More deactivations in 30 days than the licence allows.", body = ErrorBody,
+            headers(("Retry-After" = u32, description = "Seconds until one more is allowed")),
+            example = json!({"code": "DEACTIVATION_LIMIT_REACHED", "message": "at most 3 deactivations per licence in 30 days"})),
+    ))]
+fn deactivate() {}
+
+/// `GET /api/license/activations`: the installations of the token's licence.
+#[utoipa::path(get, path = "/api/license/activations", tag = "licences",
+    security(("licence_token" = [])),
+    responses(
+        (status = 200, description = "The installations holding a seat.", body = Activations,
+            example = json!({"activations": [{"instanceId": "a1b2c3d4", "name": "Studio iMac",
+                "createdAt": "2026-11-01T08:00:00Z", "lastValidatedAt": "2026-11-23T08:00:00Z", "current": true}]})),
+        (status = 401, description = "No, an expired or a forged token.", body = ErrorBody,
+            example = json!({"code": "INVALID_TOKEN", "message": "the licence token is missing, expired or invalid"})),
+        (status = 403, description = "The licence is inactive or this installation lost its seat.", body = Invalid,
+            example = json!({"code": "INSTANCE_NOT_ACTIVE", "message": "this installation is not activated", "valid": false})),
+    ))]
+fn activations() {}
+
+/// `GET /api/license/public-keys`: the Ed25519 keys that verify leases and answer signatures.
+#[utoipa::path(get, path = "/api/license/public-keys", tag = "licences",
+    responses((status = 200, description = "The verification keys as JSON Web Keys.", body = PublicKeys,
+        example = json!({"keys": [{"kid": "k1", "kty": "OKP", "alg": "EdDSA", "crv": "Ed25519", "use": "sig",
+            "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}))))]
+fn public_keys() {}
+
+/// `GET /api/latest`: the latest release; download addresses only with a valid token.
+#[utoipa::path(get, path = "/api/latest", tag = "releases",
+    security((), ("licence_token" = [])),
+    responses(
+        (status = 200, description = "The release manifest with sizes and checksums.", body = Release,
+            example = json!({"version": "2.4.0", "pubDate": "2026-11-20T10:00:00Z", "notes": "Correzioni",
+                "licensed": true, "files": [{"platform": "darwin-aarch64", "name": "app-2.4.0.dmg",
+                "size": 48213344, "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                "url": "https://licences.example.com/api/download?file=app-2.4.0.dmg&expires=1795000000&sig=abc"}]})),
+        (status = 503, description = "The release manifest cannot be read.", body = ErrorBody,
+            example = json!({"code": "RELEASES_UNAVAILABLE", "message": "the release manifest is unavailable"})),
+    ))]
+fn latest() {}
+
+/// `GET /api/download`: a release file by its signed address (Range and ETag supported).
+#[utoipa::path(get, path = "/api/download", tag = "releases", params(DownloadQuery),
+    responses(
+        (status = 200, description = "The file.", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 206, description = "The requested range.", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 304, description = "Unchanged (`If-None-Match`)."),
+        (status = 403, description = "A bad or expired signature.", body = ErrorBody,
+            example = json!({"code": "INVALID_SIGNATURE", "message": "the download address is invalid or has expired"})),
+        (status = 404, description = "The file is not part of the release.", body = ErrorBody,
+            example = json!({"code": "NOT_FOUND", "message": "no such file"})),
+        (status = 416, description = "The range lies outside the file.", body = ErrorBody,
+            example = json!({"code": "RANGE_NOT_SATISFIABLE", "message": "the requested range is not satisfiable"})),
+    ))]
+fn download() {}
+
+/// `POST /api/webhook/lemonsqueezy`: the payment provider's events, signed with `X-Signature`.
+#[utoipa::path(post, path = "/api/webhook/lemonsqueezy", tag = "payments",
+    params(("X-Signature" = String, Header, description = "Hex HMAC-SHA256 of the raw body with the webhook secret")),
+    request_body(content = Object, description = "The event as Lemon Squeezy sends it.",
+        example = json!({"meta": {"event_name": "order_created"}, "data": {"id": "1", "attributes": {
+            "first_order_item": {"variant_id": 1002}, "user_email": "buyer@example.com",
+            "user_name": "Buyer", "status": "paid"}}})),
+    responses(
+        (status = 200, description = "Received (also for events and variants that change nothing).", body = Received,
+            example = json!({"received": true})),
+        (status = 400, description = "A signed body that is not an event.", body = ErrorBody,
+            example = json!({"code": "VALIDATION_ERROR", "message": "meta.event_name is missing"})),
+        (status = 401, description = "A bad or missing signature.", body = ErrorBody,
+            example = json!({"code": "INVALID_SIGNATURE", "message": "the webhook signature does not match"})),
+    ))]
+fn webhook() {}
+
+/// `POST /api/usage/consume`: uses one unit of today's quota.
+#[utoipa::path(post, path = "/api/usage/consume", tag = "usage",
+    security(("licence_token" = [])),
+    params(("Idempotency-Key" = Option<String>, Header,
+        description = "Up to 64 characters: the same key on the same licence and day answers the first result again and consumes nothing more")),
+    responses(
+        (status = 200, description = "Consumed.", body = UsageReport,
+            example = json!({"plan": "pro", "used": 4, "limit": 30, "remaining": 26, "resetsAt": "2026-11-23T23:00:00Z"})),
+        (status = 401, description = "No, an expired or a forged token.", body = ErrorBody,
+            example = json!({"code": "INVALID_TOKEN", "message": "the licence token is missing, expired or invalid"})),
+        (status = 429, description = "Today's quota is used up.", body = QuotaExceeded,
+            headers(("Retry-After" = u32, description = "Seconds until the quota resets")),
+            example = json!({"code": "DAILY_QUOTA_EXCEEDED", "message": "the daily quota is used up",
+                "plan": "basic", "used": 10, "limit": 10, "remaining": 0, "resetsAt": "2026-11-23T23:00:00Z"})),
+    ))]
+fn usage_consume() {}
+
+/// `GET /api/usage/status`.
+#[utoipa::path(get, path = "/api/usage/status", tag = "usage",
+    security(("licence_token" = [])),
+    responses(
+        (status = 200, description = "Today's usage and the plan's features.", body = UsageStatus,
+            example = json!({"features": ["audio"], "plan": "basic", "used": 3, "limit": 10, "remaining": 7,
+                "resetsAt": "2026-11-23T23:00:00Z"})),
+        (status = 401, description = "No, an expired or a forged token.", body = ErrorBody,
+            example = json!({"code": "INVALID_TOKEN", "message": "the licence token is missing, expired or invalid"})),
+    ))]
+fn usage_status() {}
+
+/// `GET /api/health`: the historical name of `/ready`.
+#[utoipa::path(get, path = "/api/health", tag = "operations",
+    responses(
+        (status = 200, description = "The database answers.", body = service_kit::openapi::ProbeStatus,
+            example = json!({"status": "ready"})),
+        (status = 503, description = "The database cannot be reached.", body = ErrorBody,
+            example = json!({"code": "DATABASE_UNAVAILABLE", "message": "the database cannot be reached"})),
+    ))]
+fn api_health() {}
+
+struct Shared;
+
+impl Modify for Shared {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "licence_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "The token that activate and validate answer (HS256, header `kid`).",
+                    ))
+                    .build(),
+            ),
+        );
+        // Every answer of these routes is signed (contract section 7).
+        let signed = |p: &str| {
+            p.starts_with("/api/license/") || p == "/api/latest" || p.starts_with("/api/usage/")
+        };
+        for (_, op) in service_kit::openapi::operations_mut(doc, signed) {
+            for response in op.responses.responses.values_mut() {
+                if let utoipa::openapi::RefOr::T(response) = response {
+                    response.headers.insert(
+                        "Licence-Signature".into(),
+                        utoipa::openapi::HeaderBuilder::new()
+                            .schema(String::schema())
+                            .description(Some(
+                                "`kid=\"…\", alg=\"ed25519\", sig=\"<base64url>\"` over `<method> <path>\\n<Date>\\n<base64url sha256 of the body>`",
+                            ))
+                            .build(),
+                    );
+                }
+            }
+        }
+        service_kit::openapi::add_default_error(doc, |path| path.starts_with("/api/"));
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "licence-server",
+        description = "Licences of the desktop app: activation, validation and deactivation of \
+            installations, daily usage quotas, release downloads and the payment provider's webhook. \
+            Bodies accept camelCase and the snake_case twin. Every error is `{code, message}`."
+    ),
+    paths(activate, validate, deactivate, activations, public_keys, latest, download, webhook, usage_consume, usage_status, api_health),
+    components(schemas(LicenceView, IssuedToken, IssuedLease, Instance, ReleaseFile, Activation, PublicKey)),
+    modifiers(&Shared),
+    tags(
+        (name = "licences", description = "Activating, validating and deactivating installations."),
+        (name = "usage", description = "The daily quota."),
+        (name = "releases", description = "The latest release and its downloads."),
+        (name = "payments", description = "The payment provider's events."),
+        (name = "operations", description = "Probes and this document."),
+    )
+)]
+struct LicenceServer;
+
+/// The complete document: the licence server's routes plus the probes and documents every
+/// service has.
+pub fn document() -> utoipa::openapi::OpenApi {
+    let mut doc = service_kit::openapi::complete(LicenceServer::openapi());
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    doc
+}

@@ -1,0 +1,129 @@
+//! Holds a service's OpenAPI document and its router to each other: every documented operation
+//! is mounted, and every mounted route and method is documented.
+
+use std::collections::BTreeSet;
+
+use reqwest::Method;
+use serde_json::Value;
+
+const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+
+/// Every `(METHOD, path template)` the document declares.
+pub fn documented(doc: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths object") {
+        for method in METHODS {
+            if item.get(method.to_ascii_lowercase()).is_some() {
+                out.insert((method.to_owned(), path.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// `/me/fast-events/{id}` with every parameter filled in, and actix's `{name:regex}` reduced to
+/// `{name}` for comparison with the document.
+fn concrete(template: &str) -> String {
+    let mut out = String::new();
+    let mut in_param = false;
+    for c in template.chars() {
+        match c {
+            '{' => {
+                in_param = true;
+                out.push_str("openapi-probe");
+            }
+            '}' => in_param = false,
+            c if !in_param => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn normalise(template: &str) -> String {
+    let mut out = String::new();
+    let (mut in_param, mut skipping) = (false, false);
+    for c in template.chars() {
+        match c {
+            '{' => in_param = true,
+            '}' => (in_param, skipping) = (false, false),
+            ':' if in_param => skipping = true,
+            _ => {}
+        }
+        if !skipping || c == '}' {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether a response says that no route exists for this path, or none for this method: the
+/// router's 404 `NOT_FOUND` "no such route" (not a handler's 404 for a missing resource) and 405.
+async fn unrouted(resp: reqwest::Response) -> bool {
+    let status = resp.status().as_u16();
+    if status == 405 {
+        return true;
+    }
+    if status != 404 {
+        return false;
+    }
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    body["code"] == "NOT_FOUND" && body["message"] == "no such route"
+}
+
+async fn probe(http: &reqwest::Client, base: &str, method: &str, path: &str) -> bool {
+    let method = Method::from_bytes(method.as_bytes()).expect("method");
+    let mut req = http.request(method.clone(), format!("{base}{path}"));
+    if method != Method::GET {
+        req = req.header("content-type", "application/json").body("{}");
+    }
+    let resp = req.send().await.expect("probe request");
+    !unrouted(resp).await
+}
+
+/// Asserts that the running service at `base` mounts every operation of `doc`, and that every
+/// route pattern in `mounted` (from the same router, see `service_kit::openapi::mounted_routes`)
+/// is documented with exactly the methods it answers.
+pub async fn assert_document_matches_routes(
+    http: &reqwest::Client,
+    base: &str,
+    doc: &Value,
+    mounted: &[String],
+) {
+    let documented = documented(doc);
+    let mut problems = Vec::new();
+    for (method, path) in &documented {
+        if !probe(http, base, method, &concrete(path)).await {
+            problems.push(format!("documented but not mounted: {method} {path}"));
+        }
+    }
+    let documented_paths: BTreeSet<&str> = documented.iter().map(|(_, p)| p.as_str()).collect();
+    for pattern in mounted {
+        let path = normalise(pattern);
+        if !documented_paths.contains(path.as_str()) {
+            problems.push(format!("mounted but not documented: {path}"));
+            continue;
+        }
+        for method in METHODS {
+            let is_documented = documented.contains(&(method.to_owned(), path.clone()));
+            if !is_documented && probe(http, base, method, &concrete(&path)).await {
+                problems.push(format!("answers but is not documented: {method} {path}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(!documented.is_empty(), "the document has no operation");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates() {
+        assert_eq!(concrete("/me/a/{id}/end"), "/me/a/openapi-probe/end");
+        assert_eq!(normalise("/files/{name:.*}"), "/files/{name}");
+        assert_eq!(normalise("/me/a/{id}"), "/me/a/{id}");
+        assert_eq!(normalise("/x:y"), "/x:y");
+    }
+}

@@ -1,0 +1,41 @@
+// Lighthouse (mobile preset, Debian's chromium) on /, /plan and /stats of the real stack, signed
+// in. Run by `cargo nextest run -p e2e --test web --run-ignored only lighthouse`; needs the
+// `lighthouse` CLI (LIGHTHOUSE, default `npx --yes lighthouse@12`). Prints one line per page.
+import { chromium } from 'playwright-core';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const { BASE } = process.env;
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+const page = await browser.newPage();
+await page.goto(`${BASE}/sign-up`);
+await page.fill('#name', 'Luca Faro');
+await page.fill('#email', 'luca.faro@example.com');
+await page.fill('#password', 'una-password-lunga');
+await page.click('form.credentials button[type=submit]');
+await page.waitForURL(`${BASE}/`);
+const cookie = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+await browser.close();
+
+const dir = mkdtempSync(join(tmpdir(), 'lh-'));
+const [cmd, ...pre] = (process.env.LIGHTHOUSE ?? 'npx --yes lighthouse@12').split(' ');
+const results = [];
+for (const path of ['/', '/plan', '/stats']) {
+  const out = join(dir, `${path.replace(/\W/g, '') || 'today'}.json`);
+  execFileSync(cmd, [...pre, `${BASE}${path}`, '--quiet', '--output=json', `--output-path=${out}`,
+    '--only-categories=performance,accessibility,best-practices',
+    '--chrome-flags=--headless=new --no-sandbox', `--extra-headers=${JSON.stringify({ Cookie: cookie })}`],
+  { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, CHROME_PATH: process.env.CHROMIUM ?? '/usr/bin/chromium' } });
+  const r = JSON.parse(readFileSync(out, 'utf8'));
+  const score = (k) => Math.round(r.categories[k].score * 100);
+  results.push({ path, performance: score('performance'), accessibility: score('accessibility'), bestPractices: score('best-practices') });
+  for (const [k, a] of Object.entries(r.audits)) if (a.score !== null && a.score < 0.9 && a.scoreDisplayMode !== 'informative') console.log(`  ${path} ${k}: ${a.title}`);
+}
+console.table(results);
+const low = results.filter((x) => x.performance < 90 || x.accessibility < 95 || x.bestPractices < 95);
+if (low.length) {
+  console.error('below target (performance ≥ 90, accessibility ≥ 95, best practices ≥ 95)');
+  process.exit(1);
+}

@@ -1,0 +1,120 @@
+// Web Push in a real Chromium, in two phases over one browser profile (PROFILE), driven by the
+// Rust test tests/web.rs:
+//   PHASE=register  sign up, turn on meal reminders and push on this device from /settings, send
+//                   a test push. Chromium's own push transport (a cloud service) is unreachable
+//                   from a test machine, so PushManager hands the app a subscription of the test
+//                   kit's push service (FAKE_ENDPOINT, FAKE_P256DH, FAKE_AUTH) instead; everything
+//                   from the app's request on is real.
+//   PHASE=deliver   PAYLOAD (what the push service decrypted) goes to the service worker through
+//                   CDP's ServiceWorker.deliverPushMessage; the notification it shows must carry
+//                   the payload's title, body and tag, and keep its url for the click.
+import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
+
+const { BASE, PROFILE, PHASE } = process.env;
+assert.ok(BASE && PROFILE && PHASE, 'BASE, PROFILE and PHASE are set');
+const T = 15_000;
+
+const context = await chromium.launchPersistentContext(PROFILE, {
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox'],
+  viewport: { width: 390, height: 844 },
+  locale: 'it-IT',
+  timezoneId: 'Europe/Rome',
+});
+await context.grantPermissions(['notifications'], { origin: BASE });
+const page = context.pages()[0] ?? (await context.newPage());
+page.setDefaultTimeout(T);
+const problems = [];
+page.on('pageerror', (e) => problems.push(e.message));
+
+async function register() {
+  const fake = { endpoint: process.env.FAKE_ENDPOINT, p256dh: process.env.FAKE_P256DH, auth: process.env.FAKE_AUTH };
+  await context.addInitScript((f) => {
+    const bytes = (s) => {
+      const b = atob(s.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (s.length % 4)) % 4));
+      return Uint8Array.from(b, (c) => c.charCodeAt(0)).buffer;
+    };
+    let active = null;
+    const make = () => ({
+      endpoint: f.endpoint,
+      expirationTime: null,
+      getKey: (name) => (name === 'p256dh' ? bytes(f.p256dh) : bytes(f.auth)),
+      unsubscribe: async () => {
+        active = null;
+        return true;
+      },
+      toJSON: () => ({ endpoint: f.endpoint, keys: { p256dh: f.p256dh, auth: f.auth } }),
+    });
+    PushManager.prototype.subscribe = async function (options) {
+      const key = new Uint8Array(options.applicationServerKey);
+      window.__applicationServerKey = btoa(String.fromCharCode(...key)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+      active = make();
+      return active;
+    };
+    PushManager.prototype.getSubscription = async function () {
+      return active;
+    };
+  }, fake);
+
+  await page.goto(`${BASE}/sign-up`);
+  await page.fill('#name', 'Paolo Push');
+  await page.fill('#email', 'paolo.push@example.com');
+  await page.fill('#password', 'una-password-lunga');
+  await page.click('form.credentials button[type=submit]');
+  await page.waitForURL(`${BASE}/`);
+
+  await page.goto(`${BASE}/settings`);
+  await page.getByLabel(/Promemoria dei pasti/).check();
+  await page.getByRole('button', { name: 'Salva promemoria' }).click();
+  await page.getByText('Promemoria salvati.').waitFor();
+
+  await page.getByRole('button', { name: 'Attiva le notifiche' }).click();
+  await page.getByText('Notifiche attivate su questo dispositivo.').waitFor();
+  const config = await page.evaluate(async () => (await fetch('/me/notifications/config')).json());
+  assert.equal(config.pushEnabled, true);
+  assert.equal(await page.evaluate(() => window.__applicationServerKey), config.vapidPublicKey, 'subscribed with the server VAPID key');
+
+  await page.getByRole('button', { name: 'Invia una prova' }).click();
+  await page.getByText('Notifica di prova inviata a 1 dispositivi.').waitFor();
+}
+
+async function deliver() {
+  const payload = JSON.parse(process.env.PAYLOAD);
+  await page.goto(`${BASE}/`);
+  await page.evaluate(async () => {
+    await navigator.serviceWorker.ready;
+  });
+  const cdp = await context.newCDPSession(page);
+  const registrations = [];
+  cdp.on('ServiceWorker.workerRegistrationUpdated', (e) => registrations.push(...e.registrations));
+  await cdp.send('ServiceWorker.enable');
+  const deadline = Date.now() + T;
+  while (!registrations.some((r) => r.scopeURL === `${BASE}/` && !r.isDeleted) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const reg = registrations.find((r) => r.scopeURL === `${BASE}/` && !r.isDeleted);
+  assert.ok(reg, `a service worker registration for ${BASE}/: ${JSON.stringify(registrations)}`);
+  await cdp.send('ServiceWorker.deliverPushMessage', { origin: BASE, registrationId: reg.registrationId, data: process.env.PAYLOAD });
+
+  const shown = await page.waitForFunction(async () => {
+    const list = await (await navigator.serviceWorker.ready).getNotifications();
+    return list.length ? list.map((n) => ({ title: n.title, body: n.body, tag: n.tag, url: n.data?.url })) : null;
+  });
+  const notes = await shown.jsonValue();
+  assert.deepEqual(notes, [{ title: payload.title, body: payload.body, tag: payload.tag, url: payload.url }]);
+  console.log(`shown: ${JSON.stringify(notes[0])}`);
+}
+
+try {
+  if (PHASE === 'register') await register();
+  else await deliver();
+  assert.deepEqual(problems, []);
+  console.log(`push ${PHASE}: passed`);
+} catch (e) {
+  console.error(e);
+  process.exitCode = 1;
+} finally {
+  await context.close();
+}
