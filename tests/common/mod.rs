@@ -42,12 +42,30 @@ pub async fn start_stack() -> Stack {
 /// The stack with `push_env` (VAPID keys, endpoint rules) added to nutrition-api and push-scheduler.
 #[allow(dead_code)]
 pub async fn start_stack_with(push_env: &[(&str, &str)]) -> Stack {
-    start_stack_logging(push_env, None).await
+    start_stack_full(&[], push_env, None).await
 }
 
 /// [`start_stack_with`], every service logging at `rust_log` (`RUST_LOG`) when given.
 #[allow(dead_code)]
 pub async fn start_stack_logging(push_env: &[(&str, &str)], rust_log: Option<&str>) -> Stack {
+    start_stack_full(&[], push_env, rust_log).await
+}
+
+/// The stack with `auth_extra` added to auth (e.g. `SMTP_URL` of a test SMTP server) and
+/// `push_env` to nutrition-api and push-scheduler.
+#[allow(dead_code)]
+pub async fn start_stack_configured(
+    auth_extra: &[(&str, &str)],
+    push_env: &[(&str, &str)],
+) -> Stack {
+    start_stack_full(auth_extra, push_env, None).await
+}
+
+async fn start_stack_full(
+    auth_extra: &[(&str, &str)],
+    push_env: &[(&str, &str)],
+    rust_log: Option<&str>,
+) -> Stack {
     let pg = TestPostgres::empty();
     let my = TestMariaDb::empty();
     let dir = ScratchDir::new("stack");
@@ -109,6 +127,7 @@ pub async fn start_stack_logging(push_env: &[(&str, &str)], rust_log: Option<&st
     }
     // The three Postgres services start together on an empty database: whichever wins the
     // advisory lock migrates, the others wait and find nothing to do.
+    auth_env.extend_from_slice(auth_extra);
     let auth = Process::start("auth", &bin("auth"), &[], &auth_env, logs);
     let nutrition = Process::start(
         "nutrition-api",

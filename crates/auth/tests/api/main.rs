@@ -6,6 +6,7 @@ mod flood;
 mod helpers;
 mod import;
 mod links;
+mod mail;
 mod mail_outbox;
 mod manage;
 mod oauth;
