@@ -1,4 +1,5 @@
 import data from '../../crates/domain/data/fasting-zones.json';
+import type { Protocol } from './api/types';
 
 export interface Zone {
   key: string;
@@ -11,7 +12,18 @@ export interface Zone {
 
 export const ZONES: Zone[] = data.zones;
 
-export const PROTOCOLS = ['12:12', '13:11', '14:10', '16:8', '18:6', '20:4', '23:1', '24:0', '36:0', '48:0', '72:0'] as const;
+// Every protocol the API accepts, in order: one the API gains but this list lacks fails to type-check.
+export const PROTOCOLS = everyOf<Protocol>()(['12:12', '13:11', '14:10', '16:8', '18:6', '20:4', '23:1', '24:0', '36:0', '48:0', '72:0']);
+
+function everyOf<T extends string>() {
+  return <const L extends readonly T[]>(
+    list: L & ([Exclude<T, L[number]>] extends [never] ? unknown : { missing: Exclude<T, L[number]> }),
+  ): L => list;
+}
+
+export function isProtocol(value: string): value is Protocol {
+  return (PROTOCOLS as readonly string[]).includes(value);
+}
 
 export function fastingHours(protocol: string): number {
   return Number(protocol.split(':')[0]);

@@ -1,21 +1,4 @@
-import type {
-  ApiErrorBody,
-  ConsumeResult,
-  Fast,
-  FastPage,
-  Me,
-  NotificationConfig,
-  NotificationSettings,
-  Pause,
-  Preferences,
-  Recipe,
-  SlotCategory,
-  Stats,
-  Suggestions,
-  Symptoms,
-  TestPushResult,
-  TodayPlan,
-} from './types';
+import type { ApiErrorBody, Body, Ok, Protocol, RecipeCategory, SlotIn, Symptoms } from './types';
 
 /** An answer of the API that is not a success, with the contract's `{code, message}`. */
 export class ApiError extends Error {
@@ -62,46 +45,48 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
 const get = <T>(path: string) => request<T>('GET', path);
 
 export const api = {
-  me: () => get<Me>('/me'),
-  preferences: () => get<Preferences>('/me/preferences'),
-  setPreferences: (p: Partial<Preferences>) => request<Preferences>('PATCH', '/me/preferences', p),
-  currentFast: async (): Promise<Fast | null> => {
+  me: () => get<Ok<'me'>>('/me'),
+  preferences: () => get<Ok<'preferences_get'>>('/me/preferences'),
+  setPreferences: (p: Body<'preferences_patch'>) => request<Ok<'preferences_patch'>>('PATCH', '/me/preferences', p),
+  currentFast: async (): Promise<Ok<'fasts_current'> | null> => {
     try {
-      return await get<Fast>('/me/fast-events/current');
+      return await get<Ok<'fasts_current'>>('/me/fast-events/current');
     } catch (e) {
       if (e instanceof ApiError && e.status === 404) return null;
       throw e;
     }
   },
   fasts: (limit: number, before?: string | null) =>
-    get<FastPage>(`/me/fast-events?limit=${limit}${before ? `&before=${encodeURIComponent(before)}` : ''}`),
-  startFast: (protocol: string) => request<Fast>('POST', '/me/fast-events', { protocol }),
-  endFast: (id: string) => request<Fast>('POST', `/me/fast-events/${encodeURIComponent(id)}/end`, {}),
+    get<Ok<'fasts_list'>>(`/me/fast-events?limit=${limit}${before ? `&before=${encodeURIComponent(before)}` : ''}`),
+  startFast: (protocol: Protocol) =>
+    request<Ok<'fasts_start'>>('POST', '/me/fast-events', { protocol } satisfies Body<'fasts_start'>),
+  endFast: (id: string) =>
+    request<Ok<'fasts_end'>>('POST', `/me/fast-events/${encodeURIComponent(id)}/end`, {} satisfies Body<'fasts_end'>),
   saveSymptoms: (id: string, symptoms: Symptoms) =>
-    request<Fast>('PATCH', `/me/fast-events/${encodeURIComponent(id)}`, { symptoms }),
+    request<Ok<'fasts_patch'>>('PATCH', `/me/fast-events/${encodeURIComponent(id)}`, { symptoms } satisfies Body<'fasts_patch'>),
   suggestions: (id: string) =>
-    get<Suggestions>(`/me/fast-events/${encodeURIComponent(id)}/break-fast-suggestions`),
-  stats: () => get<Stats>('/me/fasting/stats'),
-  pause: () => get<Pause>('/me/fasting/pause'),
+    get<Ok<'fasts_suggestions'>>(`/me/fast-events/${encodeURIComponent(id)}/break-fast-suggestions`),
+  stats: () => get<Ok<'stats'>>('/me/fasting/stats'),
+  pause: () => get<Ok<'pause_get'>>('/me/fasting/pause'),
   setPause: (until?: string | null) =>
-    request<Pause>('POST', '/me/fasting/pause', until === undefined ? {} : { until }),
-  todayPlan: () => get<TodayPlan>('/me/meal-plans/today'),
+    request<Ok<'pause_set'>>('POST', '/me/fasting/pause', (until === undefined ? {} : { until }) satisfies Body<'pause_set'>),
+  todayPlan: () => get<Ok<'plans_today'>>('/me/meal-plans/today'),
   consume: (slotId: string) =>
-    request<ConsumeResult>('POST', `/me/meal-plans/slots/${encodeURIComponent(slotId)}/consumed`),
+    request<Ok<'plans_consume'>>('POST', `/me/meal-plans/slots/${encodeURIComponent(slotId)}/consumed`),
   unconsume: (slotId: string) =>
-    request<{ slot: ConsumeResult['slot'] }>('DELETE', `/me/meal-plans/slots/${encodeURIComponent(slotId)}/consumed`),
-  recipes: (category: Recipe['category']) =>
-    get<{ recipes: Recipe[] }>(`/me/recipes?category=${category}`),
-  createPlan: (date: string, intermittentFasting: boolean, slots: { category: SlotCategory; recipeId?: string; title?: string }[]) =>
-    request<unknown>('POST', '/me/meal-plans', { intermittentFasting, days: [{ date, slots }] }),
-  notificationConfig: () => get<NotificationConfig>('/me/notifications/config'),
-  notificationSettings: () => get<NotificationSettings>('/me/notifications/settings'),
-  setNotificationSettings: (s: Partial<NotificationSettings>) =>
-    request<NotificationSettings>('PATCH', '/me/notifications/settings', s),
+    request<Ok<'plans_unconsume'>>('DELETE', `/me/meal-plans/slots/${encodeURIComponent(slotId)}/consumed`),
+  recipes: (category: RecipeCategory) => get<Ok<'recipes_list'>>(`/me/recipes?category=${category}`),
+  createPlan: (date: string, intermittentFasting: boolean, slots: SlotIn[]) =>
+    request<Ok<'plans_create'>>('POST', '/me/meal-plans', { intermittentFasting, days: [{ date, slots }] } satisfies Body<'plans_create'>),
+  notificationConfig: () => get<Ok<'notifications_config'>>('/me/notifications/config'),
+  notificationSettings: () => get<Ok<'settings_get'>>('/me/notifications/settings'),
+  setNotificationSettings: (s: Body<'settings_patch'>) =>
+    request<Ok<'settings_patch'>>('PATCH', '/me/notifications/settings', s),
   registerDevice: (endpoint: string, p256dh: string, auth: string) =>
-    request<unknown>('POST', '/me/device-tokens', { platform: 'web', endpoint, keys: { p256dh, auth } }),
-  removeDevice: (endpoint: string) => request<undefined>('DELETE', '/me/device-tokens', { endpoint }),
-  testPush: () => request<TestPushResult>('POST', '/me/notifications/test'),
+    request<Ok<'devices_register'>>('POST', '/me/device-tokens', { platform: 'web', endpoint, keys: { p256dh, auth } } satisfies Body<'devices_register'>),
+  removeDevice: (endpoint: string) =>
+    request<Ok<'devices_remove'>>('DELETE', '/me/device-tokens', { endpoint } satisfies Body<'devices_remove'>),
+  testPush: () => request<Ok<'notifications_test'>>('POST', '/me/notifications/test'),
 };
 
 export function errorText(e: unknown): string {

@@ -1,141 +1,47 @@
-// Wire types of nutrition-api (/me). Kept in one file so that the generated OpenAPI types can
-// replace it; field names follow the contract exactly.
+// Wire types of nutrition-api (/me), taken from its OpenAPI document: src/api/schema.d.ts is
+// generated at build time by scripts/gen-api.mjs (`nutrition-api openapi`), so a change of the API
+// that the app does not follow fails `npm run typecheck` and `npm run build`.
+import type { components, operations } from './schema';
 
-export type FastStatus = 'IN_PROGRESS' | 'COMPLETED' | 'ENDED_EARLY';
+type Schemas = components['schemas'];
 
-export interface Symptoms {
-  headache?: boolean;
-  energy?: number;
-  hunger?: number;
-  clarity?: number;
-  note?: string;
-}
+export type FastStatus = Schemas['FastStatus'];
+export type Protocol = Schemas['Protocol'];
+export type Symptoms = Schemas['Symptoms'];
+export type Fast = Schemas['Fast'];
+export type FastPage = Schemas['FastPage'];
+export type Preferences = Schemas['Preferences'];
+export type PatchPreferences = Schemas['PatchPreferences'];
+/** `GET /me`'s user: auth's user plus the fasting pause and the preferences. */
+export type User = Schemas['MeUser'];
+export type Session = Schemas['Session'];
+export type Me = Schemas['Me'];
+export type Pause = Schemas['Pause'];
+export type Stats = Schemas['Stats'];
+export type SlotCategory = Schemas['MealCategory'];
+export type RecipeCategory = Schemas['Category'];
+export type Recipe = Schemas['Recipe'];
+export type Slot = Schemas['Slot'];
+export type SlotIn = Schemas['SlotIn'];
+export type TodayPlan = Schemas['TodayPlan'];
+export type MealPlan = Schemas['MealPlan'];
+export type ConsumeResult = Schemas['Consumed'];
+export type UnconsumeResult = Schemas['Unconsumed'];
+export type NotificationConfig = Schemas['PushConfig'];
+export type NotificationSettings = Schemas['NotificationSettings'];
+export type PatchSettings = Schemas['PatchSettings'];
+export type TestPushResult = Schemas['TestPushResult'];
+export type Suggestions = Schemas['RecipeList'];
+export type Device = Schemas['Device'];
+export type ApiErrorBody = Schemas['ErrorBody'];
 
-export interface Fast {
-  id: string;
-  status: FastStatus;
-  protocol: string;
-  startedAt: string;
-  plannedEndAt: string;
-  endedAt: string | null;
-  notifiedMilestones: string[];
-  symptoms: Symptoms | null;
-  autoStarted: boolean;
-}
-
-export interface FastPage {
-  items: Fast[];
-  nextBefore: string | null;
-}
-
-export interface Preferences {
-  fastingProtocol: string | null;
-  fastingMilestones: boolean;
-}
-
-export interface User {
-  id: string;
-  name: string;
-  email: string;
-  emailVerified: boolean;
-  image: string | null;
-  createdAt: string;
-  updatedAt: string;
-  fastingPausedUntil: string | null;
-  preferences: Preferences;
-}
-
-export interface Session {
-  id: string;
-  userId: string;
-  expiresAt: string;
-  createdAt: string;
-  updatedAt: string;
-  ipAddress: string | null;
-  userAgent: string | null;
-}
-
-export interface Me {
-  user: User;
-  session: Session;
-}
-
-export interface Pause {
-  fastingPausedUntil: string | null;
-  paused: boolean;
-}
-
-export interface Stats {
-  weeklyHours: number;
-  monthlyHours: number;
-  currentStreak: number;
-  longestStreak: number;
-  completionRate: number;
-  totalSessions: number;
-  completedSessions: number;
-}
-
-export type SlotCategory = 'COL' | 'PRA' | 'SPU' | 'CENA';
-
-export interface Recipe {
-  id: string;
-  name: string;
-  category: 'COLAZIONE' | 'PRANZO' | 'SPUNTINO' | 'CENA';
-  kcal: number;
-  prepMinutes: number;
-  proteinG: number;
-  carbsG: number;
-  fatG: number;
-  fibreG: number;
-  sugarsG: number;
-  tags: string[];
-  ingredients: { id: string; name: string; grams: number; fdcId: number }[];
-  description: string;
-}
-
-export interface Slot {
-  id: string;
-  date: string;
-  category: SlotCategory;
-  recipe: Recipe | null;
-  title: string | null;
-  consumed: boolean;
-  consumedAt: string | null;
-}
-
-export interface TodayPlan {
-  date: string;
-  planId: string | null;
-  intermittentFasting: boolean;
-  slots: Slot[];
-}
-
-export interface ConsumeResult {
-  slot: Slot;
-  autoStartedFast: { id: string } | null;
-}
-
-export interface NotificationConfig {
-  pushEnabled: boolean;
-  vapidPublicKey: string | null;
-}
-
-export interface NotificationSettings {
-  mealReminders: boolean;
-  weeklyWeighIn: boolean;
-}
-
-export interface TestPushResult {
-  sent: number;
-  removed: number;
-  failed: number;
-}
-
-export interface Suggestions {
-  recipes: Recipe[];
-}
-
-export interface ApiErrorBody {
-  code: string;
-  message: string;
-}
+// Per-operation shapes (the operationIds of the document), so that the client's calls follow a
+// change of an endpoint's answer or body, not only of the named schemas.
+type Operations = operations;
+type Success<R> = R extends { 200: infer X } ? X : R extends { 201: infer X } ? X : R extends { 204: infer X } ? X : never;
+/** The JSON of an operation's success answer; `undefined` when it has none (204). */
+export type Ok<O extends keyof Operations> =
+  Success<Operations[O]['responses']> extends { content: { 'application/json': infer T } } ? T : undefined;
+/** The JSON body an operation takes. */
+export type Body<O extends keyof Operations> =
+  Operations[O] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;

@@ -1,11 +1,11 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api/client';
-import type { NotificationConfig, NotificationSettings, Preferences, User } from '../api/types';
+import type { NotificationConfig, NotificationSettings, Preferences, Protocol, User } from '../api/types';
 import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad } from '../hooks';
 import { currentSubscription, disablePush, enablePush, forgetDevice, pushSupported } from '../push';
 import { fmtDateTime } from '../time';
-import { PROTOCOLS, fastingHours } from '../zones';
+import { PROTOCOLS, fastingHours, isProtocol } from '../zones';
 
 // better-auth's client is loaded only here, keeping it off the first screen.
 const auth = () => import('../auth');
@@ -46,7 +46,7 @@ export function Settings() {
 }
 
 function FastingPrefs({ prefs }: { prefs: Preferences }) {
-  const [protocol, setProtocol] = useState(prefs.fastingProtocol ?? '');
+  const [protocol, setProtocol] = useState<Protocol | ''>(prefs.fastingProtocol ?? '');
   const [milestones, setMilestones] = useState(prefs.fastingMilestones);
   const action = useAction();
   const submit = (e: Event) => {
@@ -60,7 +60,7 @@ function FastingPrefs({ prefs }: { prefs: Preferences }) {
     <form class="card" onSubmit={submit} aria-labelledby="prefs-title">
       <h2 id="prefs-title">Digiuno</h2>
       <label for="pref-protocol">Protocollo preferito</label>
-      <select id="pref-protocol" value={protocol} onChange={(e) => { setProtocol(e.currentTarget.value); }}>
+      <select id="pref-protocol" value={protocol} onChange={(e) => { const v = e.currentTarget.value; setProtocol(isProtocol(v) ? v : ''); }}>
         <option value="">Nessuno (la cena non avvia il digiuno)</option>
         {PROTOCOLS.map((p) => (
           <option key={p} value={p}>

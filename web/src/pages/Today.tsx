@@ -1,16 +1,16 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api/client';
-import type { Fast, Pause } from '../api/types';
+import type { Fast, Pause, Protocol } from '../api/types';
 import { Diary } from '../components/Diary';
 import { Suggestions } from '../components/Suggestions';
 import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad, useNow } from '../hooks';
 import { fmtClock, fmtDateTime, fmtHours, fmtTime } from '../time';
-import { PROTOCOLS, ZONES, fastingHours, milestones, zoneIndexAt } from '../zones';
+import { PROTOCOLS, ZONES, fastingHours, isProtocol, milestones, zoneIndexAt } from '../zones';
 
 interface TodayData {
   current: Fast | null;
-  protocol: string | null;
+  protocol: Protocol | null;
   pause: Pause;
 }
 
@@ -59,8 +59,8 @@ export function Today() {
   );
 }
 
-function Start({ preferred, onStarted }: { preferred: string | null; onStarted: (f: Fast) => void }) {
-  const [protocol, setProtocol] = useState(preferred ?? '16:8');
+function Start({ preferred, onStarted }: { preferred: Protocol | null; onStarted: (f: Fast) => void }) {
+  const [protocol, setProtocol] = useState<Protocol>(preferred ?? '16:8');
   const action = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
@@ -73,7 +73,7 @@ function Start({ preferred, onStarted }: { preferred: string | null; onStarted: 
     <form class="card" onSubmit={submit}>
       <h2>Nessun digiuno in corso</h2>
       <label for="protocol">Protocollo</label>
-      <select id="protocol" name="protocol" value={protocol} onChange={(e) => { setProtocol(e.currentTarget.value); }}>
+      <select id="protocol" name="protocol" value={protocol} onChange={(e) => { const v = e.currentTarget.value; if (isProtocol(v)) setProtocol(v); }}>
         {PROTOCOLS.map((p) => (
           <option key={p} value={p}>
             {p} · {fastingHours(p)} ore di digiuno
