@@ -74,6 +74,10 @@ impl Application {
         tokio::spawn(maintenance(pool.clone()));
         let metrics = service_kit::metrics::ServiceMetrics::new();
         metrics.pool(pool.clone());
+        metrics.outbox("email", {
+            let pool = pool.clone();
+            move || mail_outbox_state(&pool)
+        });
         metrics.route_outcomes(
             "auth_sign_ins_total",
             "Sign-in attempts by route and outcome (ok, refused: wrong credentials or limited, error).",
@@ -143,4 +147,33 @@ async fn maintenance(pool: PgPool) {
             Err(e) => tracing::warn!(error = %e, "maintenance task failed"),
         }
     }
+}
+
+/// Depth and oldest age of the e-mails neither sent nor set aside, for `/metrics`.
+fn mail_outbox_state(pool: &PgPool) -> Result<service_kit::metrics::OutboxState, String> {
+    use diesel::RunQueryDsl;
+    use diesel::sql_types::{Double, Int8};
+
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = Int8)]
+        pending: i64,
+        #[diesel(sql_type = Double)]
+        age: f64,
+    }
+    let mut conn = pool
+        .get_timeout(Duration::from_secs(1))
+        .map_err(|e| e.to_string())?;
+    let row: Row = diesel::sql_query(
+        "SELECT count(*)::int8 AS pending,
+                COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
+           FROM auth.mail_outbox
+          WHERE sent_at IS NULL AND parked_at IS NULL",
+    )
+    .get_result(&mut conn)
+    .map_err(|e| e.to_string())?;
+    Ok(service_kit::metrics::OutboxState {
+        pending: row.pending,
+        oldest_age_seconds: row.age.max(0.0),
+    })
 }
