@@ -243,6 +243,7 @@ async fn every_service_exports_metrics_that_move_under_load() {
     let [auth, _, scheduler, licence] = stack.ports;
     let (_, m) = scrape(scheduler).await;
     assert_eq!(m.get(r#"outbox_pending{outbox="push"}"#), Some(&0.0));
+    assert_eq!(m.get(r#"outbox_probe_up{outbox="push"}"#), Some(&1.0));
     assert!(m.contains_key(r#"outbox_oldest_age_seconds{outbox="push"}"#));
     for outcome in ["delivered", "gone", "retry", "expired", "failed"] {
         let key = format!(r#"push_deliveries_total{{outcome="{outcome}"}}"#);
@@ -251,6 +252,7 @@ async fn every_service_exports_metrics_that_move_under_load() {
 
     let (_, before) = scrape(licence).await;
     assert_eq!(before.get(r#"outbox_pending{outbox="email"}"#), Some(&0.0));
+    assert_eq!(before.get(r#"outbox_probe_up{outbox="email"}"#), Some(&1.0));
     let refused =
         r#"licence_quota_consumptions_total{outcome="refused",route="/api/usage/consume"}"#;
     let resp = http
@@ -264,6 +266,8 @@ async fn every_service_exports_metrics_that_move_under_load() {
     assert_eq!(value(&after, refused), value(&before, refused) + 1.0);
 
     let (_, before) = scrape(auth).await;
+    assert_eq!(before.get(r#"outbox_pending{outbox="mail"}"#), Some(&0.0));
+    assert_eq!(before.get(r#"outbox_probe_up{outbox="mail"}"#), Some(&1.0));
     let failed = r#"auth_sign_ins_total{outcome="refused",route="/api/auth/sign-in/email"}"#;
     let resp = http
         .post(format!("{}/api/auth/sign-in/email", stack.base()))

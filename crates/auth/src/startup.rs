@@ -77,11 +77,12 @@ impl Application {
         let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let metrics = service_kit::metrics::ServiceMetrics::new();
         metrics.pool(pool.clone());
+        // The table exists whether or not mail is switched on: its depth is worth watching either way.
+        metrics.outbox("mail", {
+            let pool = pool.clone();
+            move || mail_outbox_state(&pool)
+        });
         if let Some(mailer) = &mailer {
-            metrics.outbox("mail", {
-                let pool = pool.clone();
-                move || mail_outbox_state(&pool)
-            });
             mailer::export_metrics(&metrics, "mail", mailer.health());
         }
         metrics.route_outcomes(
@@ -156,14 +157,14 @@ async fn maintenance(pool: PgPool) {
     }
 }
 
-/// Depth and oldest age of `auth.mail_outbox`, for the metrics.
+/// Depth and oldest age of the e-mails neither sent nor set aside, for `/metrics`.
 fn mail_outbox_state(pool: &PgPool) -> Result<service_kit::metrics::OutboxState, String> {
     use diesel::RunQueryDsl;
-    use diesel::sql_types::{BigInt, Double};
+    use diesel::sql_types::{Double, Int8};
 
     #[derive(diesel::QueryableByName)]
     struct Row {
-        #[diesel(sql_type = BigInt)]
+        #[diesel(sql_type = Int8)]
         pending: i64,
         #[diesel(sql_type = Double)]
         age: f64,
@@ -172,8 +173,8 @@ fn mail_outbox_state(pool: &PgPool) -> Result<service_kit::metrics::OutboxState,
         .get_timeout(Duration::from_secs(1))
         .map_err(|e| e.to_string())?;
     let row: Row = diesel::sql_query(
-        "SELECT COUNT(*) AS pending,
-                COALESCE(EXTRACT(EPOCH FROM now() - MIN(created_at)), 0)::float8 AS age
+        "SELECT count(*)::int8 AS pending,
+                COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
            FROM auth.mail_outbox
           WHERE sent_at IS NULL AND parked_at IS NULL",
     )

@@ -120,6 +120,7 @@ struct Inner {
     outcomes: Mutex<HashMap<String, IntCounterVec>>,
     outbox_pending: IntGaugeVec,
     outbox_age: GaugeVec,
+    outbox_up: IntGaugeVec,
 }
 
 /// The metrics of one running service: its scrape-time gauges and the outcome counters of
@@ -154,9 +155,18 @@ impl ServiceMetrics {
             &["outbox"],
         )
         .expect("valid metric definition");
+        let outbox_up = IntGaugeVec::new(
+            Opts::new(
+                "outbox_probe_up",
+                "1 when the last scrape could read the outbox, 0 when its query failed.",
+            ),
+            &["outbox"],
+        )
+        .expect("valid metric definition");
         for collector in [
             Box::new(outbox_pending.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(outbox_age.clone()),
+            Box::new(outbox_up.clone()),
         ] {
             registry
                 .register(collector)
@@ -169,13 +179,14 @@ impl ServiceMetrics {
                 outcomes: Mutex::new(HashMap::new()),
                 outbox_pending,
                 outbox_age,
+                outbox_up,
             }),
         }
     }
 
     /// Depth and oldest age of the outbox `name`, read by `probe` (a query) on each scrape.
-    /// A failing probe leaves the last values and is logged at debug level: the database being
-    /// down already shows in `/ready` and the pool gauges.
+    /// A failing probe leaves the last values, sets `outbox_probe_up` to 0 and is logged at debug
+    /// level: the database being down already shows in `/ready` and the pool gauges.
     pub fn outbox(
         &self,
         name: &'static str,
@@ -183,12 +194,17 @@ impl ServiceMetrics {
     ) {
         let pending = self.inner.outbox_pending.with_label_values(&[name]);
         let age = self.inner.outbox_age.with_label_values(&[name]);
+        let up = self.inner.outbox_up.with_label_values(&[name]);
         self.on_scrape(move || match probe() {
             Ok(state) => {
                 pending.set(state.pending);
                 age.set(state.oldest_age_seconds);
+                up.set(1);
             }
-            Err(error) => tracing::debug!(%error, outbox = name, "outbox metrics unavailable"),
+            Err(error) => {
+                up.set(0);
+                tracing::debug!(%error, outbox = name, "outbox metrics unavailable");
+            }
         });
     }
 
