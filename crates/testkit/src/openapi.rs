@@ -81,6 +81,24 @@ async fn probe(http: &reqwest::Client, base: &str, method: &str, path: &str) -> 
     !unrouted(resp).await
 }
 
+/// Fetches `/openapi.json` from the running service at `base` and asserts that it is an
+/// OpenAPI 3.1 document identical to `expected` (what the binary's `openapi` subcommand prints).
+pub async fn served_document(http: &reqwest::Client, base: &str, expected: Value) -> Value {
+    let resp = http
+        .get(format!("{base}/openapi.json"))
+        .send()
+        .await
+        .expect("GET /openapi.json");
+    assert_eq!(resp.status(), 200);
+    let doc: Value = resp.json().await.expect("/openapi.json is JSON");
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(
+        doc, expected,
+        "/openapi.json serves the document the binary prints"
+    );
+    doc
+}
+
 /// Asserts that the running service at `base` mounts every operation of `doc`, and that every
 /// route pattern in `mounted` (from the same router, see `service_kit::openapi::mounted_routes`)
 /// is documented with exactly the methods it answers.

@@ -181,19 +181,12 @@ async fn hostile_input_is_never_a_server_error() {
 #[tokio::test]
 async fn the_openapi_document_matches_the_mounted_routes() {
     let app = spawn_app().await;
-    let resp = app
-        .client
-        .get(format!("{}/openapi.json", app.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let doc: serde_json::Value = resp.json().await.unwrap();
-    assert_eq!(doc["openapi"], "3.1.0");
-    assert_eq!(
-        doc,
-        serde_json::to_value(licence_server::openapi::document()).unwrap()
-    );
+    let doc = testkit::openapi::served_document(
+        &app.client,
+        &app.base,
+        serde_json::to_value(licence_server::openapi::document()).unwrap(),
+    )
+    .await;
     let mounted = service_kit::openapi::mounted_routes(|cfg| {
         cfg.route(
             "/api/health",

@@ -156,20 +156,12 @@ async fn sigterm_during_a_test_push_answers_and_exits() {
 #[tokio::test]
 async fn the_openapi_document_matches_the_mounted_routes() {
     let app = spawn_app().await;
-    let resp = app
-        .http
-        .get(format!("{}/openapi.json", app.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let doc: serde_json::Value = resp.json().await.unwrap();
-    assert_eq!(doc["openapi"], "3.1.0");
-    assert_eq!(
-        doc,
+    let doc = testkit::openapi::served_document(
+        &app.http,
+        &app.base,
         serde_json::to_value(nutrition_api::openapi::document()).unwrap(),
-        "/openapi.json serves the document `nutrition-api openapi` prints"
-    );
+    )
+    .await;
 
     let mounted = service_kit::openapi::mounted_routes(|cfg| {
         cfg.configure(service_kit::openapi::mount(

@@ -86,18 +86,12 @@ fn two_migrations_at_once_on_an_empty_database() {
 async fn the_openapi_document_matches_the_mounted_routes() {
     let app = spawn_app().await;
     let http = testkit::http::client();
-    let resp = http
-        .get(format!("{}/openapi.json", app.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let doc: serde_json::Value = resp.json().await.unwrap();
-    assert_eq!(doc["openapi"], "3.1.0");
-    assert_eq!(
-        doc,
-        serde_json::to_value(push_scheduler::openapi::document()).unwrap()
-    );
+    let doc = testkit::openapi::served_document(
+        &http,
+        &app.base,
+        serde_json::to_value(push_scheduler::openapi::document()).unwrap(),
+    )
+    .await;
     let mounted = service_kit::openapi::mounted_routes(|cfg| {
         cfg.configure(service_kit::openapi::mount(
             service_kit::openapi::Docs::new(&push_scheduler::openapi::document()),
