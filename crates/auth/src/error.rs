@@ -153,6 +153,7 @@ impl From<DbError> for ApiError {
     fn from(e: DbError) -> Self {
         match e {
             DbError::Unavailable(_) => Self::Unavailable,
+            DbError::Query(e) => e.into(),
             other => Self::internal(other),
         }
     }
@@ -160,6 +161,10 @@ impl From<DbError> for ApiError {
 
 impl From<diesel::result::Error> for ApiError {
     fn from(e: diesel::result::Error) -> Self {
+        // The connection has been discarded; the next attempt gets a working one.
+        if service_kit::db::is_connection_lost(&e) {
+            return Self::Unavailable;
+        }
         Self::internal(e)
     }
 }

@@ -190,7 +190,9 @@ impl HashPool {
 
 fn work(queue: &Mutex<Receiver<Job>>) {
     let argon2 = hasher();
-    let mut memory = vec![Block::default(); params().block_count()];
+    // Allocated at the first hash, not at start-up: a process that computes none (a replica
+    // serving only session checks) never holds the 19 MiB.
+    let mut memory: Vec<Block> = Vec::new();
     loop {
         // The lock is held only while taking a job, never while hashing.
         let next = match queue.lock() {
@@ -205,6 +207,9 @@ fn work(queue: &Mutex<Receiver<Job>>) {
         if job.queued.elapsed() > MAX_WAIT {
             let _ = job.reply.send(Outcome::Busy);
             continue;
+        }
+        if memory.is_empty() {
+            memory = vec![Block::default(); params().block_count()];
         }
         let outcome = match job.task {
             Task::Hash(password) => Outcome::Hashed(hash_with(&argon2, &mut memory, &password)),

@@ -93,6 +93,10 @@ impl From<diesel::result::Error> for ApiError {
     fn from(err: diesel::result::Error) -> Self {
         match err {
             diesel::result::Error::NotFound => Self::NotFound,
+            // The connection has been discarded; the next attempt gets a working one.
+            e if service_kit::db::is_connection_lost(&e) => {
+                Self::DatabaseUnavailable(e.to_string())
+            }
             other => Self::internal(other),
         }
     }

@@ -94,7 +94,7 @@ impl From<DbError> for ApiError {
     fn from(e: DbError) -> Self {
         match e {
             DbError::Unavailable(_) => Self::Unavailable,
-            DbError::Query(diesel::result::Error::NotFound) => Self::NotFound,
+            DbError::Query(e) => e.into(),
             other => Self::internal(other),
         }
     }
@@ -104,6 +104,8 @@ impl From<diesel::result::Error> for ApiError {
     fn from(e: diesel::result::Error) -> Self {
         match e {
             diesel::result::Error::NotFound => Self::NotFound,
+            // The connection has been discarded; the next attempt gets a working one.
+            e if service_kit::db::is_connection_lost(&e) => Self::Unavailable,
             other => Self::internal(other),
         }
     }

@@ -194,6 +194,16 @@ pub mod nutrition {
     );
 }
 
+/// The session check of a hot route reads the session, its user and the user's profile in one
+/// statement.
+mod across_schemas {
+    use super::auth::{session, user};
+    use super::nutrition::profile;
+
+    diesel::allow_tables_to_appear_in_same_query!(profile, user);
+    diesel::allow_tables_to_appear_in_same_query!(profile, session);
+}
+
 pub mod scheduler {
     diesel::table! {
         scheduler.job_run (job, slot) {

@@ -2,16 +2,20 @@
 //! connections, running diesel on the blocking pool, readiness, and migrations applied under a
 //! database-wide lock so that replicas starting together never race on the schema.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use diesel::r2d2::{ConnectionManager, R2D2Connection};
+use diesel::connection::{Instrumentation, InstrumentationEvent};
+use diesel::r2d2::{ConnectionManager, ManageConnection, R2D2Connection};
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
 
 use crate::config::Secret;
 use crate::http::Readiness;
 
-pub type Pool<C> = diesel::r2d2::Pool<ConnectionManager<C>>;
-pub type PooledConnection<C> = diesel::r2d2::PooledConnection<ConnectionManager<C>>;
+pub type Pool<C> = diesel::r2d2::Pool<Manager<C>>;
+pub type PooledConnection<C> = diesel::r2d2::PooledConnection<Manager<C>>;
 
 /// How long a request waits for a free connection before it is answered 503.
 pub const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -22,7 +26,7 @@ pub fn build_pool<C>(url: &Secret, max_size: u32) -> Pool<C>
 where
     C: R2D2Connection + 'static,
 {
-    builder(max_size).build_unchecked(ConnectionManager::new(url.expose()))
+    builder(max_size).build_unchecked(Manager::new(url.expose()))
 }
 
 /// Like [`build_pool`], running `customizer` on every new connection (session settings).
@@ -33,19 +37,140 @@ where
 {
     builder(max_size)
         .connection_customizer(Box::new(customizer))
-        .build_unchecked(ConnectionManager::new(url.expose()))
+        .build_unchecked(Manager::new(url.expose()))
 }
 
-fn builder<C: R2D2Connection + 'static>(
-    max_size: u32,
-) -> diesel::r2d2::Builder<ConnectionManager<C>> {
+fn builder<C: R2D2Connection + 'static>(max_size: u32) -> diesel::r2d2::Builder<Manager<C>> {
     diesel::r2d2::Pool::builder()
         .max_size(max_size)
         .min_idle(Some(0))
         .connection_timeout(CHECKOUT_TIMEOUT)
+        // Cheap: `Manager::is_valid` only pings while a lost connection was seen recently.
         .test_on_check_out(true)
         .idle_timeout(Some(Duration::from_secs(300)))
         .error_handler(Box::new(TracingErrorHandler))
+}
+
+/// Whether `error` says the connection itself is gone (server restarted, socket closed, network
+/// cut), as opposed to a statement the database refused on a healthy connection.
+pub fn is_connection_lost(error: &DieselError) -> bool {
+    match error {
+        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => true,
+        // MariaDB's client reports a lost server without a kind of its own.
+        DieselError::DatabaseError(DatabaseErrorKind::Unknown, info) => {
+            let message = info.message().to_ascii_lowercase();
+            [
+                "server has gone away",
+                "lost connection to",
+                "server closed the connection",
+                "no connection to the server",
+            ]
+            .iter()
+            .any(|needle| message.contains(needle))
+        }
+        _ => false,
+    }
+}
+
+/// diesel's r2d2 manager, made cheap at checkout.
+///
+/// r2d2's `test_on_check_out` pings every connection before handing it out, which doubles the
+/// round trips of a one-statement request. Instead every connection carries a [`Watch`] that sees
+/// each statement's outcome: a statement failing because the connection is gone marks that
+/// connection broken (r2d2 then discards it rather than returning it to the pool) and counts a
+/// loss for the whole pool. A loss usually means the database went away for every connection at
+/// once, so until each idle connection has answered a ping made after the latest loss, checkout
+/// pings it; the rest of the time checkout costs no round trip.
+pub struct Manager<C: R2D2Connection + 'static> {
+    inner: ConnectionManager<C>,
+    losses: Arc<AtomicU64>,
+}
+
+impl<C: R2D2Connection + 'static> Manager<C> {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            inner: ConnectionManager::new(url),
+            losses: Arc::default(),
+        }
+    }
+
+    /// Connections lost so far, by any of this pool's connections.
+    pub fn losses(&self) -> u64 {
+        self.losses.load(Ordering::SeqCst)
+    }
+}
+
+impl<C: R2D2Connection + 'static> std::fmt::Debug for Manager<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager")
+            .field("losses", &self.losses())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Per-connection observer of statement outcomes (diesel's instrumentation hook).
+struct Watch {
+    losses: Arc<AtomicU64>,
+    /// A statement failed because the connection is gone.
+    lost: bool,
+    /// The pool's loss count when this connection was last known to work.
+    known_good_at: u64,
+}
+
+impl Instrumentation for Watch {
+    fn on_connection_event(&mut self, event: InstrumentationEvent<'_>) {
+        if let InstrumentationEvent::FinishQuery {
+            error: Some(error), ..
+        } = event
+            && !self.lost
+            && is_connection_lost(error)
+        {
+            self.lost = true;
+            self.losses.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+fn watch_of<C: R2D2Connection>(conn: &mut C) -> Option<&mut Watch> {
+    conn.instrumentation().downcast_mut::<Watch>()
+}
+
+impl<C: R2D2Connection + Send + 'static> ManageConnection for Manager<C> {
+    type Connection = C;
+    type Error = diesel::r2d2::Error;
+
+    fn connect(&self) -> Result<C, Self::Error> {
+        let mut conn = self.inner.connect()?;
+        conn.set_instrumentation(Watch {
+            losses: Arc::clone(&self.losses),
+            lost: false,
+            known_good_at: self.losses(),
+        });
+        Ok(conn)
+    }
+
+    fn is_valid(&self, conn: &mut C) -> Result<(), Self::Error> {
+        let losses = self.losses();
+        match watch_of(conn) {
+            Some(watch) if watch.lost => {
+                return Err(diesel::r2d2::Error::QueryError(
+                    DieselError::BrokenTransactionManager,
+                ));
+            }
+            Some(watch) if watch.known_good_at >= losses => return Ok(()),
+            // Older than the latest loss, or watched by something else: ask the server.
+            _ => {}
+        }
+        self.inner.is_valid(conn)?;
+        if let Some(watch) = watch_of(conn) {
+            watch.known_good_at = losses;
+        }
+        Ok(())
+    }
+
+    fn has_broken(&self, conn: &mut C) -> bool {
+        self.inner.has_broken(conn) || watch_of(conn).is_some_and(|w| w.lost)
+    }
 }
 
 /// r2d2's default handler logs through the `log` crate; route connection errors into tracing.

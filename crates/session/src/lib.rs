@@ -10,6 +10,6 @@ pub mod origin;
 pub mod settings;
 pub mod store;
 
-pub use guard::{CurrentSession, MaybeSession, SessionError, SessionLayer};
+pub use guard::{CurrentSession, MaybeSession, SessionError, SessionLayer, SessionToken};
 pub use model::{Session, User};
 pub use settings::AuthSettings;

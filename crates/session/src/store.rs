@@ -71,9 +71,22 @@ pub fn verify(
         .select((Session::as_select(), User::as_select()))
         .first(conn)
         .optional()?;
-    let Some((mut current, user)) = found else {
-        return Ok(None);
-    };
+    match found {
+        Some((current, user)) => settle(conn, current, user, now),
+        None => Ok(None),
+    }
+}
+
+/// The rest of [`verify`] once the session row and its user are read, for routes that read them
+/// together with rows of their own in one statement: deletes an expired session (reported as
+/// none) and extends one last refreshed [`REFRESH_AGE`] or more ago. A session that is neither
+/// costs no statement.
+pub fn settle(
+    conn: &mut PgConnection,
+    mut current: Session,
+    user: User,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<Verified>> {
     if current.expires_at <= now {
         diesel::delete(session::table.filter(session::id.eq(&current.id))).execute(conn)?;
         return Ok(None);

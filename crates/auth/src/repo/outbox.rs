@@ -93,10 +93,7 @@ struct Claimed {
 }
 
 impl PgOutbox {
-    fn conn(
-        &self,
-    ) -> anyhow::Result<diesel::r2d2::PooledConnection<diesel::r2d2::ConnectionManager<PgConnection>>>
-    {
+    fn conn(&self) -> anyhow::Result<service_kit::db::PooledConnection<PgConnection>> {
         Ok(self.pool.get()?)
     }
 }

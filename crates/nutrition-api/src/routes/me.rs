@@ -1,8 +1,10 @@
+use ::session::{Session, SessionToken, User};
 use actix_web::{HttpResponse, web};
+use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use nutrition_store::schema::auth::{session, user};
 use nutrition_store::schema::nutrition::profile;
 use serde::Serialize;
-use session::{CurrentSession, User};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -20,34 +22,57 @@ struct MeUser {
     #[serde(flatten)]
     user: User,
     #[serde(serialize_with = "service_kit::time::serialize_opt")]
-    fasting_paused_until: Option<chrono::DateTime<chrono::Utc>>,
+    fasting_paused_until: Option<DateTime<Utc>>,
     preferences: Preferences,
 }
 
+type ProfileColumns = (Option<String>, bool, Option<DateTime<Utc>>);
+
 /// `GET /me`: the signed-in user with their fasting pause and preferences, and the session.
+///
+/// The app calls this on every start and focus, so it is the hottest signed-in route: the session,
+/// its user and the profile come back in one statement, on one pooled connection, instead of the
+/// guard's lookup followed by a profile read. Only an expired session (deleted) or one due for
+/// its rolling refresh costs a second statement.
 #[tracing::instrument(skip_all)]
 pub async fn me(
-    current: CurrentSession,
+    token: SessionToken,
     state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let verified = current.0;
-    let user_id = verified.user.id.clone();
-    let row: Option<(Option<String>, bool, Option<chrono::DateTime<chrono::Utc>>)> =
-        nutrition_store::run(&state.pool, move |conn| {
-            profile::table
-                .find(user_id)
-                .select((
+) -> Result<HttpResponse, actix_web::Error> {
+    let lookup = token.token.clone();
+    let found = nutrition_store::run(&state.pool, move |conn| {
+        let now = Utc::now();
+        let row: Option<(Session, User, Option<ProfileColumns>)> = session::table
+            .inner_join(user::table)
+            .left_join(profile::table.on(profile::user_id.eq(session::user_id)))
+            .filter(session::token.eq(&lookup))
+            .select((
+                Session::as_select(),
+                User::as_select(),
+                (
                     profile::fasting_protocol,
                     profile::fasting_milestones,
                     profile::fasting_paused_until,
-                ))
-                .first(conn)
-                .optional()
-                .map_err(ApiError::from)
-        })
-        .await?;
+                )
+                    .nullable(),
+            ))
+            .first(conn)
+            .optional()
+            .map_err(ApiError::from)?;
+        let Some((current, user, profile)) = row else {
+            return Ok(None);
+        };
+        let settled = ::session::store::settle(conn, current, user, now).map_err(ApiError::from)?;
+        Ok::<_, ApiError>(settled.map(|verified| (verified, profile)))
+    })
+    .await?;
+    let (verified, profile) = match found {
+        Some((verified, profile)) => (Some(verified), profile),
+        None => (None, None),
+    };
+    let verified = token.accept(verified).map_err(actix_web::Error::from)?.0;
     let (fasting_protocol, fasting_milestones, fasting_paused_until) =
-        row.unwrap_or((None, false, None));
+        profile.unwrap_or((None, false, None));
     Ok(HttpResponse::Ok().json(serde_json::json!({
         "user": MeUser {
             user: verified.user,

@@ -43,10 +43,24 @@ pub async fn spawn_app() -> TestApp {
 
 /// A service with extra settings (VAPID keys, the push endpoint policy).
 pub async fn spawn_with(extra: &[(String, String)]) -> TestApp {
+    spawn_on(extra, false).await
+}
+
+/// Like [`spawn_app`], with the database connections unencrypted, so that the proxy can count
+/// the statements the service sends.
+pub async fn spawn_counting() -> TestApp {
+    spawn_on(&[], true).await
+}
+
+async fn spawn_on(extra: &[(String, String)], plain: bool) -> TestApp {
     let db = TestPostgres::migrated(nutrition_store::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
-    let url = testkit::with_host_port(db.url(), proxy.addr());
+    let mut url = testkit::with_host_port(db.url(), proxy.addr());
+    if plain {
+        url.push(if url.contains('?') { '&' } else { '?' });
+        url.push_str("sslmode=disable");
+    }
     let (base, auth) = start(&url, extra).await;
     TestApp {
         base,
@@ -121,6 +135,13 @@ impl TestApp {
         let set = session::cookie::set_session(&self.auth, &s.token, true);
         let cookie = set.split(';').next().expect("pair").to_owned();
         User { id, cookie }
+    }
+
+    /// A correctly signed session cookie (`name=value`) for `token`, whether or not such a
+    /// session exists.
+    pub fn cookie_for_token(&self, token: &str) -> String {
+        let set = session::cookie::set_session(&self.auth, token, true);
+        set.split(';').next().expect("pair").to_owned()
     }
 
     pub async fn call(

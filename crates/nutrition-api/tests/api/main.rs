@@ -5,6 +5,7 @@ mod fasting;
 mod helpers;
 mod hostile;
 mod limits;
+mod me;
 mod notifications;
 mod operations;
 mod plans;
