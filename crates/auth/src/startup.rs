@@ -47,7 +47,10 @@ impl Application {
         let hashes = password::HashPool::start(settings.hash_concurrency as usize)?;
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
-        let limits = settings.http;
+        let limits = service_kit::http::Limits {
+            blocking_threads: Some(settings.pool_size as usize),
+            ..settings.http
+        };
         let mailer = match &settings.smtp {
             Some(smtp) => Some(Mailer::start(PgOutbox { pool: pool.clone() }, smtp, mail)?),
             None => None,

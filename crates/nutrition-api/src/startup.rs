@@ -54,7 +54,10 @@ impl Application {
                 None
             }
         };
-        let limits = settings.http;
+        let limits = service_kit::http::Limits {
+            blocking_threads: Some(settings.pool_size as usize),
+            ..settings.http
+        };
         let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let test_pushes = Arc::new(TestPushes::new(TEST_PUSH_SENDS));
         let state = AppState {

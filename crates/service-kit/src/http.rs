@@ -447,6 +447,12 @@ pub struct Limits {
     pub body_idle_timeout: Duration,
     /// Open connections per process; beyond it new ones wait in the listen backlog.
     pub max_connections: usize,
+    /// Threads per process that run blocking work (database calls), when set: the service's pool
+    /// size. More threads than pooled connections only wait on the pool, and every one of them
+    /// costs a wake-up and a context switch per request under load; with as many threads as
+    /// connections, requests beyond that queue as tasks instead, at no cost. `None` keeps
+    /// actix's default (512 per process).
+    pub blocking_threads: Option<usize>,
 }
 
 pub const REQUEST_BODY_TIMEOUT_SECS: &str = "REQUEST_BODY_TIMEOUT_SECS";
@@ -457,6 +463,7 @@ impl Default for Limits {
         Self {
             body_idle_timeout: Duration::from_secs(15),
             max_connections: 4096,
+            blocking_threads: None,
         }
     }
 }
@@ -472,6 +479,7 @@ impl Limits {
                 300,
             )?),
             max_connections: env.number(MAX_CONNECTIONS, default.max_connections, 16, 1_000_000)?,
+            blocking_threads: default.blocking_threads,
         })
     }
 }
@@ -557,7 +565,7 @@ where
             Err(error) => tracing::warn!(%error, "open files limit could not be raised"),
         }
     }
-    Ok(actix_web::HttpServer::new(move || {
+    let server = actix_web::HttpServer::new(move || {
         actix_web::App::new()
             .wrap(actix_web::middleware::from_fn(body_deadline))
             .wrap(tracing_actix_web::TracingLogger::<RequestSpan>::new())
@@ -574,9 +582,13 @@ where
     .shutdown_timeout(10)
     .workers(workers)
     // actix counts per worker; MAX_CONNECTIONS is per process.
-    .max_connections(limits.max_connections.div_ceil(workers))
-    .listen(listener)?
-    .run())
+    .max_connections(limits.max_connections.div_ceil(workers));
+    // Each worker has its own blocking pool; the limit is per process.
+    let server = match limits.blocking_threads {
+        Some(total) => server.worker_max_blocking_threads(total.div_ceil(workers).max(1)),
+        None => server,
+    };
+    Ok(server.listen(listener)?.run())
 }
 
 #[cfg(test)]
