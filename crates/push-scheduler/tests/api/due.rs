@@ -61,7 +61,8 @@ fn sent_skipped(r: &serde_json::Value) -> (Option<u64>, Option<i64>) {
 async fn a_run_reads_the_fasts_that_are_due_across_pause_resume_end_and_recording() {
     let w = World::new().await;
     let api = Api::start(&w).await;
-    let now = Utc::now();
+    // The API keeps instants to the millisecond.
+    let now = DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).expect("now");
     let started = now - Duration::minutes(125);
     let mut people = Vec::new();
     for name in ["runner", "paused", "quiet", "done"] {
