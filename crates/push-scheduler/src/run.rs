@@ -352,7 +352,9 @@ fn due_query(
     .bind::<BigInt, _>(MILESTONE_BATCH);
     match after {
         None => query,
-        Some((at, id)) => query.bind::<Timestamptz, _>(*at).bind::<Text, _>(id.clone()),
+        Some((at, id)) => query
+            .bind::<Timestamptz, _>(*at)
+            .bind::<Text, _>(id.clone()),
     }
 }
 
@@ -496,7 +498,11 @@ mod tests {
         assert_eq!(
             step(start, end, &[], true, None, start + h(7)),
             Step::Push {
-                keys: vec!["hydration_2h".into(), "hydration_4h".into(), "hydration_6h".into()],
+                keys: vec![
+                    "hydration_2h".into(),
+                    "hydration_4h".into(),
+                    "hydration_6h".into()
+                ],
                 latest: Milestone::Hydration6h,
                 next: Some(end - Duration::minutes(30)),
             }
@@ -524,9 +530,14 @@ mod tests {
             }
         );
         // The last milestone recorded: nothing left to look at.
-        let four: Vec<String> = ["hydration_2h", "hydration_4h", "hydration_6h", "ending_soon"]
-            .map(String::from)
-            .to_vec();
+        let four: Vec<String> = [
+            "hydration_2h",
+            "hydration_4h",
+            "hydration_6h",
+            "ending_soon",
+        ]
+        .map(String::from)
+        .to_vec();
         assert_eq!(
             step(start, end, &four, true, None, start + h(18)),
             Step::Push {

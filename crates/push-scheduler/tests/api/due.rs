@@ -71,8 +71,12 @@ async fn a_run_reads_the_fasts_that_are_due_across_pause_resume_end_and_recordin
         assert_eq!(api.register(&user, &device).await.status, 201);
         people.push((user, device));
     }
-    let [(runner, runner_device), (paused, paused_device), (quiet, quiet_device), (done, _)] =
-        &people[..]
+    let [
+        (runner, runner_device),
+        (paused, paused_device),
+        (quiet, quiet_device),
+        (done, _),
+    ] = &people[..]
     else {
         unreachable!("four people")
     };
@@ -90,13 +94,10 @@ async fn a_run_reads_the_fasts_that_are_due_across_pause_resume_end_and_recordin
         .call(Method::POST, "/me/fasting/pause", paused, Some(json!({})))
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let paused_until = DateTime::parse_from_rfc3339(
-        r.body["fastingPausedUntil"]
-            .as_str()
-            .expect("paused until"),
-    )
-    .expect("instant")
-    .with_timezone(&Utc);
+    let paused_until =
+        DateTime::parse_from_rfc3339(r.body["fastingPausedUntil"].as_str().expect("paused until"))
+            .expect("instant")
+            .with_timezone(&Utc);
     let quiet_fast = start_fast(&api, quiet, started).await;
     let done_fast = start_fast(&api, done, started).await;
     let r = api
@@ -158,7 +159,10 @@ async fn a_run_reads_the_fasts_that_are_due_across_pause_resume_end_and_recordin
     let third = w.fire("milestones", &format(later), 10);
     assert_eq!(sent_skipped(&third), (Some(3), Some(0)), "{third}");
     assert_eq!(kinds(&w, runner_device), ["hydration_2h", "hydration_4h"]);
-    assert_eq!(next_of(&w, &runner_fast), Some(started + Duration::hours(6)));
+    assert_eq!(
+        next_of(&w, &runner_fast),
+        Some(started + Duration::hours(6))
+    );
 }
 
 fn kinds(w: &World, device: &testkit::push_service::FakeSubscription) -> Vec<String> {
