@@ -311,14 +311,14 @@ fn due_fasts(
 pub fn explain_due_fasts(
     conn: &mut PgConnection,
     now: DateTime<Utc>,
-    after: Option<(DateTime<Utc>, String)>,
+    after: Option<&(DateTime<Utc>, String)>,
 ) -> QueryResult<String> {
     #[derive(QueryableByName)]
     struct Line {
         #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
         line: String,
     }
-    let lines: Vec<Line> = due_query("EXPLAIN ", now, after.as_ref()).load(conn)?;
+    let lines: Vec<Line> = due_query("EXPLAIN ", now, after).load(conn)?;
     Ok(lines
         .into_iter()
         .map(|l| l.line)

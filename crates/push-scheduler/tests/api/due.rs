@@ -195,7 +195,7 @@ async fn the_due_fasts_are_found_through_the_index() {
     let next = push_scheduler::run::explain_due_fasts(
         &mut conn,
         now,
-        Some((now - Duration::minutes(5), "f1".to_owned())),
+        Some(&(now - Duration::minutes(5), "f1".to_owned())),
     )
     .expect("explain");
     for plan in [&first, &next] {
