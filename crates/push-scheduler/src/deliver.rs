@@ -269,6 +269,7 @@ fn deliver_one(
     lanes: &Lanes,
     counters: &Counters,
     runtime: &tokio::runtime::Handle,
+    on_claim: &dyn Fn(),
 ) -> QueryResult<Step> {
     conn.transaction(|conn| {
         // The full shares are read, the claim made without holding the lanes (so that senders
@@ -288,6 +289,7 @@ fn deliver_one(
         else {
             return Ok(Step::Raced);
         };
+        on_claim();
         let now = Utc::now();
         if row.expires_at <= now {
             finish(conn, row.id, "expired", Some("expired before delivery"))?;
@@ -315,6 +317,11 @@ fn deliver_one(
         };
         // The row stays locked while the push service is asked: no other process can take it.
         let outcome = runtime.block_on(sender.send_with(&sub, &body, &options));
+        // The outcome is committed without waiting for the WAL flush: only a crash of Postgres
+        // itself in the next fraction of a second can lose it, and then the message is sent
+        // again, which its Topic collapses at the push service: the same window as a sender
+        // that dies before its commit. Waiting for the flush would cost a disk sync per message.
+        diesel::sql_query("SET LOCAL synchronous_commit = off").execute(conn)?;
         match outcome {
             Outcome::Delivered => {
                 finish(conn, row.id, "delivered", None)?;
@@ -410,6 +417,10 @@ fn finish(
 /// Delivers every message that is due now, with up to `workers` sends in flight; returns when
 /// none is due and nothing is in flight, or once `shutdown` is triggered and what was in flight
 /// is settled.
+///
+/// One sender starts, and each sender that claims its first message starts another, up to
+/// `workers`: a full outbox has every sender busy within a few messages, while the idle tick
+/// every few seconds costs one query on one connection instead of `workers` of each.
 pub async fn drain_due(
     pool: &PgPool,
     sender: &Sender,
@@ -419,43 +430,63 @@ pub async fn drain_due(
     shutdown: &Arc<Shutdown>,
 ) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Handle::current();
-    let mut tasks = Vec::with_capacity(workers);
-    for _ in 0..workers.max(1) {
+    let (claimed_tx, mut claimed_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let spawn = |tasks: &mut tokio::task::JoinSet<anyhow::Result<()>>| {
         let pool = pool.clone();
         let sender = sender.clone();
         let lanes = Arc::clone(lanes);
         let counters = Arc::clone(counters);
         let shutdown = Arc::clone(shutdown);
         let runtime = runtime.clone();
-        tasks.push(tokio::task::spawn_blocking(
-            move || -> anyhow::Result<()> {
-                let mut conn = pool.get()?;
-                while !shutdown.is_triggered() {
-                    let started = std::time::Instant::now();
-                    match deliver_one(&mut conn, &sender, &lanes, &counters, &runtime)? {
-                        Step::Done | Step::Raced => {}
-                        // Others' sends may free a share this sender can use; with none in
-                        // flight, nothing more is due.
-                        Step::Idle { excluded } if lanes.in_flight() > 0 => {
-                            let wait = if excluded {
-                                (started.elapsed() * EXCLUDED_SEARCH_SPACING)
-                                    .clamp(IDLE_POLL, MAX_IDLE_POLL)
-                            } else {
-                                IDLE_POLL
-                            };
-                            std::thread::sleep(wait);
-                        }
-                        Step::Idle { .. } => break,
+        let claimed_tx = claimed_tx.clone();
+        tasks.spawn_blocking(move || -> anyhow::Result<()> {
+            let mut conn = pool.get()?;
+            let first_claim = std::cell::Cell::new(true);
+            let on_claim = || {
+                if first_claim.replace(false) {
+                    // The receiver is gone only when the drain is over.
+                    let _ = claimed_tx.send(());
+                }
+            };
+            while !shutdown.is_triggered() {
+                let started = std::time::Instant::now();
+                match deliver_one(&mut conn, &sender, &lanes, &counters, &runtime, &on_claim)? {
+                    Step::Done | Step::Raced => {}
+                    // Others' sends may free a share this sender can use; with none in
+                    // flight, nothing more is due.
+                    Step::Idle { excluded } if lanes.in_flight() > 0 => {
+                        let wait = if excluded {
+                            (started.elapsed() * EXCLUDED_SEARCH_SPACING)
+                                .clamp(IDLE_POLL, MAX_IDLE_POLL)
+                        } else {
+                            IDLE_POLL
+                        };
+                        std::thread::sleep(wait);
+                    }
+                    Step::Idle { .. } => break,
+                }
+            }
+            Ok(())
+        });
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    spawn(&mut tasks);
+    let mut started = 1;
+    let mut first_error = None;
+    loop {
+        tokio::select! {
+            Some(()) = claimed_rx.recv(), if started < workers => {
+                spawn(&mut tasks);
+                started += 1;
+            }
+            done = tasks.join_next() => match done {
+                None => break,
+                Some(result) => {
+                    if let Err(e) = result? {
+                        first_error.get_or_insert(e);
                     }
                 }
-                Ok(())
             },
-        ));
-    }
-    let mut first_error = None;
-    for task in tasks {
-        if let Err(e) = task.await? {
-            first_error.get_or_insert(e);
         }
     }
     first_error.map_or(Ok(()), Err)

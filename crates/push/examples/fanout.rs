@@ -48,9 +48,7 @@ async fn main() {
                 let n = |i: usize, default: usize| number(args.get(i), default);
                 run(n(1, 5000)?, n(2, 200)?, n(3, 32)?).await
             }
-            Some("setup") if args.len() == 4 => {
-                setup(&args[1], number(args.get(2), 0)?, &args[3])
-            }
+            Some("setup") if args.len() == 4 => setup(&args[1], number(args.get(2), 0)?, &args[3]),
             Some("send") if args.len() == 5 => {
                 send(
                     &args[1],
@@ -83,7 +81,9 @@ fn number(arg: Option<&String>, default: usize) -> Result<usize, String> {
         None => Err(USAGE.to_owned()),
         Some(a) => match a.parse::<usize>() {
             Ok(n) if n >= 1 => Ok(n),
-            _ => Err(format!("arguments are whole numbers ≥ 1, got '{a}'\n{USAGE}")),
+            _ => Err(format!(
+                "arguments are whole numbers ≥ 1, got '{a}'\n{USAGE}"
+            )),
         },
     }
 }
