@@ -1,7 +1,8 @@
 //! Draining the outbox. Each message is claimed with `FOR UPDATE SKIP LOCKED` in its own
 //! transaction, sent, and its outcome written before the commit: two processes never send the
 //! same row, and a process killed mid-send leaves its row untouched for the next one (the
-//! database drops the dead connection's lock at once).
+//! database drops the dead connection's lock at once). The claim is one statement, and the outcome
+//! is committed without waiting for the WAL flush (see [`deliver_one`]).
 //!
 //! Outcomes: 2xx delivered; 404/410 the device is deleted; 429 waits `Retry-After`; 5xx and
 //! time-outs retry with exponential backoff and jitter until the message's expiry; 400/401/403/413
