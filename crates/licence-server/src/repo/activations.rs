@@ -48,6 +48,55 @@ pub fn find(
         .optional()
 }
 
+/// How a request names its licence.
+#[derive(Debug, Clone, Copy)]
+pub enum LicenceBy<'a> {
+    Id(&'a str),
+    Key(&'a str),
+}
+
+/// What a request from an installation needs to know, read in one statement: the licence,
+/// the installation's activation on it (`None` when it holds no seat) and, when `counted`, how
+/// many seats the licence has taken (0 otherwise). `None` when there is no such licence.
+pub fn seat(
+    conn: &mut MysqlConnection,
+    by: LicenceBy<'_>,
+    instance_id: &str,
+    counted: bool,
+) -> QueryResult<Option<(LicenceRow, Option<ActivationRow>, u32)>> {
+    use crate::schema::licence;
+    use diesel::dsl::sql;
+    use diesel::sql_types::BigInt;
+
+    // A correlated count against the `(licence_id, instance_id)` key: an index range of at
+    // most ACTIVATION_LIMIT entries, cheaper than a second round trip.
+    let usage = if counted {
+        "(SELECT COUNT(*) FROM activation AS seats WHERE seats.licence_id = licence.id)"
+    } else {
+        "0"
+    };
+    let query = licence::table
+        .left_join(
+            activation::table.on(activation::licence_id
+                .eq(licence::id)
+                .and(activation::instance_id.eq(instance_id))),
+        )
+        .select((
+            LicenceRow::as_select(),
+            Option::<ActivationRow>::as_select(),
+            sql::<BigInt>(usage),
+        ))
+        .into_boxed();
+    let query = match by {
+        LicenceBy::Id(id) => query.filter(licence::id.eq(id)),
+        LicenceBy::Key(key) => query.filter(licence::license_key.eq(key)),
+    };
+    let row: Option<(LicenceRow, Option<ActivationRow>, i64)> = query.first(conn).optional()?;
+    Ok(row.map(|(licence, activation, n)| {
+        (licence, activation, u32::try_from(n).unwrap_or(u32::MAX))
+    }))
+}
+
 /// Records a successful validation.
 pub fn touch(conn: &mut MysqlConnection, id: &str, at: NaiveDateTime) -> QueryResult<()> {
     diesel::update(activation::table.find(id))
