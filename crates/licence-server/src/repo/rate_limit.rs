@@ -14,6 +14,8 @@ use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Text};
 
+use super::fixed::{Bind, fixed};
+
 #[derive(QueryableByName)]
 struct Left {
     #[diesel(sql_type = BigInt)]
@@ -64,16 +66,18 @@ pub fn hit(
 
 /// Counts the request in an existing row if its window has room or has ended; whether it did.
 fn count(conn: &mut MysqlConnection, bucket: &str, max: i32, window: i32) -> QueryResult<bool> {
-    let changed = diesel::sql_query(
+    let changed = fixed(
         "UPDATE licence_rate_limit SET \
            hits = IF(window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND, 1, hits + 1), \
            window_start = IF(hits = 1, UTC_TIMESTAMP(6), window_start) \
          WHERE bucket = ? AND (hits < ? OR window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND)",
+        vec![
+            Bind::Int(window),
+            Bind::Text(bucket.to_owned()),
+            Bind::Int(max),
+            Bind::Int(window),
+        ],
     )
-    .bind::<Integer, _>(window)
-    .bind::<Text, _>(bucket)
-    .bind::<Integer, _>(max)
-    .bind::<Integer, _>(window)
     .execute(conn)?;
     Ok(changed == 1)
 }

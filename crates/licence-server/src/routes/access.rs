@@ -32,7 +32,7 @@ pub fn authorise_on(
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Authorised, ApiError> {
     let (licence, activation, _) =
-        activations::seat(conn, LicenceBy::Id(&claims.sub), &claims.iid, false)?
+        activations::seat(conn, LicenceBy::Id(&claims.sub), &claims.iid)?
             .ok_or(ApiError::InvalidToken)?;
     check(licence, activation, now)
 }

@@ -53,9 +53,10 @@ pub async fn validate(
     let (licence, instance_id, license) = service_kit::db::run(&state.pool, move |conn| {
         limit.hit(conn)?;
         let (licence, activation, usage) = match by? {
-            By::Token(id, iid) => activations::seat(conn, LicenceBy::Id(&id), &iid, true)?
-                .ok_or(ApiError::InvalidToken)?,
-            By::Key(key, iid) => activations::seat(conn, LicenceBy::Key(&key), &iid, true)?
+            By::Token(id, iid) => {
+                activations::seat(conn, LicenceBy::Id(&id), &iid)?.ok_or(ApiError::InvalidToken)?
+            }
+            By::Key(key, iid) => activations::seat(conn, LicenceBy::Key(&key), &iid)?
                 .ok_or(ApiError::LicenceNotFound)?,
         };
         let Authorised {
