@@ -427,3 +427,112 @@ fn limits_are_checked_at_start_up() {
     env.push(("MAX_CONNECTIONS", "many"));
     config_rejected(&bin("licence-server"), &env, "MAX_CONNECTIONS");
 }
+
+/// With `OTEL_EXPORTER_OTLP_ENDPOINT` set, a request's span reaches an OTLP collector as a child
+/// of the caller's `traceparent`, and the lines the service logs while serving it carry the same
+/// trace id; without it nothing is exported and the lines still carry a trace id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_are_exported_over_otlp_only_when_configured() {
+    let collector = testkit::otlp::Collector::start().await;
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let parent = "00f067aa0ba902b7";
+    let traceparent = format!("00-{trace_id}-{parent}-01");
+    let http = reqwest::Client::new();
+
+    let (mut exporting, port, _db, _dir) = licence_server_alone(
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+            ("RUST_LOG", "debug"),
+        ],
+        4096,
+    )
+    .await;
+    let resp = http
+        .post(format!("http://127.0.0.1:{port}/api/license/validate"))
+        .header("traceparent", &traceparent)
+        .bearer_auth("not-a-licence-token")
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .expect("validate");
+    assert!(resp.status().is_client_error(), "{}", resp.status());
+    let span = collector
+        .wait_for(std::time::Duration::from_secs(20), |s| {
+            s.trace_id == trace_id && s.kind == 2
+        })
+        .await
+        .unwrap_or_else(|| {
+            panic!(
+                "no span of the trace: {:?}\n{}",
+                collector.spans(),
+                exporting.log()
+            )
+        });
+    assert_eq!(span.service, "licence-server");
+    assert_eq!(span.name, "POST /api/license/validate");
+    assert_eq!(span.parent_span_id, parent, "a child of the caller's span");
+    assert_eq!(span.kind, 2, "SPAN_KIND_SERVER");
+    assert_eq!(span.attributes["http.route"], "/api/license/validate");
+    assert_eq!(
+        span.attributes["http.status_code"],
+        resp.status().as_u16().to_string()
+    );
+    assert_eq!(collector.malformed(), 0);
+    // A request without a caller's trace gets a trace of its own, exported too.
+    let before = collector.spans().len();
+    let latest = http
+        .get(format!("http://127.0.0.1:{port}/api/latest"))
+        .send()
+        .await
+        .expect("latest");
+    let own = collector
+        .wait_for(std::time::Duration::from_secs(20), |s| {
+            s.trace_id != trace_id
+                && s.kind == 2
+                && s.attributes
+                    .get("http.route")
+                    .is_some_and(|r| r == "/api/latest")
+        })
+        .await
+        .unwrap_or_else(|| {
+            panic!(
+                "no span of its own ({}): {:?}",
+                latest.status(),
+                collector.spans()
+            )
+        });
+    assert!(collector.spans().len() > before);
+    assert_eq!(own.parent_span_id, "", "a root span");
+    assert_eq!(own.trace_id.len(), 32);
+    let log = exporting.log();
+    assert!(
+        log.lines().any(|l| l.contains(trace_id)),
+        "the request's log lines carry its trace id:\n{log}"
+    );
+    assert!(
+        exporting
+            .terminate(std::time::Duration::from_secs(15))
+            .is_some()
+    );
+
+    // Off by default: the same request exports nothing, and the log still names the trace.
+    let silent = testkit::otlp::Collector::start().await;
+    let (quiet, port, _db2, _dir2) = licence_server_alone(&[("RUST_LOG", "debug")], 4096).await;
+    let resp = http
+        .post(format!("http://127.0.0.1:{port}/api/license/validate"))
+        .header("traceparent", &traceparent)
+        .bearer_auth("not-a-licence-token")
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .expect("validate");
+    assert!(resp.status().is_client_error());
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(silent.spans().is_empty());
+    let log = quiet.log();
+    assert!(
+        log.lines().any(|l| l.contains(trace_id)),
+        "the trace id is logged without export too:\n{log}"
+    );
+}

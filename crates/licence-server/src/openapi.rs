@@ -54,7 +54,8 @@ fn licence_example() -> serde_json::Value {
     responses(
         (status = 200, description = "Activated; the same instanceId again reuses its seat.", body = Activated,
             example = json!({"activated": true, "token": "eyJhbGciOiJIUzI1NiIsImtpZCI6ImsxIn0.e30.sig",
-                "tokenExpiresAt": "2026-11-30T08:00:00Z", "instance": {"id": "a1b2c3d4", "name": "Studio iMac"},
+                "tokenExpiresAt": "2026-11-30T08:00:00Z", "lease": "eyJhbGciOiJFZERTQSIsImtpZCI6ImsxIn0.eyJzdWIiOiI0MiIsImlpZCI6ImExYjJjM2Q0In0.c2ln",
+                "leaseExpiresAt": "2026-11-30T08:00:00Z", "instance": {"id": "a1b2c3d4", "name": "Studio iMac"},
                 "license": licence_example()})),
         (status = 400, description = "Missing or malformed fields.", body = ErrorBody,
             example = json!({"code": "VALIDATION_ERROR", "message": "missing field `licenseKey`"})),
@@ -75,7 +76,8 @@ fn activate() {}
     responses(
         (status = 200, description = "Valid; a fresh token.", body = Validated,
             example = json!({"valid": true, "token": "eyJhbGciOiJIUzI1NiIsImtpZCI6ImsxIn0.e30.sig",
-                "tokenExpiresAt": "2026-11-30T08:00:00Z", "license": licence_example()})),
+                "tokenExpiresAt": "2026-11-30T08:00:00Z", "lease": "eyJhbGciOiJFZERTQSIsImtpZCI6ImsxIn0.eyJzdWIiOiI0MiIsImlpZCI6ImExYjJjM2Q0In0.c2ln",
+                "leaseExpiresAt": "2026-11-30T08:00:00Z", "license": licence_example()})),
         (status = 400, description = "Malformed body.", body = ErrorBody,
             example = json!({"code": "VALIDATION_ERROR", "message": "instanceId: must be 1 to 191 printable characters"})),
         (status = 401, description = "No, an expired or a forged token.", body = ErrorBody,
@@ -157,6 +159,19 @@ fn latest() {}
             example = json!({"code": "RANGE_NOT_SATISFIABLE", "message": "the requested range is not satisfiable"})),
     ))]
 fn download() {}
+
+/// `HEAD /api/download`: the headers of the same answer without the body, so that a client can
+/// learn the size and `ETag` before resuming with `Range`.
+#[utoipa::path(head, path = "/api/download", tag = "releases", params(DownloadQuery),
+    responses(
+        (status = 200, description = "The file's headers (`Content-Length`, `ETag`, `Accept-Ranges`)."),
+        (status = 206, description = "The requested range's headers."),
+        (status = 304, description = "Unchanged (`If-None-Match`)."),
+        (status = 403, description = "A bad or expired signature."),
+        (status = 404, description = "The file is not part of the release."),
+        (status = 416, description = "The range lies outside the file."),
+    ))]
+fn download_head() {}
 
 /// `POST /api/webhook/lemonsqueezy`: the payment provider's events, signed with `X-Signature`.
 #[utoipa::path(post, path = "/api/webhook/lemonsqueezy", tag = "payments",
@@ -262,7 +277,7 @@ impl Modify for Shared {
             installations, daily usage quotas, release downloads and the payment provider's webhook. \
             Bodies accept camelCase and the snake_case twin. Every error is `{code, message}`."
     ),
-    paths(activate, validate, deactivate, activations, public_keys, latest, download, webhook, usage_consume, usage_status, api_health),
+    paths(activate, validate, deactivate, activations, public_keys, latest, download, download_head, webhook, usage_consume, usage_status, api_health),
     components(schemas(LicenceView, IssuedToken, IssuedLease, Instance, ReleaseFile, Activation, PublicKey)),
     modifiers(&Shared),
     tags(

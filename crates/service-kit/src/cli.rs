@@ -79,6 +79,7 @@ pub fn migration_report(outcome: anyhow::Result<Vec<String>>) -> ExitCode {
 
 /// The end of `serve`: exit 0 after a clean drain.
 pub fn served(outcome: std::io::Result<()>) -> ExitCode {
+    crate::telemetry::shutdown();
     match outcome {
         Ok(()) => {
             tracing::info!("stopped");

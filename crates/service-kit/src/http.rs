@@ -384,17 +384,31 @@ impl tracing_actix_web::RootSpanBuilder for RequestSpan {
             .get::<tracing_actix_web::RequestId>()
             .map(ToString::to_string)
             .unwrap_or_default();
-        tracing::info_span!(
+        let route = request.match_pattern().unwrap_or_default();
+        // OpenTelemetry names a server span by method and route template; an unmatched request
+        // gets the method alone, since its path may carry identifiers or capabilities.
+        let name = if route.is_empty() {
+            request.method().to_string()
+        } else {
+            format!("{} {route}", request.method())
+        };
+        let span = tracing::info_span!(
             "http_request",
+            otel.name = %name,
+            otel.kind = "server",
             http.method = %request.method(),
-            http.route = %request.match_pattern().unwrap_or_default(),
+            http.route = %route,
             http.path = %request.path(),
             http.status_code = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
             exception.message = tracing::field::Empty,
             exception.details = tracing::field::Empty,
             request_id = %request_id,
-        )
+            trace_id = tracing::field::Empty,
+        );
+        let trace_id = crate::telemetry::trace_request(&span, request.headers(), &request_id);
+        span.record("trace_id", trace_id.as_str());
+        span
     }
 
     fn on_request_end<B: actix_web::body::MessageBody>(

@@ -7,6 +7,7 @@
 //! - [`smtp::SmtpServer`]: a real SMTP server that records messages and can be switched off.
 //! - [`push_service::FakePushService`]: a Web Push service that verifies VAPID, decrypts and
 //!   records every message, and answers as a test scripts it.
+//! - [`otlp::Collector`]: an OTLP/HTTP collector that decodes and keeps the spans it receives.
 //!
 //! The admin connections come from `TEST_POSTGRES_URL` and `TEST_MYSQL_URL`, which the
 //! project's test command sets up; the defaults match it.
@@ -16,6 +17,7 @@ pub mod http;
 pub mod mariadb;
 pub mod oauth;
 pub mod openapi;
+pub mod otlp;
 pub mod postgres;
 pub mod process;
 pub mod proxy;

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use reqwest::Method;
 use serde_json::Value;
 
-const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+const METHODS: [&str; 6] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
 
 /// Every `(METHOD, path template)` the document declares.
 pub fn documented(doc: &Value) -> BTreeSet<(String, String)> {
@@ -78,6 +78,10 @@ async fn probe(http: &reqwest::Client, base: &str, method: &str, path: &str) -> 
         req = req.header("content-type", "application/json").body("{}");
     }
     let resp = req.send().await.expect("probe request");
+    if method == Method::HEAD {
+        // A HEAD answer has no body to tell the router's 404 from a handler's.
+        return !matches!(resp.status().as_u16(), 404 | 405);
+    }
     !unrouted(resp).await
 }
 
