@@ -119,10 +119,12 @@ async fn a_lunch_reminder_reaches_the_service_worker_of_the_subscribed_app() {
     assert_eq!(test_push.len(), 1, "the test push from /settings");
     assert_eq!(test_push[0].json()["kind"], "test");
 
-    // Lunch today at 13:00 Rome, as the external cron would fire it.
-    let today = domain::rome::local_date(Utc::now());
-    let at =
-        domain::rome::instant_of(today.and_time(NaiveTime::from_hms_opt(13, 0, 0).expect("13:00")));
+    // Tomorrow's lunch at 13:00 Rome, as the external cron would fire it: a slot that the stack's
+    // own push-scheduler, serving in real time, cannot have claimed first, whatever the hour.
+    let tomorrow = domain::rome::local_date(Utc::now()) + chrono::Days::new(1);
+    let at = domain::rome::instant_of(
+        tomorrow.and_time(NaiveTime::from_hms_opt(13, 0, 0).expect("13:00")),
+    );
     let out = Command::new(bin("push-scheduler"))
         .args([
             "fire",

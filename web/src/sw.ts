@@ -113,7 +113,8 @@ sw.addEventListener('notificationclick', (event) => {
       const open = await sw.clients.matchAll({ type: 'window', includeUncontrolled: true });
       for (const c of open) {
         if ('navigate' in c) {
-          await c.focus();
+          // Focusing may be refused (no user activation left); opening the page matters more.
+          await c.focus().catch(() => undefined);
           await c.navigate(url);
           return;
         }

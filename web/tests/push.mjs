@@ -7,7 +7,8 @@
 //                   from the app's request on is real.
 //   PHASE=deliver   PAYLOAD (what the push service decrypted) goes to the service worker through
 //                   CDP's ServiceWorker.deliverPushMessage; the notification it shows must carry
-//                   the payload's title, body and tag, and keep its url for the click.
+//                   the payload's title, body and tag; a click on it opens its url (/plan) in
+//                   the open window.
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
 
@@ -105,6 +106,21 @@ async function deliver() {
   const notes = await shown.jsonValue();
   assert.deepEqual(notes, [{ title: payload.title, body: payload.body, tag: payload.tag, url: payload.url }]);
   console.log(`shown: ${JSON.stringify(notes[0])}`);
+
+  // A click on a system notification cannot be produced through CDP, so the service worker's
+  // own listener gets the event it would get: a notificationclick for the notification it showed.
+  assert.equal(new URL(payload.url, BASE).pathname, '/plan', 'a lunch reminder opens the plan');
+  assert.ok(await page.evaluate(() => navigator.serviceWorker.controller !== null), 'the page is controlled');
+  const worker = context.serviceWorkers().find((w) => w.url().startsWith(BASE)) ?? (await context.waitForEvent('serviceworker'));
+  await worker.evaluate(async () => {
+    const [shown] = await self.registration.getNotifications();
+    self.dispatchEvent(new self.NotificationEvent('notificationclick', { notification: shown }));
+  });
+  await page.waitForURL(`${BASE}/plan`);
+  await page.getByRole('heading', { level: 1 }).waitFor();
+  const left = await page.evaluate(async () => (await (await navigator.serviceWorker.ready).getNotifications()).length);
+  assert.equal(left, 0, 'the clicked notification is closed');
+  console.log(`clicked: ${page.url()}`);
 }
 
 try {

@@ -119,6 +119,26 @@ pub fn due_milestones(
     due.into_iter().map(|(_, m)| m).collect()
 }
 
+/// The earliest instant after `after` at which a milestone not yet notified falls due; `None`
+/// when every milestone is notified or already due by then. With `after` `None`, the earliest of
+/// all the milestones not yet notified, due or not.
+///
+/// The milestone run keeps this instant on each running fast, so that a run reads only the fasts
+/// that have something due instead of every running fast.
+pub fn next_milestone_at(
+    start: DateTime<Utc>,
+    planned_end: DateTime<Utc>,
+    notified: &[String],
+    after: Option<DateTime<Utc>>,
+) -> Option<DateTime<Utc>> {
+    Milestone::ALL
+        .into_iter()
+        .filter(|m| !notified.iter().any(|k| k == m.key()))
+        .map(|m| m.due_at(start, planned_end))
+        .filter(|at| after.is_none_or(|after| *at > after))
+        .min()
+}
+
 /// Longest a pause may last from now.
 pub const MAX_PAUSE: Duration = Duration::days(30);
 
@@ -206,6 +226,49 @@ mod tests {
         );
         for m in Milestone::ALL {
             assert_eq!(Milestone::from_key(m.key()), Some(m));
+        }
+    }
+
+    #[test]
+    fn next_milestone_instant() {
+        let start = utc("2026-11-22T00:00:00Z");
+        let end = start + Duration::hours(16);
+        assert_eq!(
+            next_milestone_at(start, end, &[], None),
+            Some(start + Duration::hours(2))
+        );
+        let notified: Vec<String> = ["hydration_2h", "hydration_4h", "hydration_6h"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            next_milestone_at(start, end, &notified, None),
+            Some(end - Duration::minutes(30)),
+            "ending soon at 15:30 comes before electrolytes at 18 h"
+        );
+        // Due but not notified counts without `after`, and not with it.
+        assert_eq!(
+            next_milestone_at(start, end, &[], Some(start + Duration::hours(5))),
+            Some(start + Duration::hours(6))
+        );
+        assert_eq!(
+            next_milestone_at(start, end, &[], Some(start + Duration::hours(6))),
+            Some(end - Duration::minutes(30)),
+            "strictly after"
+        );
+        let all: Vec<String> = Milestone::ALL.map(|m| m.key().to_owned()).to_vec();
+        assert_eq!(next_milestone_at(start, end, &all, None), None);
+        assert_eq!(
+            next_milestone_at(start, end, &[], Some(start + Duration::hours(18))),
+            None
+        );
+        // Agrees with `due_milestones`: nothing is due before the instant, something is at it.
+        for hours in [1, 3, 5, 8, 15, 17, 20] {
+            let now = start + Duration::hours(hours);
+            let next = next_milestone_at(start, end, &notified, None).expect("one left");
+            assert_eq!(
+                due_milestones(start, end, now, &notified).is_empty(),
+                now < next
+            );
         }
     }
 

@@ -124,6 +124,7 @@ pub mod nutrition {
             auto_started -> Bool,
             created_at -> Timestamptz,
             updated_at -> Timestamptz,
+            next_milestone_at -> Nullable<Timestamptz>,
         }
     }
 

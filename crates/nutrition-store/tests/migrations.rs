@@ -190,3 +190,65 @@ fn rate_limit_counters_under_raw_keys_are_dropped() {
         .expect("keys");
     assert_eq!(keys, [hashed], "only keyed hashes remain");
 }
+
+#[test]
+fn running_fasts_get_their_next_milestone_instant_when_the_column_arrives() {
+    use diesel_migrations::MigrationHarness;
+    let db = TestPostgres::empty();
+    let mut conn = db.connect();
+    // Everything before the column, then fasts as the previous version left them.
+    for m in conn
+        .pending_migrations(nutrition_store::MIGRATIONS)
+        .expect("migrations")
+    {
+        if m.name().to_string().ends_with("_fast_next_milestone") {
+            break;
+        }
+        conn.run_migration(&*m).expect("earlier migration");
+    }
+    diesel::sql_query(
+        "INSERT INTO auth.\"user\" (id, name, email)
+         SELECT 'u' || i, 'U', 'u' || i || '@example.com' FROM generate_series(1, 5) i",
+    )
+    .execute(&mut conn)
+    .expect("users");
+    diesel::sql_query(
+        "INSERT INTO nutrition.fast_event (id, user_id, status, protocol, started_at, planned_end_at, ended_at, notified_milestones) VALUES
+            ('new', 'u1', 'IN_PROGRESS', '16:8', '2026-11-22T00:00:00Z', '2026-11-22T16:00:00Z', NULL, '{}'),
+            ('mid', 'u2', 'IN_PROGRESS', '16:8', '2026-11-22T00:00:00Z', '2026-11-22T16:00:00Z', NULL, '{hydration_2h,hydration_4h,hydration_6h}'),
+            ('late', 'u3', 'IN_PROGRESS', '16:8', '2026-11-22T00:00:00Z', '2026-11-22T16:00:00Z', NULL, '{hydration_2h,hydration_4h,hydration_6h,ending_soon}'),
+            ('all', 'u4', 'IN_PROGRESS', '16:8', '2026-11-22T00:00:00Z', '2026-11-22T16:00:00Z', NULL, '{hydration_2h,hydration_4h,hydration_6h,ending_soon,electrolyte_18h}'),
+            ('ended', 'u5', 'COMPLETED', '16:8', '2026-11-22T00:00:00Z', '2026-11-22T16:00:00Z', '2026-11-22T16:00:00Z', '{}')",
+    )
+    .execute(&mut conn)
+    .expect("fasts");
+    nutrition_store::migrate(&mut conn).expect("the rest");
+
+    #[derive(QueryableByName, PartialEq, Eq, Debug)]
+    struct Next {
+        #[diesel(sql_type = Text)]
+        id: String,
+        #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
+        next: Option<String>,
+    }
+    let rows: Vec<Next> = diesel::sql_query(
+        "SELECT id, to_char(next_milestone_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI') AS next
+           FROM nutrition.fast_event ORDER BY id",
+    )
+    .load(&mut conn)
+    .expect("read");
+    let expect = |id: &str, next: Option<&str>| Next {
+        id: id.to_owned(),
+        next: next.map(str::to_owned),
+    };
+    assert_eq!(
+        rows,
+        [
+            expect("all", None),
+            expect("ended", None),
+            expect("late", Some("2026-11-22T18:00")),
+            expect("mid", Some("2026-11-22T15:30")),
+            expect("new", Some("2026-11-22T02:00")),
+        ]
+    );
+}

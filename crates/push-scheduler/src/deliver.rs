@@ -1,7 +1,8 @@
 //! Draining the outbox. Each message is claimed with `FOR UPDATE SKIP LOCKED` in its own
 //! transaction, sent, and its outcome written before the commit: two processes never send the
 //! same row, and a process killed mid-send leaves its row untouched for the next one (the
-//! database drops the dead connection's lock at once).
+//! database drops the dead connection's lock at once). The claim is one statement, and the outcome
+//! is committed without waiting for the WAL flush (see [`deliver_one`]).
 //!
 //! Outcomes: 2xx delivered; 404/410 the device is deleted; 429 waits `Retry-After`; 5xx and
 //! time-outs retry with exponential backoff and jitter until the message's expiry; 400/401/403/413
@@ -87,6 +88,14 @@ pub const PER_USER: usize = 2;
 /// hold may free a user's or push service's share.
 const IDLE_POLL: Duration = Duration::from_millis(100);
 
+/// A search that left full shares out and found nothing is repeated only after this many times
+/// as long as it took. With a large backlog on one push service (all of it FCM, say) that search
+/// walks the whole backlog; this keeps it to a tenth of one sender's time.
+const EXCLUDED_SEARCH_SPACING: u32 = 10;
+/// The longest an idle sender waits, whatever its searches cost: messages for other users and
+/// push services are never held up longer than this by a backlog.
+const MAX_IDLE_POLL: Duration = Duration::from_millis(500);
+
 /// What this process has in flight, per user and per push-service origin.
 #[derive(Debug)]
 pub struct Lanes {
@@ -117,6 +126,41 @@ impl Lanes {
 
     fn in_flight(&self) -> usize {
         self.lock().total
+    }
+
+    /// The users and push-service origins whose share is taken up.
+    fn full(&self) -> (Vec<String>, Vec<String>) {
+        let counts = self.lock();
+        let full = |map: &HashMap<String, usize>, limit: usize| -> Vec<String> {
+            map.iter()
+                .filter(|(_, n)| **n >= limit)
+                .map(|(k, _)| k.clone())
+                .collect()
+        };
+        (
+            full(&counts.users, PER_USER),
+            full(&counts.origins, self.per_origin),
+        )
+    }
+
+    /// Counts a claimed message in its lanes, or `None` when its user's or push service's share
+    /// filled up since [`Self::full`] was read.
+    fn take(&self, user: &str, origin: &str) -> Option<Held<'_>> {
+        let mut counts = self.lock();
+        let counts = &mut *counts;
+        if counts.users.get(user).copied().unwrap_or(0) >= PER_USER
+            || counts.origins.get(origin).copied().unwrap_or(0) >= self.per_origin
+        {
+            return None;
+        }
+        *counts.users.entry(user.to_owned()).or_default() += 1;
+        *counts.origins.entry(origin.to_owned()).or_default() += 1;
+        counts.total += 1;
+        Some(Held {
+            lanes: self,
+            user: user.to_owned(),
+            origin: origin.to_owned(),
+        })
     }
 }
 
@@ -163,16 +207,13 @@ struct Claimed {
     attempts: i32,
     #[diesel(sql_type = Timestamptz)]
     expires_at: DateTime<Utc>,
-}
-
-#[derive(QueryableByName)]
-struct Device {
-    #[diesel(sql_type = Text)]
-    endpoint: String,
-    #[diesel(sql_type = Text)]
-    p256dh: String,
-    #[diesel(sql_type = Text)]
-    auth: String,
+    /// The device as it is now; all three `None` when it is gone or no longer this user's.
+    #[diesel(sql_type = Nullable<Text>)]
+    endpoint: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    p256dh: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    auth: Option<String>,
 }
 
 /// First retry delay after a 5xx or time-out; doubled per attempt up to [`MAX_BACKOFF`].
@@ -199,9 +240,28 @@ pub fn topic(job: &str, slot: NaiveDateTime, kind: &str) -> Topic {
 enum Step {
     /// A message was settled (sent, retried, cancelled, expired, failed).
     Done,
-    /// Nothing this sender may take now.
-    Idle,
+    /// Nothing this sender may take now; `excluded` when full shares were left out of the search.
+    Idle { excluded: bool },
+    /// The claimed message's user or push service filled up meanwhile; it was left for later.
+    Raced,
 }
+
+/// The claim: the next due message outside the full shares, locked, with its device as it is
+/// now, share-locked until the commit so that deleting the device waits for this send. One
+/// statement, so that a message costs one round trip before the send.
+const CLAIM: &str = "
+    SELECT o.id, o.job, o.slot, o.user_id, o.device_id, o.origin, o.payload, o.attempts,
+           o.expires_at, d.endpoint, d.p256dh, d.auth
+      FROM (SELECT id, job, slot, user_id, device_id, origin, payload, attempts, expires_at
+              FROM scheduler.outbox
+             WHERE status = 'pending' AND next_attempt_at <= now()
+               AND NOT (user_id = ANY($1)) AND NOT (COALESCE(origin, '') = ANY($2))
+             ORDER BY expires_at, fair_rank, id
+             LIMIT 1
+             FOR UPDATE SKIP LOCKED) o
+      LEFT JOIN LATERAL (SELECT endpoint, p256dh, auth FROM nutrition.device_token
+                          WHERE id = o.device_id AND user_id = o.user_id
+                          FOR KEY SHARE) d ON true";
 
 /// Claims the next message this process may take and settles it.
 fn deliver_one(
@@ -210,75 +270,42 @@ fn deliver_one(
     lanes: &Lanes,
     counters: &Counters,
     runtime: &tokio::runtime::Handle,
+    on_claim: &dyn Fn(),
 ) -> QueryResult<Step> {
     conn.transaction(|conn| {
-        // Claims are made one at a time within the process, so that the shares it counts are
-        // exact; the claim is one indexed query, the slow part (the send) happens outside.
-        let (row, _held) = {
-            let mut counts = lanes.lock();
-            let full_users: Vec<String> = counts
-                .users
-                .iter()
-                .filter(|(_, n)| **n >= PER_USER)
-                .map(|(k, _)| k.clone())
-                .collect();
-            let full_origins: Vec<String> = counts
-                .origins
-                .iter()
-                .filter(|(_, n)| **n >= lanes.per_origin)
-                .map(|(k, _)| k.clone())
-                .collect();
-            let claimed: Option<Claimed> = diesel::sql_query(
-                "SELECT id, job, slot, user_id, device_id, origin, payload, attempts, expires_at
-                   FROM scheduler.outbox
-                  WHERE status = 'pending' AND next_attempt_at <= now()
-                    AND NOT (user_id = ANY($1)) AND NOT (COALESCE(origin, '') = ANY($2))
-                  ORDER BY expires_at, fair_rank, id
-                  LIMIT 1
-                  FOR UPDATE SKIP LOCKED",
-            )
+        // The full shares are read, the claim made without holding the lanes (so that senders
+        // claim in parallel), and the share taken afterwards: a sender that lost the race for
+        // the last place of a user or push service puts the message back.
+        let (full_users, full_origins) = lanes.full();
+        let excluded = !(full_users.is_empty() && full_origins.is_empty());
+        let claimed: Option<Claimed> = diesel::sql_query(CLAIM)
             .bind::<Array<Text>, _>(&full_users)
             .bind::<Array<Text>, _>(&full_origins)
             .get_result(conn)
             .optional()?;
-            let Some(row) = claimed else {
-                return Ok(Step::Idle);
-            };
-            let origin = row.origin.clone().unwrap_or_default();
-            *counts.users.entry(row.user_id.clone()).or_default() += 1;
-            *counts.origins.entry(origin.clone()).or_default() += 1;
-            counts.total += 1;
-            let held = Held {
-                lanes,
-                user: row.user_id.clone(),
-                origin,
-            };
-            (row, held)
+        let Some(row) = claimed else {
+            return Ok(Step::Idle { excluded });
         };
+        let Some(_held) = lanes.take(&row.user_id, row.origin.as_deref().unwrap_or_default())
+        else {
+            return Ok(Step::Raced);
+        };
+        on_claim();
         let now = Utc::now();
         if row.expires_at <= now {
             finish(conn, row.id, "expired", Some("expired before delivery"))?;
             counters.failed.fetch_add(1, Ordering::Relaxed);
             return Ok(Step::Done);
         }
-        // The device as it is now, share-locked until the commit: deleting it waits for this send.
-        let device: Option<Device> = diesel::sql_query(
-            "SELECT endpoint, p256dh, auth FROM nutrition.device_token
-              WHERE id = $1 AND user_id = $2
-              FOR KEY SHARE",
-        )
-        .bind::<Text, _>(&row.device_id)
-        .bind::<Text, _>(&row.user_id)
-        .get_result(conn)
-        .optional()?;
-        let Some(device) = device else {
+        let (Some(endpoint), Some(p256dh), Some(auth)) = (row.endpoint, row.p256dh, row.auth)
+        else {
             finish(conn, row.id, "cancelled", Some("the device left its user"))?;
             return Ok(Step::Done);
         };
         let sub = push::Subscription {
-            endpoint: device.endpoint,
-            p256dh: device.p256dh,
-            auth: device.auth,
+            endpoint,
+            p256dh,
+            auth,
         };
         let body = serde_json::to_vec(&row.payload).unwrap_or_default();
         let kind = row.payload["kind"].as_str().unwrap_or_default();
@@ -291,6 +318,11 @@ fn deliver_one(
         };
         // The row stays locked while the push service is asked: no other process can take it.
         let outcome = runtime.block_on(sender.send_with(&sub, &body, &options));
+        // The outcome is committed without waiting for the WAL flush: only a crash of Postgres
+        // itself in the next fraction of a second can lose it, and then the message is sent
+        // again, which its Topic collapses at the push service: the same window as a sender
+        // that dies before its commit. Waiting for the flush would cost a disk sync per message.
+        diesel::sql_query("SET LOCAL synchronous_commit = off").execute(conn)?;
         match outcome {
             Outcome::Delivered => {
                 finish(conn, row.id, "delivered", None)?;
@@ -386,6 +418,10 @@ fn finish(
 /// Delivers every message that is due now, with up to `workers` sends in flight; returns when
 /// none is due and nothing is in flight, or once `shutdown` is triggered and what was in flight
 /// is settled.
+///
+/// One sender starts, and each sender that claims its first message starts another, up to
+/// `workers`: a full outbox has every sender busy within a few messages, while the idle tick
+/// every few seconds costs one query on one connection instead of `workers` of each.
 pub async fn drain_due(
     pool: &PgPool,
     sender: &Sender,
@@ -395,34 +431,63 @@ pub async fn drain_due(
     shutdown: &Arc<Shutdown>,
 ) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Handle::current();
-    let mut tasks = Vec::with_capacity(workers);
-    for _ in 0..workers.max(1) {
+    let (claimed_tx, mut claimed_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let spawn = |tasks: &mut tokio::task::JoinSet<anyhow::Result<()>>| {
         let pool = pool.clone();
         let sender = sender.clone();
         let lanes = Arc::clone(lanes);
         let counters = Arc::clone(counters);
         let shutdown = Arc::clone(shutdown);
         let runtime = runtime.clone();
-        tasks.push(tokio::task::spawn_blocking(
-            move || -> anyhow::Result<()> {
-                let mut conn = pool.get()?;
-                while !shutdown.is_triggered() {
-                    match deliver_one(&mut conn, &sender, &lanes, &counters, &runtime)? {
-                        Step::Done => {}
-                        // Others' sends may free a share this sender can use; with none in
-                        // flight, nothing more is due.
-                        Step::Idle if lanes.in_flight() > 0 => std::thread::sleep(IDLE_POLL),
-                        Step::Idle => break,
+        let claimed_tx = claimed_tx.clone();
+        tasks.spawn_blocking(move || -> anyhow::Result<()> {
+            let mut conn = pool.get()?;
+            let first_claim = std::cell::Cell::new(true);
+            let on_claim = || {
+                if first_claim.replace(false) {
+                    // The receiver is gone only when the drain is over.
+                    let _ = claimed_tx.send(());
+                }
+            };
+            while !shutdown.is_triggered() {
+                let started = std::time::Instant::now();
+                match deliver_one(&mut conn, &sender, &lanes, &counters, &runtime, &on_claim)? {
+                    Step::Done | Step::Raced => {}
+                    // Others' sends may free a share this sender can use; with none in
+                    // flight, nothing more is due.
+                    Step::Idle { excluded } if lanes.in_flight() > 0 => {
+                        let wait = if excluded {
+                            (started.elapsed() * EXCLUDED_SEARCH_SPACING)
+                                .clamp(IDLE_POLL, MAX_IDLE_POLL)
+                        } else {
+                            IDLE_POLL
+                        };
+                        std::thread::sleep(wait);
+                    }
+                    Step::Idle { .. } => break,
+                }
+            }
+            Ok(())
+        });
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    spawn(&mut tasks);
+    let mut started = 1;
+    let mut first_error = None;
+    loop {
+        tokio::select! {
+            Some(()) = claimed_rx.recv(), if started < workers => {
+                spawn(&mut tasks);
+                started += 1;
+            }
+            done = tasks.join_next() => match done {
+                None => break,
+                Some(result) => {
+                    if let Err(e) = result? {
+                        first_error.get_or_insert(e);
                     }
                 }
-                Ok(())
             },
-        ));
-    }
-    let mut first_error = None;
-    for task in tasks {
-        if let Err(e) = task.await? {
-            first_error.get_or_insert(e);
         }
     }
     first_error.map_or(Ok(()), Err)

@@ -1,14 +1,20 @@
 //! Push fan-out throughput: how many notifications per second one [`push::Sender`] gets through
-//! with a fixed number in flight, against the test kit's fake push service, which verifies the
-//! VAPID token and decrypts every message as a real push service would.
+//! with a fixed number in flight. Three commands:
 //!
-//! Beside it, in the same run and against the same server, the baseline: the same number of
-//! plain HTTP POSTs with a body of the same size to an endpoint that answers 201 without looking
-//! at anything. The ratio is the price of Web Push (encryption, VAPID, the service's checks) over
-//! bare HTTP on this machine. Everything stays on 127.0.0.1.
+//! - `check [messages] [subscriptions] [in-flight]` (defaults 5000, 200, 32): against the test
+//!   kit's fake push service, which verifies the VAPID token and decrypts every message as a real
+//!   push service would; every payload must come back exactly. Beside it, in the same run and
+//!   against the same server, plain HTTP POSTs of the same body size, the floor cost of HTTP.
+//! - `setup <origin> <subscriptions> <file>`: writes a VAPID key pair and that many subscriptions
+//!   on `<origin>/push/<n>`, each with its own P-256 key and auth secret, as JSON
+//!   (`{"vapid": {"publicKey", "privateKey", "subject"}, "subscriptions": [{"endpoint",
+//!   "keys": {"p256dh", "auth"}}]}`), the shape npm `web-push` takes too.
+//! - `send <file> <messages> <in-flight> <warm-up>`: sends `warm-up` messages, then times
+//!   `messages` more, round-robin over the file's subscriptions; every answer must be a 2xx.
+//!   Prints one JSON line `{"messages", "seconds", "rate", "vapidSignings"}`. The receiver's
+//!   certificate is trusted the OpenSSL way (`SSL_CERT_FILE`).
 //!
-//! `cargo run --release -p push --example fanout -- [messages] [subscriptions] [in-flight]`
-//! (defaults 5000, 200, 32); `bench/push/run` runs it.
+//! `bench/push/run` runs them; everything stays on 127.0.0.1.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -16,6 +22,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use p256::elliptic_curve::sec1::ToEncodedPoint;
 use push::{Outcome, Sender, VapidConfig, VapidKeyPair};
 use service_kit::Secret;
 use testkit::push_service::FakePushService;
@@ -24,21 +33,35 @@ use testkit::push_service::FakePushService;
 const TIME_LIMIT: Duration = Duration::from_secs(300);
 const TTL: Duration = Duration::from_secs(3600);
 const WARM_UP: usize = 64;
+const SUBJECT: &str = "mailto:bench@example.com";
+
+const USAGE: &str = "usage: fanout check [messages] [subscriptions] [in-flight]
+       fanout setup <origin> <subscriptions> <file>
+       fanout send <file> <messages> <in-flight> <warm-up>";
 
 #[tokio::main]
 async fn main() {
-    let mut args = std::env::args().skip(1);
-    let mut number = |default: usize| {
-        args.next()
-            .map(|a| a.parse::<usize>().expect("arguments are whole numbers"))
-            .unwrap_or(default)
-            .max(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let work = async {
+        match args.first().map(String::as_str) {
+            Some("check") | None => {
+                let n = |i: usize, default: usize| number(args.get(i), default);
+                run(n(1, 5000)?, n(2, 200)?, n(3, 32)?).await
+            }
+            Some("setup") if args.len() == 4 => setup(&args[1], number(args.get(2), 0)?, &args[3]),
+            Some("send") if args.len() == 5 => {
+                send(
+                    &args[1],
+                    number(args.get(2), 0)?,
+                    number(args.get(3), 0)?,
+                    args[4].parse().map_err(|_| USAGE.to_owned())?,
+                )
+                .await
+            }
+            _ => Err(USAGE.to_owned()),
+        }
     };
-    let messages = number(5000);
-    let subscriptions = number(200);
-    let in_flight = number(32);
-
-    match tokio::time::timeout(TIME_LIMIT, run(messages, subscriptions, in_flight)).await {
+    match tokio::time::timeout(TIME_LIMIT, work).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             eprintln!("fanout: {e}");
@@ -51,6 +74,111 @@ async fn main() {
     }
 }
 
+/// A whole number ≥ 1, or `default` when absent.
+fn number(arg: Option<&String>, default: usize) -> Result<usize, String> {
+    match arg {
+        None if default > 0 => Ok(default),
+        None => Err(USAGE.to_owned()),
+        Some(a) => match a.parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(format!(
+                "arguments are whole numbers ≥ 1, got '{a}'\n{USAGE}"
+            )),
+        },
+    }
+}
+
+fn setup(origin: &str, subscriptions: usize, file: &str) -> Result<(), String> {
+    let pair = VapidKeyPair::generate();
+    let subs: Vec<serde_json::Value> = (0..subscriptions)
+        .map(|n| {
+            let key = p256::SecretKey::random(&mut rand_core::OsRng);
+            let auth: [u8; 16] = rand::random();
+            serde_json::json!({
+                "endpoint": format!("{}/push/{n}", origin.trim_end_matches('/')),
+                "keys": {
+                    "p256dh": URL_SAFE_NO_PAD.encode(key.public_key().to_encoded_point(false)),
+                    "auth": URL_SAFE_NO_PAD.encode(auth),
+                },
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "vapid": {
+            "publicKey": pair.public_key,
+            "privateKey": pair.private_key.expose(),
+            "subject": SUBJECT,
+        },
+        "subscriptions": subs,
+    });
+    std::fs::write(file, doc.to_string()).map_err(|e| format!("{file}: {e}"))
+}
+
+async fn send(file: &str, messages: usize, in_flight: usize, warm_up: usize) -> Result<(), String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
+    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{file}: {e}"))?;
+    let field = |v: &serde_json::Value, path: &str| -> Result<String, String> {
+        v.pointer(path)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{file}: {path} is missing"))
+    };
+    let subs = doc["subscriptions"]
+        .as_array()
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| format!("{file}: no subscriptions"))?
+        .iter()
+        .map(|s| {
+            Ok(push::Subscription {
+                endpoint: field(s, "/endpoint")?,
+                p256dh: field(s, "/keys/p256dh")?,
+                auth: field(s, "/keys/auth")?,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let subs = Arc::new(subs);
+    let sender = Sender::new(
+        VapidConfig {
+            public_key: field(&doc, "/vapid/publicKey")?,
+            private_key: Secret::new(field(&doc, "/vapid/privateKey")?),
+            subject: field(&doc, "/vapid/subject")?,
+        },
+        // The receiver is on 127.0.0.1, which the endpoint rules refuse otherwise.
+        true,
+    )
+    .map_err(|e| e.to_string())?;
+    let task = {
+        let (sender, subs) = (sender.clone(), Arc::clone(&subs));
+        move |offset: usize| {
+            let (sender, subs) = (sender.clone(), Arc::clone(&subs));
+            move |i: usize| {
+                let (sender, subs) = (sender.clone(), Arc::clone(&subs));
+                async move {
+                    let n = offset + i;
+                    sender.send(&subs[n % subs.len()], &payload(n), TTL).await
+                }
+            }
+        }
+    };
+    if warm_up > 0 {
+        check_all_delivered(&run_concurrently(warm_up, in_flight, task(0)).await)?;
+    }
+    let started = Instant::now();
+    let outcomes = run_concurrently(messages, in_flight, task(warm_up)).await;
+    let seconds = started.elapsed().as_secs_f64();
+    check_all_delivered(&outcomes)?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "messages": messages,
+            "seconds": seconds,
+            "rate": messages as f64 / seconds,
+            "vapidSignings": sender.jwt_signings(),
+        })
+    );
+    Ok(())
+}
+
 async fn run(messages: usize, subscriptions: usize, in_flight: usize) -> Result<(), String> {
     let service = FakePushService::start().await;
     let subs: Arc<Vec<push::Subscription>> =
@@ -60,7 +188,7 @@ async fn run(messages: usize, subscriptions: usize, in_flight: usize) -> Result<
         VapidConfig {
             public_key: pair.public_key,
             private_key: Secret::new(pair.private_key.expose()),
-            subject: "mailto:bench@example.com".to_owned(),
+            subject: SUBJECT.to_owned(),
         },
         true,
     )

@@ -5,6 +5,9 @@ use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
 use domain::licensing::ACTIVATION_LIMIT;
 
+use diesel::sql_types::{BigInt, Datetime, Nullable, Text};
+
+use super::fixed::{Bind, fixed};
 use super::licences::{self, LicenceRow};
 use crate::schema::activation;
 
@@ -48,11 +51,142 @@ pub fn find(
         .optional()
 }
 
+/// How a request names its licence.
+#[derive(Debug, Clone, Copy)]
+pub enum LicenceBy<'a> {
+    Id(&'a str),
+    Key(&'a str),
+}
+
+/// What a request from an installation needs to know, read in one statement: the licence,
+/// the installation's activation on it (`None` when it holds no seat) and how many seats the
+/// licence has taken. `None` when there is no such licence.
+pub fn seat(
+    conn: &mut MysqlConnection,
+    by: LicenceBy<'_>,
+    instance_id: &str,
+) -> QueryResult<Option<(LicenceRow, Option<ActivationRow>, u32)>> {
+    // The count is a correlated lookup on the `(licence_id, instance_id)` key: an index range
+    // of at most ACTIVATION_LIMIT entries, cheaper than a round trip of its own.
+    macro_rules! seat_sql {
+        ($filter:literal) => {
+            concat!(
+                "SELECT l.id, l.license_key, l.status, l.plan, l.customer_email, l.customer_name, \
+                   l.order_id, l.subscription_id, l.variant_id, l.subscription_synced_at, \
+                   l.expires_at, l.disabled_at, l.created_at, l.updated_at, \
+                   a.id AS a_id, a.instance_name AS a_instance_name, \
+                   a.created_at AS a_created_at, a.last_validated_at AS a_last_validated_at, \
+                   (SELECT COUNT(*) FROM activation s WHERE s.licence_id = l.id) AS seats \
+                 FROM licence l \
+                 LEFT JOIN activation a ON a.licence_id = l.id AND a.instance_id = ? \
+                 WHERE ",
+                $filter,
+                " LIMIT 1"
+            )
+        };
+    }
+    let (sql, value) = match by {
+        LicenceBy::Id(id) => (seat_sql!("l.id = ?"), id),
+        LicenceBy::Key(key) => (seat_sql!("l.license_key = ?"), key),
+    };
+    let row: Option<SeatRow> = fixed(
+        sql,
+        vec![
+            Bind::Text(instance_id.to_owned()),
+            Bind::Text(value.to_owned()),
+        ],
+    )
+    .get_result(conn)
+    .optional()?;
+    Ok(row.map(|r| r.split(instance_id)))
+}
+
+#[derive(QueryableByName)]
+struct SeatRow {
+    #[diesel(sql_type = Text)]
+    id: String,
+    #[diesel(sql_type = Text)]
+    license_key: String,
+    #[diesel(sql_type = Text)]
+    status: String,
+    #[diesel(sql_type = Text)]
+    plan: String,
+    #[diesel(sql_type = Text)]
+    customer_email: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    customer_name: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    order_id: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    subscription_id: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    variant_id: Option<String>,
+    #[diesel(sql_type = Nullable<Datetime>)]
+    subscription_synced_at: Option<NaiveDateTime>,
+    #[diesel(sql_type = Nullable<Datetime>)]
+    expires_at: Option<NaiveDateTime>,
+    #[diesel(sql_type = Nullable<Datetime>)]
+    disabled_at: Option<NaiveDateTime>,
+    #[diesel(sql_type = Datetime)]
+    created_at: NaiveDateTime,
+    #[diesel(sql_type = Datetime)]
+    updated_at: NaiveDateTime,
+    #[diesel(sql_type = Nullable<Text>)]
+    a_id: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    a_instance_name: Option<String>,
+    #[diesel(sql_type = Nullable<Datetime>)]
+    a_created_at: Option<NaiveDateTime>,
+    #[diesel(sql_type = Nullable<Datetime>)]
+    a_last_validated_at: Option<NaiveDateTime>,
+    #[diesel(sql_type = BigInt)]
+    seats: i64,
+}
+
+impl SeatRow {
+    fn split(self, instance_id: &str) -> (LicenceRow, Option<ActivationRow>, u32) {
+        let activation = match (self.a_id, self.a_created_at, self.a_last_validated_at) {
+            (Some(id), Some(created_at), Some(last_validated_at)) => Some(ActivationRow {
+                id,
+                licence_id: self.id.clone(),
+                instance_id: instance_id.to_owned(),
+                instance_name: self.a_instance_name,
+                created_at,
+                last_validated_at,
+            }),
+            _ => None,
+        };
+        let licence = LicenceRow {
+            id: self.id,
+            license_key: self.license_key,
+            status: self.status,
+            plan: self.plan,
+            customer_email: self.customer_email,
+            customer_name: self.customer_name,
+            order_id: self.order_id,
+            subscription_id: self.subscription_id,
+            variant_id: self.variant_id,
+            subscription_synced_at: self.subscription_synced_at,
+            expires_at: self.expires_at,
+            disabled_at: self.disabled_at,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        };
+        (
+            licence,
+            activation,
+            u32::try_from(self.seats).unwrap_or(u32::MAX),
+        )
+    }
+}
+
 /// Records a successful validation.
 pub fn touch(conn: &mut MysqlConnection, id: &str, at: NaiveDateTime) -> QueryResult<()> {
-    diesel::update(activation::table.find(id))
-        .set(activation::last_validated_at.eq(at))
-        .execute(conn)?;
+    fixed(
+        "UPDATE activation SET last_validated_at = ? WHERE id = ?",
+        vec![Bind::Datetime(at), Bind::Text(id.to_owned())],
+    )
+    .execute(conn)?;
     Ok(())
 }
 

@@ -7,6 +7,7 @@ pub mod activations;
 pub mod buyers;
 pub mod deactivations;
 pub mod events;
+pub mod fixed;
 pub mod idempotency;
 pub mod licences;
 pub mod outbox;

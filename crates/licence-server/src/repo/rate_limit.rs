@@ -1,18 +1,23 @@
 //! `licence_rate_limit`: fixed-window counters per client address, in MariaDB so that every
 //! replica counts the same requests.
 //!
-//! One upsert per request, no read-then-write: `ON DUPLICATE KEY UPDATE` runs under the row's
-//! lock. MariaDB evaluates its assignments left to right, each seeing the ones before, so `hits`
-//! is set first (1 when the window ran out) and `window_start` restarts exactly when `hits` did.
+//! A request within the limit costs one statement: a conditional `UPDATE` that counts it only
+//! while the window has room (or has run out, which restarts it), under the row's lock, so
+//! concurrent requests can never count past the limit. `hits` counts the requests let through;
+//! a request refused leaves the row alone. Only the first request of an address (the row does
+//! not exist yet) and a refused one take more round trips: the row is created on its own
+//! (autocommit, no lock held into the retry), and a refusal reads when the window ends.
+//! MariaDB evaluates `SET` assignments left to right, each seeing the ones before, so `hits` is
+//! set first (1 when the window ran out) and `window_start` restarts exactly when `hits` did.
 
 use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Text};
 
+use super::fixed::{Bind, fixed};
+
 #[derive(QueryableByName)]
-struct Window {
-    #[diesel(sql_type = Integer)]
-    hits: i32,
+struct Left {
     #[diesel(sql_type = BigInt)]
     left_ms: i64,
 }
@@ -26,32 +31,55 @@ pub fn hit(
     window_secs: u32,
 ) -> QueryResult<Option<u64>> {
     let window = i32::try_from(window_secs).unwrap_or(i32::MAX);
-    diesel::sql_query(
-        "INSERT INTO licence_rate_limit (bucket, window_start, hits) VALUES (?, UTC_TIMESTAMP(6), 1) \
-         ON DUPLICATE KEY UPDATE \
-           hits = IF(window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND, 1, hits + 1), \
-           window_start = IF(hits = 1, UTC_TIMESTAMP(6), window_start)",
+    let max = i32::try_from(max).unwrap_or(i32::MAX);
+    if count(conn, bucket, max, window)? {
+        return Ok(None);
+    }
+    // Either the address has no row yet or its window is full.
+    let created = diesel::sql_query(
+        "INSERT IGNORE INTO licence_rate_limit (bucket, window_start, hits) \
+         VALUES (?, UTC_TIMESTAMP(6), 1)",
     )
     .bind::<Text, _>(bucket)
-    .bind::<Integer, _>(window)
     .execute(conn)?;
-    let w: Window = diesel::sql_query(
-        "SELECT hits, CAST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), \
+    // `max` is at least 1 (settings), so the request that creates the row is within it.
+    if created == 1 || count(conn, bucket, max, window)? {
+        return Ok(None);
+    }
+    let left: Option<Left> = diesel::sql_query(
+        "SELECT CAST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), \
            window_start + INTERVAL ? SECOND) DIV 1000 AS SIGNED) AS left_ms \
          FROM licence_rate_limit WHERE bucket = ?",
     )
     .bind::<Integer, _>(window)
     .bind::<Text, _>(bucket)
-    .get_result(conn)?;
-    if u32::try_from(w.hits).unwrap_or(u32::MAX) <= max {
-        return Ok(None);
-    }
+    .get_result(conn)
+    .optional()?;
+    let left_ms = left.map_or(0, |l| l.left_ms);
     // Rounded up: a client waiting the advertised time finds the window over.
     Ok(Some(
-        u64::try_from((w.left_ms.max(0) + 999) / 1000)
+        u64::try_from((left_ms.max(0) + 999) / 1000)
             .unwrap_or(1)
             .max(1),
     ))
+}
+
+/// Counts the request in an existing row if its window has room or has ended; whether it did.
+fn count(conn: &mut MysqlConnection, bucket: &str, max: i32, window: i32) -> QueryResult<bool> {
+    let changed = fixed(
+        "UPDATE licence_rate_limit SET \
+           hits = IF(window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND, 1, hits + 1), \
+           window_start = IF(hits = 1, UTC_TIMESTAMP(6), window_start) \
+         WHERE bucket = ? AND (hits < ? OR window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND)",
+        vec![
+            Bind::Int(window),
+            Bind::Text(bucket.to_owned()),
+            Bind::Int(max),
+            Bind::Int(window),
+        ],
+    )
+    .execute(conn)?;
+    Ok(changed == 1)
 }
 
 /// Drops counters whose window ended long ago.

@@ -8,8 +8,9 @@
 use chrono::NaiveDate;
 use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Date, Integer, Text};
+use diesel::sql_types::{BigInt, Date, Text};
 
+use super::fixed::{Bind, fixed};
 use crate::schema::daily_usage;
 
 #[derive(QueryableByName)]
@@ -47,20 +48,22 @@ fn increment(
     day: NaiveDate,
     limit: u32,
 ) -> QueryResult<bool> {
-    let changed = diesel::sql_query(
+    let changed = fixed(
         "UPDATE daily_usage SET used = LAST_INSERT_ID(used + 1), updated_at = UTC_TIMESTAMP(6) \
          WHERE licence_id = ? AND day = ? AND used < ?",
+        vec![
+            Bind::Text(licence_id.to_owned()),
+            Bind::Date(day),
+            Bind::Int(i32::try_from(limit).unwrap_or(i32::MAX)),
+        ],
     )
-    .bind::<Text, _>(licence_id)
-    .bind::<Date, _>(day)
-    .bind::<Integer, _>(i32::try_from(limit).unwrap_or(i32::MAX))
     .execute(conn)?;
     Ok(changed == 1)
 }
 
 fn last_insert_id(conn: &mut MysqlConnection) -> QueryResult<u32> {
     let c: Count =
-        diesel::sql_query("SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS n").get_result(conn)?;
+        fixed("SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS n", Vec::new()).get_result(conn)?;
     Ok(u32::try_from(c.n).unwrap_or(0))
 }
 

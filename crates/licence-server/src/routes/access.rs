@@ -5,8 +5,8 @@
 use super::AppState;
 use crate::error::ApiError;
 use crate::lease::{LeaseClaims, lease_expiry};
-use crate::repo::activations::{self, ActivationRow};
-use crate::repo::licences::{self, LicenceRow};
+use crate::repo::activations::{self, ActivationRow, LicenceBy};
+use crate::repo::licences::LicenceRow;
 use crate::tokens::Claims;
 use crate::wire::{IssuedLease, IssuedToken, LicenceView};
 
@@ -21,25 +21,33 @@ pub struct Authorised {
 /// (gone: 401), its access (403 `LICENSE_INACTIVE`), the installation (403 `INSTANCE_NOT_ACTIVE`).
 pub async fn authorise(state: &AppState, claims: Claims) -> Result<Authorised, ApiError> {
     let now = state.clock.now();
-    service_kit::db::run(&state.pool, move |conn| {
-        let licence = licences::find_by_id(conn, &claims.sub)?.ok_or(ApiError::InvalidToken)?;
-        check(conn, licence, &claims.iid, now)
-    })
-    .await
+    service_kit::db::run(&state.pool, move |conn| authorise_on(conn, &claims, now)).await
 }
 
-/// The same checks for a licence found by key.
-pub fn check(
+/// [`authorise`] on a connection the caller holds, so that the work the request was authorised
+/// for follows on the same checkout.
+pub fn authorise_on(
     conn: &mut diesel::MysqlConnection,
+    claims: &Claims,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Authorised, ApiError> {
+    let (licence, activation, _) =
+        activations::seat(conn, LicenceBy::Id(&claims.sub), &claims.iid)?
+            .ok_or(ApiError::InvalidToken)?;
+    check(licence, activation, now)
+}
+
+/// The access rules on a licence and the installation's activation as read together by
+/// [`activations::seat`].
+pub fn check(
     licence: LicenceRow,
-    instance_id: &str,
+    activation: Option<ActivationRow>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Authorised, ApiError> {
     if !licence.has_access(now) {
         return Err(ApiError::LicenceInactive);
     }
-    let activation =
-        activations::find(conn, &licence.id, instance_id)?.ok_or(ApiError::InstanceNotActive)?;
+    let activation = activation.ok_or(ApiError::InstanceNotActive)?;
     Ok(Authorised {
         licence,
         activation,

@@ -25,26 +25,47 @@ pub enum Bucket {
 
 /// Counts the request; 429 `RATE_LIMITED` with `Retry-After` beyond the limit.
 pub async fn check(state: &AppState, req: &HttpRequest, bucket: Bucket) -> Result<(), ApiError> {
-    let ip = client_ip(req, &state.settings.trusted_proxies)
-        .map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
-    let (name, max) = match bucket {
-        Bucket::Licence => ("licence", state.settings.licence_rate_limit),
-        Bucket::Webhook => ("webhook", state.settings.webhook_rate_limit),
-    };
-    let key = format!("{name}:{ip}");
-    let prune = rand::rng().random_ratio(1, 1000);
-    let limited = service_kit::db::run(&state.pool, move |conn| {
-        if prune {
-            rate_limit::prune(conn).map_err(ApiError::from)?;
+    let limit = Limit::of(state, req, bucket);
+    service_kit::db::run(&state.pool, move |conn| limit.hit(conn)).await
+}
+
+/// One request's count in its bucket, settled before the blocking call so that a handler can
+/// count it on the same connection as the rest of its work.
+#[derive(Debug)]
+pub struct Limit {
+    name: &'static str,
+    key: String,
+    max: u32,
+    prune: bool,
+}
+
+impl Limit {
+    pub fn of(state: &AppState, req: &HttpRequest, bucket: Bucket) -> Self {
+        let ip = client_ip(req, &state.settings.trusted_proxies)
+            .map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
+        let (name, max) = match bucket {
+            Bucket::Licence => ("licence", state.settings.licence_rate_limit),
+            Bucket::Webhook => ("webhook", state.settings.webhook_rate_limit),
+        };
+        Self {
+            name,
+            key: format!("{name}:{ip}"),
+            max,
+            prune: rand::rng().random_ratio(1, 1000),
         }
-        rate_limit::hit(conn, &key, max, WINDOW_SECS).map_err(ApiError::from)
-    })
-    .await?;
-    match limited {
-        None => Ok(()),
-        Some(retry_after_secs) => {
-            tracing::warn!(bucket = name, "rate limit reached");
-            Err(ApiError::RateLimited { retry_after_secs })
+    }
+
+    /// Counts the request; 429 `RATE_LIMITED` with `Retry-After` beyond the limit.
+    pub fn hit(&self, conn: &mut diesel::MysqlConnection) -> Result<(), ApiError> {
+        if self.prune {
+            rate_limit::prune(conn)?;
+        }
+        match rate_limit::hit(conn, &self.key, self.max, WINDOW_SECS)? {
+            None => Ok(()),
+            Some(retry_after_secs) => {
+                tracing::warn!(bucket = self.name, "rate limit reached");
+                Err(ApiError::RateLimited { retry_after_secs })
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 use actix_web::{HttpRequest, web};
 
-use super::{AppState, Claims, authorise};
+use super::{AppState, Claims, authorise_on};
 use crate::error::ApiError;
 use crate::repo::idempotency::{self, Consumed};
 use crate::repo::usage;
@@ -20,13 +20,14 @@ pub async fn consume(
     Claims(claims): Claims,
 ) -> Result<web::Json<UsageReport>, ApiError> {
     let key = idempotency_key(&req)?;
-    let auth = authorise(&state, claims).await?;
     let now = state.clock.now();
-    let plan = auth.licence.plan();
     let day = domain::licensing::quota_day(now);
     // Keys only mean something on their own day; old ones are dropped now and then.
     let prune = rand::random_ratio(1, 1000);
+    // One checkout: the licence with the installation's seat, then the conditional count.
     let consumed = service_kit::db::run(&state.pool, move |conn| {
+        let auth = authorise_on(conn, &claims, now)?;
+        let plan = auth.licence.plan();
         if prune {
             idempotency::prune(conn, day - chrono::Days::new(1))?;
         }

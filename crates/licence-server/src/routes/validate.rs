@@ -1,13 +1,12 @@
 use actix_web::{HttpRequest, web};
 use serde::Serialize;
 
-use super::limits::{self, Bucket};
+use super::limits::{Bucket, Limit};
 use super::{
     AppState, Authorised, KeyAndInstance, OptionalBody, bearer, check, claims, issue, issue_lease,
-    licence_view,
 };
 use crate::error::ApiError;
-use crate::repo::{activations, licences};
+use crate::repo::activations::{self, LicenceBy};
 use crate::wire::{IssuedLease, IssuedToken, LicenceView};
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -36,34 +35,38 @@ pub async fn validate(
     req: HttpRequest,
     body: OptionalBody,
 ) -> Result<web::Json<Answer>, ApiError> {
-    limits::check(&state, &req, Bucket::Licence).await?;
+    let limit = Limit::of(&state, &req, Bucket::Licence);
     let now = state.clock.now();
-    // Who is asking, settled before the one database round trip below.
-    let by = if bearer(&req)?.is_some() {
-        let c = claims(&state, &req)?;
-        By::Token(c.sub, c.iid)
-    } else {
+    // Who is asking, settled before the blocking call below. A refusal here is answered only
+    // after the request was counted, so that a guesser pays for every try.
+    let by = (|| -> Result<By, ApiError> {
+        if bearer(&req)?.is_some() {
+            let c = claims(&state, &req)?;
+            return Ok(By::Token(c.sub, c.iid));
+        }
         let body: KeyAndInstance = body.json()?.ok_or(ApiError::InvalidToken)?;
         let (key, instance_id) = body.checked()?;
-        By::Key(key.as_str().to_owned(), instance_id.into_string())
-    };
+        Ok(By::Key(key.as_str().to_owned(), instance_id.into_string()))
+    })();
+    // One checkout, at most three statements: the rate-limit count, the licence with the
+    // installation's seat and the seat count, the seat's validation time.
     let (licence, instance_id, license) = service_kit::db::run(&state.pool, move |conn| {
-        let (licence, instance_id) = match by {
-            By::Token(id, iid) => (
-                licences::find_by_id(conn, &id)?.ok_or(ApiError::InvalidToken)?,
-                iid,
-            ),
-            By::Key(key, iid) => (
-                licences::find_by_key(conn, &key)?.ok_or(ApiError::LicenceNotFound)?,
-                iid,
-            ),
+        limit.hit(conn)?;
+        let (licence, activation, usage) = match by? {
+            By::Token(id, iid) => {
+                activations::seat(conn, LicenceBy::Id(&id), &iid)?.ok_or(ApiError::InvalidToken)?
+            }
+            By::Key(key, iid) => activations::seat(conn, LicenceBy::Key(&key), &iid)?
+                .ok_or(ApiError::LicenceNotFound)?,
         };
         let Authorised {
             licence,
             activation,
-        } = check(conn, licence, &instance_id, now)?;
-        activations::touch(conn, &activation.id, now.naive_utc())?;
-        let view = licence_view(conn, &licence)?;
+        } = check(licence, activation, now)?;
+        if needs_touch(activation.last_validated_at, now.naive_utc()) {
+            activations::touch(conn, &activation.id, now.naive_utc())?;
+        }
+        let view = LicenceView::new(&licence, usage);
         Ok::<_, ApiError>((licence, activation.instance_id, view))
     })
     .await?;
@@ -75,4 +78,33 @@ pub async fn validate(
         lease,
         license,
     }))
+}
+
+/// How fresh a seat's `last_validated_at` is kept. Seats go stale after days
+/// (`LICENCE_STALE_DAYS`), so a minute of slack changes no decision, and an installation that
+/// validates again within it (a restart, several windows of the app) costs no write.
+const TOUCH_EVERY: chrono::TimeDelta = chrono::TimeDelta::minutes(1);
+
+/// Whether a validation at `now` must record itself: the last one is a minute old or more, or
+/// lies ahead of `now` (a clock set back), which the new time replaces.
+fn needs_touch(last: chrono::NaiveDateTime, now: chrono::NaiveDateTime) -> bool {
+    let age = now - last;
+    age < chrono::TimeDelta::zero() || age >= TOUCH_EVERY
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn touches_at_most_once_a_minute() {
+        let t = chrono::DateTime::from_timestamp(1_800_000_000, 0)
+            .unwrap_or_default()
+            .naive_utc();
+        assert!(!needs_touch(t, t));
+        assert!(!needs_touch(t, t + chrono::TimeDelta::seconds(59)));
+        assert!(needs_touch(t, t + TOUCH_EVERY));
+        assert!(needs_touch(t, t + chrono::TimeDelta::days(3)));
+        assert!(needs_touch(t, t - chrono::TimeDelta::seconds(1)));
+    }
 }

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use domain::fasting::FastStatus;
+use domain::fasting::{FastStatus, next_milestone_at};
 use domain::protocol::Protocol;
 use nutrition_store::schema::nutrition::fast_event;
 
@@ -34,6 +34,7 @@ pub fn start(
             return Ok(StartOutcome::Overlaps);
         }
         let now = Utc::now();
+        let planned_end = started_at + protocol.planned_duration();
         let row = diesel::insert_into(fast_event::table)
             .values((
                 fast_event::id.eq(session::ids::id()),
@@ -41,7 +42,13 @@ pub fn start(
                 fast_event::status.eq(FastStatus::InProgress.as_str()),
                 fast_event::protocol.eq(protocol.to_string()),
                 fast_event::started_at.eq(started_at),
-                fast_event::planned_end_at.eq(started_at + protocol.planned_duration()),
+                fast_event::planned_end_at.eq(planned_end),
+                fast_event::next_milestone_at.eq(next_milestone_at(
+                    started_at,
+                    planned_end,
+                    &[],
+                    None,
+                )),
                 fast_event::auto_started.eq(auto_started),
                 fast_event::created_at.eq(now),
                 fast_event::updated_at.eq(now),
@@ -109,6 +116,21 @@ pub fn all(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<FastRow>> 
         .load(conn)
 }
 
+/// Has the milestone run look at the user's running fast at its next tick. The run moves a
+/// fast's next look past what it skipped for a pause (to the pause's end) or for milestones
+/// switched off (to the next milestone); when either changes, what is due now must be pushed
+/// now. The start is never later than the true next instant, and the run corrects it.
+pub fn recheck_milestones(conn: &mut PgConnection, user_id: &str) -> QueryResult<()> {
+    diesel::update(
+        fast_event::table
+            .filter(fast_event::user_id.eq(user_id))
+            .filter(fast_event::status.eq(FastStatus::InProgress.as_str())),
+    )
+    .set(fast_event::next_milestone_at.eq(fast_event::started_at.nullable()))
+    .execute(conn)?;
+    Ok(())
+}
+
 /// Why a fast could not be ended.
 pub enum EndOutcome {
     Ended(Box<FastRow>),
@@ -150,6 +172,7 @@ pub fn end(
             .set((
                 fast_event::status.eq(status.as_str()),
                 fast_event::ended_at.eq(ended_at),
+                fast_event::next_milestone_at.eq(None::<DateTime<Utc>>),
                 fast_event::updated_at.eq(now),
             ))
             .returning(FastRow::as_returning())

@@ -64,6 +64,9 @@ pub fn set_preferences(
         diesel::update(target)
             .set(profile::fasting_milestones.eq(m))
             .execute(conn)?;
+        if m {
+            crate::repo::fasts::recheck_milestones(conn, user_id)?;
+        }
     }
     diesel::update(target)
         .set(profile::updated_at.eq(Utc::now()))
@@ -126,6 +129,7 @@ pub fn set_pause(
                 profile::updated_at.eq(now),
             ))
             .execute(conn)?;
+        crate::repo::fasts::recheck_milestones(conn, user_id)?;
         get(conn, user_id)
     })
 }

@@ -147,13 +147,19 @@ impl World {
         notified: &[&str],
     ) -> String {
         let id = session::ids::id();
+        let end = started + chrono::Duration::hours(hours);
+        // As nutrition-api starts a fast: the run finds it when its first milestone falls due.
+        let keys: Vec<String> = notified.iter().map(|k| (*k).to_owned()).collect();
+        let next = domain::fasting::next_milestone_at(started, end, &keys, None)
+            .map(|t| format!("'{}'", t.to_rfc3339()))
+            .unwrap_or_else(|| "NULL".into());
         let notified = format!("{{{}}}", notified.join(","));
         self.sql(&format!(
-            "INSERT INTO nutrition.fast_event (id, user_id, status, protocol, started_at, planned_end_at, notified_milestones)
-             VALUES ('{id}', '{}', 'IN_PROGRESS', '{hours}:0', '{}', '{}', '{notified}')",
+            "INSERT INTO nutrition.fast_event (id, user_id, status, protocol, started_at, planned_end_at, notified_milestones, next_milestone_at)
+             VALUES ('{id}', '{}', 'IN_PROGRESS', '{hours}:0', '{}', '{}', '{notified}', {next})",
             person.id,
             started.to_rfc3339(),
-            (started + chrono::Duration::hours(hours)).to_rfc3339()
+            end.to_rfc3339()
         ));
         id
     }

@@ -1,5 +1,6 @@
 //! Black-box tests of push-scheduler against a real Postgres database.
 
+mod due;
 mod helpers;
 mod jobs;
 mod operations;

@@ -225,8 +225,8 @@ async fn a_milestone_run_does_not_block_ending_a_fast_or_the_diary() {
     w.sql(&format!("INSERT INTO auth.\"user\" (id, name, email) SELECT 'bulk' || i, 'T', 'bulk' || i || '@example.com' FROM generate_series(1, {n}) i"));
     w.sql(&format!("INSERT INTO nutrition.profile (user_id, fasting_milestones) SELECT 'bulk' || i, TRUE FROM generate_series(1, {n}) i"));
     w.sql(&format!(
-        "INSERT INTO nutrition.fast_event (id, user_id, status, protocol, started_at, planned_end_at)
-         SELECT 'bf' || i, 'bulk' || i, 'IN_PROGRESS', '16:8', now() - INTERVAL '125 minutes', now() + INTERVAL '14 hours'
+        "INSERT INTO nutrition.fast_event (id, user_id, status, protocol, started_at, planned_end_at, next_milestone_at)
+         SELECT 'bf' || i, 'bulk' || i, 'IN_PROGRESS', '16:8', now() - INTERVAL '125 minutes', now() + INTERVAL '14 hours', now() - INTERVAL '5 minutes'
            FROM generate_series(1, {n}) i"
     ));
     let at = service_kit::time::format(&Utc::now());

@@ -1,0 +1,56 @@
+-- Shared by the wrk scripts of this folder (loaded with dofile). In every wrk thread it counts
+-- the responses whose status is outside 2xx, and the 2xx responses whose body lacks the text
+-- the script expects (the signed-up user's e-mail address): a get-session answering `null`
+-- is a 200 too, and a figure made of such answers would measure nothing. When the run ends it
+-- prints one line that bench/peers/run reads, with the exact figures of wrk's histogram:
+--   RESULT requests=N seconds=S rps=R p50_ms=X p99_ms=Y mean_ms=Z non_2xx=N first_bad=STATUS
+--          unexpected=N connect=N read=N write=N timeout=N
+-- Latencies are in milliseconds; first_bad is 0 when every response was 2xx.
+
+local threads = {}
+
+function setup(thread)
+  table.insert(threads, thread)
+end
+
+-- Per-thread globals, read back through thread:get in done(). `expected` is set by the
+-- script's init() in each thread.
+non_2xx = 0
+first_bad = 0
+unexpected = 0
+expected = nil
+
+function response(status, headers, body)
+  if status < 200 or status > 299 then
+    non_2xx = non_2xx + 1
+    if first_bad == 0 then
+      first_bad = status
+    end
+  elseif expected and not (body and body:find(expected, 1, true)) then
+    unexpected = unexpected + 1
+  end
+end
+
+function done(summary, latency, requests)
+  local bad, first, missing = 0, 0, 0
+  for _, thread in ipairs(threads) do
+    bad = bad + (thread:get("non_2xx") or 0)
+    missing = missing + (thread:get("unexpected") or 0)
+    local status = thread:get("first_bad") or 0
+    if first == 0 and status ~= 0 then
+      first = status
+    end
+  end
+  local seconds = summary.duration / 1e6
+  local rps = 0
+  if seconds > 0 then
+    rps = summary.requests / seconds
+  end
+  local e = summary.errors
+  io.write(string.format(
+    "RESULT requests=%d seconds=%.3f rps=%.2f p50_ms=%.3f p99_ms=%.3f mean_ms=%.3f" ..
+    " non_2xx=%d first_bad=%d unexpected=%d connect=%d read=%d write=%d timeout=%d\n",
+    summary.requests, seconds, rps,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency.mean / 1000,
+    bad, first, missing, e.connect, e.read, e.write, e.timeout))
+end
