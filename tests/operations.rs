@@ -428,6 +428,21 @@ fn limits_are_checked_at_start_up() {
     config_rejected(&bin("licence-server"), &env, "MAX_CONNECTIONS");
 }
 
+/// A refused validation (a bad token) sent as part of the caller's trace `traceparent`.
+async fn validate_with_trace(
+    http: &reqwest::Client,
+    port: u16,
+    traceparent: &str,
+) -> reqwest::Response {
+    http.post(format!("http://127.0.0.1:{port}/api/license/validate"))
+        .header("traceparent", traceparent)
+        .bearer_auth("not-a-licence-token")
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .expect("validate")
+}
+
 /// With `OTEL_EXPORTER_OTLP_ENDPOINT` set, a request's span reaches an OTLP collector as a child
 /// of the caller's `traceparent`, and the lines the service logs while serving it carry the same
 /// trace id; without it nothing is exported and the lines still carry a trace id.
@@ -448,14 +463,7 @@ async fn traces_are_exported_over_otlp_only_when_configured() {
         4096,
     )
     .await;
-    let resp = http
-        .post(format!("http://127.0.0.1:{port}/api/license/validate"))
-        .header("traceparent", &traceparent)
-        .bearer_auth("not-a-licence-token")
-        .json(&serde_json::json!({}))
-        .send()
-        .await
-        .expect("validate");
+    let resp = validate_with_trace(&http, port, &traceparent).await;
     assert!(resp.status().is_client_error(), "{}", resp.status());
     let span = collector
         .wait_for(std::time::Duration::from_secs(20), |s| {
@@ -519,14 +527,7 @@ async fn traces_are_exported_over_otlp_only_when_configured() {
     // Off by default: the same request exports nothing, and the log still names the trace.
     let silent = testkit::otlp::Collector::start().await;
     let (quiet, port, _db2, _dir2) = licence_server_alone(&[("RUST_LOG", "debug")], 4096).await;
-    let resp = http
-        .post(format!("http://127.0.0.1:{port}/api/license/validate"))
-        .header("traceparent", &traceparent)
-        .bearer_auth("not-a-licence-token")
-        .json(&serde_json::json!({}))
-        .send()
-        .await
-        .expect("validate");
+    let resp = validate_with_trace(&http, port, &traceparent).await;
     assert!(resp.status().is_client_error());
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(silent.spans().is_empty());
