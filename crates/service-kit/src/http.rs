@@ -385,16 +385,9 @@ impl tracing_actix_web::RootSpanBuilder for RequestSpan {
             .map(ToString::to_string)
             .unwrap_or_default();
         let route = request.match_pattern().unwrap_or_default();
-        // OpenTelemetry names a server span by method and route template; an unmatched request
-        // gets the method alone, since its path may carry identifiers or capabilities.
-        let name = if route.is_empty() {
-            request.method().to_string()
-        } else {
-            format!("{} {route}", request.method())
-        };
         let span = tracing::info_span!(
             "http_request",
-            otel.name = %name,
+            otel.name = tracing::field::Empty,
             otel.kind = "server",
             http.method = %request.method(),
             http.route = %route,
@@ -406,6 +399,18 @@ impl tracing_actix_web::RootSpanBuilder for RequestSpan {
             request_id = %request_id,
             trace_id = tracing::field::Empty,
         );
+        if crate::telemetry::exporting() {
+            // OpenTelemetry names a server span by method and route template; an unmatched
+            // request gets the method alone, since its path may carry identifiers or
+            // capabilities. Only an exported span needs the name, so the hot path without
+            // export does not format it.
+            let name = if route.is_empty() {
+                request.method().to_string()
+            } else {
+                format!("{} {route}", request.method())
+            };
+            span.record("otel.name", name.as_str());
+        }
         let trace_id = crate::telemetry::trace_request(&span, request.headers(), &request_id);
         span.record("trace_id", trace_id.as_str());
         span

@@ -166,6 +166,11 @@ pub fn shutdown() {
     }
 }
 
+/// Whether spans are exported (`OTEL_EXPORTER_OTLP_ENDPOINT` was set at start-up).
+pub fn exporting() -> bool {
+    PROVIDER.get().is_some()
+}
+
 /// Joins `span` to the caller's trace (W3C `traceparent`) and returns the trace id to log.
 /// With export on, the id is the exported span's; otherwise the caller's trace id when it sent a
 /// valid one, else `fallback` (a random request id).
@@ -175,7 +180,7 @@ pub fn trace_request(
     fallback: &str,
 ) -> String {
     let parent = TraceContextPropagator::new().extract(&Headers(headers));
-    if PROVIDER.get().is_some() {
+    if exporting() {
         let _ = span.set_parent(parent);
         let id = span.context().span().span_context().trace_id();
         if id != opentelemetry::trace::TraceId::INVALID {
@@ -248,34 +253,32 @@ mod tests {
         assert_eq!(settings(&env).expect("valid").service_name, "auth-eu");
     }
 
+    fn with_traceparent(value: &'static str) -> actix_web::http::header::HeaderMap {
+        let mut headers = actix_web::http::header::HeaderMap::new();
+        headers.insert(
+            actix_web::http::header::HeaderName::from_static("traceparent"),
+            actix_web::http::header::HeaderValue::from_static(value),
+        );
+        headers
+    }
+
     #[test]
     fn trace_id_comes_from_traceparent_when_export_is_off() {
-        let mut headers = actix_web::http::header::HeaderMap::new();
         let fallback = "6f1c1a2e-5b0d-4a8e-9a57-3c1b2d4e5f60";
         let span = tracing::info_span!("t");
         assert_eq!(
-            trace_request(&span, &headers, fallback),
+            trace_request(&span, &actix_web::http::header::HeaderMap::new(), fallback),
             "6f1c1a2e5b0d4a8e9a573c1b2d4e5f60"
         );
-        headers.insert(
-            actix_web::http::header::HeaderName::from_static("traceparent"),
-            actix_web::http::header::HeaderValue::from_static(
-                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-            ),
-        );
+        let caller = with_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
         assert_eq!(
-            trace_request(&span, &headers, fallback),
+            trace_request(&span, &caller, fallback),
             "4bf92f3577b34da6a3ce929d0e0e4736"
         );
         // An all-zero trace id is invalid and ignored.
-        headers.insert(
-            actix_web::http::header::HeaderName::from_static("traceparent"),
-            actix_web::http::header::HeaderValue::from_static(
-                "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-            ),
-        );
+        let invalid = with_traceparent("00-00000000000000000000000000000000-00f067aa0ba902b7-01");
         assert_eq!(
-            trace_request(&span, &headers, fallback),
+            trace_request(&span, &invalid, fallback),
             "6f1c1a2e5b0d4a8e9a573c1b2d4e5f60"
         );
     }
