@@ -81,8 +81,16 @@ impl Shutdown {
 }
 
 /// Sends one process lets one user have in flight: a user's twenty devices on a slow push service
-/// occupy two senders, never all of them.
+/// occupy two sends, never all of them.
 pub const PER_USER: usize = 2;
+
+/// The most messages one sender claims and sends together, in one transaction. The claim, the
+/// outcomes and the commit are one round trip each per batch instead of per message.
+pub const MAX_BATCH: i64 = 32;
+/// A sender claims at most a `1 / (BATCH_SHARE × senders)` share of what is due: a handful of due
+/// messages is claimed one per sender (as many in flight as possible, a crash repeats nothing
+/// already sent), only a backlog in batches.
+const BATCH_SHARE: i64 = 2;
 
 /// How long an idle sender waits before looking again while other senders are busy: what they
 /// hold may free a user's or push service's share.
@@ -96,7 +104,7 @@ const EXCLUDED_SEARCH_SPACING: u32 = 10;
 /// push services are never held up longer than this by a backlog.
 const MAX_IDLE_POLL: Duration = Duration::from_millis(500);
 
-/// What this process has in flight, per user and per push-service origin.
+/// What this process has in flight: messages per user, senders per push-service origin.
 #[derive(Debug)]
 pub struct Lanes {
     per_origin: usize,
@@ -107,6 +115,7 @@ pub struct Lanes {
 struct LaneCounts {
     users: HashMap<String, usize>,
     origins: HashMap<String, usize>,
+    /// Messages in flight.
     total: usize,
 }
 
@@ -143,47 +152,71 @@ impl Lanes {
         )
     }
 
-    /// Counts a claimed message in its lanes, or `None` when its user's or push service's share
-    /// filled up since [`Self::full`] was read.
-    fn take(&self, user: &str, origin: &str) -> Option<Held<'_>> {
+    /// Counts the claimed messages of one sender in their lanes (the sender once per origin among
+    /// them) and returns which of them it may send: those whose user's or push service's share
+    /// filled up since [`Self::full`] was read are left out, and left for later.
+    fn take<'a>(&'a self, claimed: &[(&str, &str)]) -> (Held<'a>, Vec<bool>) {
         let mut counts = self.lock();
         let counts = &mut *counts;
-        if counts.users.get(user).copied().unwrap_or(0) >= PER_USER
-            || counts.origins.get(origin).copied().unwrap_or(0) >= self.per_origin
-        {
-            return None;
-        }
-        *counts.users.entry(user.to_owned()).or_default() += 1;
-        *counts.origins.entry(origin.to_owned()).or_default() += 1;
-        counts.total += 1;
-        Some(Held {
+        let mut held = Held {
             lanes: self,
-            user: user.to_owned(),
-            origin: origin.to_owned(),
-        })
+            users: Vec::new(),
+            origins: Vec::new(),
+        };
+        let mut refused: Vec<&str> = Vec::new();
+        let mut accepted = Vec::with_capacity(claimed.len());
+        for &(user, origin) in claimed {
+            let has_origin = held.origins.iter().any(|o| o == origin);
+            let origin_ok = has_origin
+                || (!refused.contains(&origin)
+                    && counts.origins.get(origin).copied().unwrap_or(0) < self.per_origin);
+            if !origin_ok && !refused.contains(&origin) {
+                refused.push(origin);
+            }
+            let ok = origin_ok && counts.users.get(user).copied().unwrap_or(0) < PER_USER;
+            if ok {
+                if !has_origin {
+                    *counts.origins.entry(origin.to_owned()).or_default() += 1;
+                    held.origins.push(origin.to_owned());
+                }
+                *counts.users.entry(user.to_owned()).or_default() += 1;
+                held.users.push(user.to_owned());
+                counts.total += 1;
+            }
+            accepted.push(ok);
+        }
+        (held, accepted)
     }
 }
 
-/// A claimed message counted in its lanes until dropped.
+/// One sender's claimed messages counted in their lanes until dropped.
 struct Held<'a> {
     lanes: &'a Lanes,
-    user: String,
-    origin: String,
+    /// One entry per message.
+    users: Vec<String>,
+    /// One entry per origin.
+    origins: Vec<String>,
 }
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         let mut c = self.lanes.lock();
         let c = &mut *c;
-        for (map, key) in [(&mut c.users, &self.user), (&mut c.origins, &self.origin)] {
+        let release = |map: &mut HashMap<String, usize>, key: &String| {
             if let Some(n) = map.get_mut(key) {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
                     map.remove(key);
                 }
             }
+        };
+        for user in &self.users {
+            release(&mut c.users, user);
         }
-        c.total = c.total.saturating_sub(1);
+        for origin in &self.origins {
+            release(&mut c.origins, origin);
+        }
+        c.total = c.total.saturating_sub(self.users.len());
     }
 }
 
@@ -238,17 +271,18 @@ pub fn topic(job: &str, slot: NaiveDateTime, kind: &str) -> Topic {
 
 /// What one sender found to do.
 enum Step {
-    /// A message was settled (sent, retried, cancelled, expired, failed).
+    /// A batch of messages was settled (sent, retried, cancelled, expired, failed).
     Done,
     /// Nothing this sender may take now; `excluded` when full shares were left out of the search.
     Idle { excluded: bool },
-    /// The claimed message's user or push service filled up meanwhile; it was left for later.
+    /// Every claimed message's user or push service filled up meanwhile; they were left for later.
     Raced,
 }
 
-/// The claim: the next due message outside the full shares, locked, with its device as it is
-/// now, share-locked until the commit so that deleting the device waits for this send. One
-/// statement, so that a message costs one round trip before the send.
+/// The claim: the next due messages outside the full shares, locked, with their devices as they
+/// are now, share-locked until the commit so that deleting a device waits for the send to it.
+/// One statement. The batch is at most [`MAX_BATCH`], and at most a `1 / ($4 × senders)` share
+/// of what is due (counted no further than it matters), so a few due messages go one per sender.
 const CLAIM: &str = "
     SELECT o.id, o.job, o.slot, o.user_id, o.device_id, o.origin, o.payload, o.attempts,
            o.expires_at, d.endpoint, d.p256dh, d.auth
@@ -257,127 +291,230 @@ const CLAIM: &str = "
              WHERE status = 'pending' AND next_attempt_at <= now()
                AND NOT (user_id = ANY($1)) AND NOT (COALESCE(origin, '') = ANY($2))
              ORDER BY expires_at, fair_rank, id
-             LIMIT 1
+             LIMIT GREATEST(1, LEAST($3,
+                   (SELECT count(*) FROM (SELECT 1 FROM scheduler.outbox
+                                           WHERE status = 'pending' AND next_attempt_at <= now()
+                                           LIMIT $3 * $4) due) / $4))
              FOR UPDATE SKIP LOCKED) o
       LEFT JOIN LATERAL (SELECT endpoint, p256dh, auth FROM nutrition.device_token
                           WHERE id = o.device_id AND user_id = o.user_id
-                          FOR KEY SHARE) d ON true";
+                          FOR KEY SHARE) d ON true
+     ORDER BY o.expires_at, o.id";
 
-/// Claims the next message this process may take and settles it.
-fn deliver_one(
+/// How one message of a batch is settled.
+struct Settled {
+    id: i64,
+    /// `pending` for a retry.
+    status: &'static str,
+    error: Option<String>,
+    /// The next attempt of a retry.
+    next: Option<DateTime<Utc>>,
+}
+
+/// Claims the next messages this process may take, sends them concurrently and settles them
+/// with one statement (a few more when a device is gone), all in one transaction.
+fn deliver_batch(
     conn: &mut PgConnection,
     sender: &Sender,
     lanes: &Lanes,
+    workers: usize,
     counters: &Counters,
     runtime: &tokio::runtime::Handle,
     on_claim: &dyn Fn(),
 ) -> QueryResult<Step> {
     conn.transaction(|conn| {
         // The full shares are read, the claim made without holding the lanes (so that senders
-        // claim in parallel), and the share taken afterwards: a sender that lost the race for
-        // the last place of a user or push service puts the message back.
+        // claim in parallel), and the shares taken afterwards: a message whose user or push
+        // service filled up meanwhile is left untouched, for later.
         let (full_users, full_origins) = lanes.full();
         let excluded = !(full_users.is_empty() && full_origins.is_empty());
-        let claimed: Option<Claimed> = diesel::sql_query(CLAIM)
+        let share = BATCH_SHARE.saturating_mul(i64::try_from(workers).unwrap_or(i64::MAX));
+        let claimed: Vec<Claimed> = diesel::sql_query(CLAIM)
             .bind::<Array<Text>, _>(&full_users)
             .bind::<Array<Text>, _>(&full_origins)
-            .get_result(conn)
-            .optional()?;
-        let Some(row) = claimed else {
+            .bind::<Int8, _>(MAX_BATCH)
+            .bind::<Int8, _>(share)
+            .load(conn)?;
+        if claimed.is_empty() {
             return Ok(Step::Idle { excluded });
-        };
-        let Some(_held) = lanes.take(&row.user_id, row.origin.as_deref().unwrap_or_default())
-        else {
+        }
+        let keys: Vec<(&str, &str)> = claimed
+            .iter()
+            .map(|r| (r.user_id.as_str(), r.origin.as_deref().unwrap_or_default()))
+            .collect();
+        let (_held, accepted) = lanes.take(&keys);
+        if !accepted.contains(&true) {
             return Ok(Step::Raced);
-        };
+        }
         on_claim();
         let now = Utc::now();
-        if row.expires_at <= now {
-            finish(conn, row.id, "expired", Some("expired before delivery"))?;
-            counters.failed.fetch_add(1, Ordering::Relaxed);
-            return Ok(Step::Done);
+        let mut settled = Vec::with_capacity(claimed.len());
+        let mut sends = tokio::task::JoinSet::new();
+        for (row, _) in claimed.into_iter().zip(accepted).filter(|(_, ok)| *ok) {
+            if row.expires_at <= now {
+                settled.push(Settled {
+                    id: row.id,
+                    status: "expired",
+                    error: Some("expired before delivery".into()),
+                    next: None,
+                });
+                counters.failed.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            let (Some(endpoint), Some(p256dh), Some(auth)) = (row.endpoint, row.p256dh, row.auth)
+            else {
+                settled.push(Settled {
+                    id: row.id,
+                    status: "cancelled",
+                    error: Some("the device left its user".into()),
+                    next: None,
+                });
+                continue;
+            };
+            let sub = push::Subscription {
+                endpoint,
+                p256dh,
+                auth,
+            };
+            let body = serde_json::to_vec(&row.payload).unwrap_or_default();
+            let kind = row.payload["kind"].as_str().unwrap_or_default();
+            let options = Options {
+                ttl: (row.expires_at - now)
+                    .to_std()
+                    .unwrap_or(Duration::from_secs(60)),
+                urgency: None,
+                topic: Some(topic(&row.job, row.slot, kind)),
+            };
+            let sender = sender.clone();
+            let message = Message {
+                id: row.id,
+                device_id: row.device_id,
+                attempts: row.attempts,
+                expires_at: row.expires_at,
+            };
+            // The rows stay locked while the push services are asked: no other process can take
+            // them.
+            sends.spawn_on(
+                async move { (message, sender.send_with(&sub, &body, &options).await) },
+                runtime,
+            );
         }
-        let (Some(endpoint), Some(p256dh), Some(auth)) = (row.endpoint, row.p256dh, row.auth)
-        else {
-            finish(conn, row.id, "cancelled", Some("the device left its user"))?;
-            return Ok(Step::Done);
-        };
-        let sub = push::Subscription {
-            endpoint,
-            p256dh,
-            auth,
-        };
-        let body = serde_json::to_vec(&row.payload).unwrap_or_default();
-        let kind = row.payload["kind"].as_str().unwrap_or_default();
-        let options = Options {
-            ttl: (row.expires_at - now)
-                .to_std()
-                .unwrap_or(Duration::from_secs(60)),
-            urgency: None,
-            topic: Some(topic(&row.job, row.slot, kind)),
-        };
-        // The row stays locked while the push service is asked: no other process can take it.
-        let outcome = runtime.block_on(sender.send_with(&sub, &body, &options));
-        // The outcome is committed without waiting for the WAL flush: only a crash of Postgres
-        // itself in the next fraction of a second can lose it, and then the message is sent
-        // again, which its Topic collapses at the push service: the same window as a sender
-        // that dies before its commit. Waiting for the flush would cost a disk sync per message.
-        diesel::sql_query("SET LOCAL synchronous_commit = off").execute(conn)?;
-        match outcome {
-            Outcome::Delivered => {
-                finish(conn, row.id, "delivered", None)?;
-                counters.sent.fetch_add(1, Ordering::Relaxed);
-                PUSH_OUTCOMES.with_label_values(&["delivered"]).inc();
-            }
-            Outcome::Gone => {
-                diesel::sql_query("DELETE FROM nutrition.device_token WHERE id = $1")
-                    .bind::<Text, _>(&row.device_id)
-                    .execute(conn)?;
-                // Nothing else queued for that device can be delivered either.
-                diesel::sql_query(
-                    "UPDATE scheduler.outbox SET status = 'gone', finished_at = now(), last_error = 'subscription gone'
-                      WHERE device_id = $1 AND status = 'pending'",
-                )
-                .bind::<Text, _>(&row.device_id)
-                .execute(conn)?;
-                counters.removed.fetch_add(1, Ordering::Relaxed);
-                PUSH_OUTCOMES.with_label_values(&["gone"]).inc();
-            }
-            Outcome::RetryAfter(hint) => {
-                let delay = backoff(row.attempts, hint);
-                let next = now + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::seconds(60));
-                if next >= row.expires_at {
-                    finish(conn, row.id, "expired", Some("still refused when the message expired"))?;
+        let outcomes = runtime.block_on(sends.join_all());
+        let mut gone: Vec<String> = Vec::new();
+        for (message, outcome) in outcomes {
+            match outcome {
+                Outcome::Delivered => {
+                    settled.push(Settled {
+                        id: message.id,
+                        status: "delivered",
+                        error: None,
+                        next: None,
+                    });
+                    counters.sent.fetch_add(1, Ordering::Relaxed);
+                    PUSH_OUTCOMES.with_label_values(&["delivered"]).inc();
+                }
+                Outcome::Gone => {
+                    gone.push(message.device_id);
+                    counters.removed.fetch_add(1, Ordering::Relaxed);
+                    PUSH_OUTCOMES.with_label_values(&["gone"]).inc();
+                }
+                Outcome::RetryAfter(hint) => {
+                    let delay = backoff(message.attempts, hint);
+                    let next = now
+                        + chrono::Duration::from_std(delay)
+                            .unwrap_or(chrono::Duration::seconds(60));
+                    if next >= message.expires_at {
+                        settled.push(Settled {
+                            id: message.id,
+                            status: "expired",
+                            error: Some("still refused when the message expired".into()),
+                            next: None,
+                        });
+                        counters.failed.fetch_add(1, Ordering::Relaxed);
+                        PUSH_OUTCOMES.with_label_values(&["expired"]).inc();
+                    } else {
+                        settled.push(Settled {
+                            id: message.id,
+                            status: "pending",
+                            error: Some(format!("retry in {} s", delay.as_secs())),
+                            next: Some(next),
+                        });
+                        counters.retried.fetch_add(1, Ordering::Relaxed);
+                        PUSH_OUTCOMES.with_label_values(&["retry"]).inc();
+                    }
+                }
+                Outcome::Failed { status, reason } => {
+                    tracing::error!(
+                        outbox_id = message.id,
+                        ?status,
+                        %reason,
+                        "push refused: check the VAPID keys and the payload (configuration error)"
+                    );
+                    settled.push(Settled {
+                        id: message.id,
+                        status: "failed",
+                        error: Some(format!("{status:?}: {reason}")),
+                        next: None,
+                    });
                     counters.failed.fetch_add(1, Ordering::Relaxed);
-                    PUSH_OUTCOMES.with_label_values(&["expired"]).inc();
-                } else {
-                    diesel::sql_query(
-                        "UPDATE scheduler.outbox
-                            SET attempts = attempts + 1, next_attempt_at = $2, last_error = $3
-                          WHERE id = $1",
-                    )
-                    .bind::<Int8, _>(row.id)
-                    .bind::<Timestamptz, _>(next)
-                    .bind::<Text, _>(format!("retry in {} s", delay.as_secs()))
-                    .execute(conn)?;
-                    counters.retried.fetch_add(1, Ordering::Relaxed);
-                    PUSH_OUTCOMES.with_label_values(&["retry"]).inc();
+                    PUSH_OUTCOMES.with_label_values(&["failed"]).inc();
                 }
             }
-            Outcome::Failed { status, reason } => {
-                tracing::error!(
-                    outbox_id = row.id,
-                    ?status,
-                    %reason,
-                    "push refused: check the VAPID keys and the payload (configuration error)"
-                );
-                finish(conn, row.id, "failed", Some(&format!("{status:?}: {reason}")))?;
-                counters.failed.fetch_add(1, Ordering::Relaxed);
-                PUSH_OUTCOMES.with_label_values(&["failed"]).inc();
-            }
+        }
+        // The outcomes are committed without waiting for the WAL flush: only a crash of Postgres
+        // itself in the next fraction of a second can lose them, and then the messages are sent
+        // again, which their Topic collapses at the push service: the same window as a sender
+        // that dies before its commit. Waiting for the flush would cost a disk sync per batch.
+        diesel::sql_query("SET LOCAL synchronous_commit = off").execute(conn)?;
+        settle(conn, &settled)?;
+        if !gone.is_empty() {
+            diesel::sql_query("DELETE FROM nutrition.device_token WHERE id = ANY($1)")
+                .bind::<Array<Text>, _>(&gone)
+                .execute(conn)?;
+            // Nothing else queued for those devices can be delivered either.
+            diesel::sql_query(
+                "UPDATE scheduler.outbox SET status = 'gone', finished_at = now(), last_error = 'subscription gone'
+                  WHERE device_id = ANY($1) AND status = 'pending'",
+            )
+            .bind::<Array<Text>, _>(&gone)
+            .execute(conn)?;
         }
         Ok(Step::Done)
     })
+}
+
+/// What is kept of a message while it is sent.
+struct Message {
+    id: i64,
+    device_id: String,
+    attempts: i32,
+    expires_at: DateTime<Utc>,
+}
+
+/// Writes a batch's outcomes in one statement: a retry stays pending with its next attempt, every
+/// other outcome is final.
+fn settle(conn: &mut PgConnection, settled: &[Settled]) -> QueryResult<usize> {
+    if settled.is_empty() {
+        return Ok(0);
+    }
+    let ids: Vec<i64> = settled.iter().map(|s| s.id).collect();
+    let statuses: Vec<&str> = settled.iter().map(|s| s.status).collect();
+    let errors: Vec<Option<&str>> = settled.iter().map(|s| s.error.as_deref()).collect();
+    let next: Vec<Option<DateTime<Utc>>> = settled.iter().map(|s| s.next).collect();
+    diesel::sql_query(
+        "UPDATE scheduler.outbox o
+            SET status = u.status, attempts = o.attempts + 1, last_error = u.error,
+                finished_at = CASE WHEN u.status = 'pending' THEN NULL ELSE now() END,
+                next_attempt_at = COALESCE(u.next, o.next_attempt_at)
+           FROM unnest($1::int8[], $2::text[], $3::text[], $4::timestamptz[])
+                AS u (id, status, error, next)
+          WHERE o.id = u.id",
+    )
+    .bind::<Array<Int8>, _>(&ids)
+    .bind::<Array<Text>, _>(&statuses)
+    .bind::<Array<Nullable<Text>>, _>(&errors)
+    .bind::<Array<Nullable<Timestamptz>>, _>(&next)
+    .execute(conn)
 }
 
 /// Push deliveries by outcome class: delivered, gone (device removed), retry (429 or 5xx, tried
@@ -396,23 +533,6 @@ pub fn register_metrics() {
     for outcome in ["delivered", "gone", "retry", "expired", "failed"] {
         PUSH_OUTCOMES.with_label_values(&[outcome]);
     }
-}
-
-fn finish(
-    conn: &mut PgConnection,
-    id: i64,
-    status: &str,
-    error: Option<&str>,
-) -> QueryResult<usize> {
-    diesel::sql_query(
-        "UPDATE scheduler.outbox
-            SET status = $2, attempts = attempts + 1, finished_at = now(), last_error = $3
-          WHERE id = $1",
-    )
-    .bind::<Int8, _>(id)
-    .bind::<Text, _>(status)
-    .bind::<Nullable<Text>, _>(error)
-    .execute(conn)
 }
 
 /// Delivers every message that is due now, with up to `workers` sends in flight; returns when
@@ -451,7 +571,9 @@ pub async fn drain_due(
             };
             while !shutdown.is_triggered() {
                 let started = std::time::Instant::now();
-                match deliver_one(&mut conn, &sender, &lanes, &counters, &runtime, &on_claim)? {
+                match deliver_batch(
+                    &mut conn, &sender, &lanes, workers, &counters, &runtime, &on_claim,
+                )? {
                     Step::Done | Step::Raced => {}
                     // Others' sends may free a share this sender can use; with none in
                     // flight, nothing more is due.
