@@ -1,5 +1,6 @@
 //! Black-box tests of push-scheduler against a real Postgres database.
 
+mod batch;
 mod due;
 mod helpers;
 mod jobs;

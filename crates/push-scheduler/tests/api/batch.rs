@@ -1,0 +1,156 @@
+//! A backlog is drained in batches: each sender claims many due messages in one statement, sends
+//! them together and settles them in one transaction. Two replicas still send each message once,
+//! and removing a device still waits for a batch that is sending to it.
+
+use std::time::{Duration, Instant};
+
+use testkit::push_service::{Answer, FakeSubscription};
+
+use crate::helpers::{Profile, World};
+
+/// Nothing scheduled: only the rows a test queues itself are delivered.
+const QUIET: Profile = Profile {
+    meal_reminders: false,
+    weekly_weigh_in: false,
+    milestones: false,
+    paused_until: None,
+};
+
+/// `n` users with one device each, all in one statement.
+fn users(w: &World, n: usize) -> Vec<(String, FakeSubscription)> {
+    let people: Vec<(String, FakeSubscription)> = (0..n)
+        .map(|_| (session::ids::id(), w.push.subscribe()))
+        .collect();
+    let users: Vec<String> = people
+        .iter()
+        .map(|(id, _)| format!("('{id}', 'T', lower('{id}@example.com'))"))
+        .collect();
+    let profiles: Vec<String> = people
+        .iter()
+        .map(|(id, _)| {
+            format!(
+                "('{id}', {}, {}, {})",
+                QUIET.meal_reminders, QUIET.weekly_weigh_in, QUIET.milestones
+            )
+        })
+        .collect();
+    let devices: Vec<String> = people
+        .iter()
+        .map(|(id, d)| {
+            format!(
+                "('{}', '{id}', 'web', '{}', '{}', '{}')",
+                session::ids::id(),
+                d.endpoint,
+                d.p256dh,
+                d.auth
+            )
+        })
+        .collect();
+    w.sql(&format!(
+        "INSERT INTO auth.\"user\" (id, name, email) VALUES {}",
+        users.join(",")
+    ));
+    w.sql(&format!(
+        "INSERT INTO nutrition.profile (user_id, meal_reminders, weekly_weigh_in, fasting_milestones) VALUES {}",
+        profiles.join(",")
+    ));
+    w.sql(&format!(
+        "INSERT INTO nutrition.device_token (id, user_id, platform, endpoint, p256dh, auth) VALUES {}",
+        devices.join(",")
+    ));
+    people
+}
+
+/// Queues a push for every device, due now.
+fn queue_all(w: &World) {
+    w.sql(
+        "INSERT INTO scheduler.outbox (job, slot, user_id, device_id, endpoint, p256dh, auth, payload, expires_at)
+         SELECT 'meal-lunch', TIMESTAMP '2026-01-05 13:00', d.user_id, d.id, d.endpoint, d.p256dh, d.auth,
+                '{\"kind\": \"meal_lunch\", \"tag\": \"meal_lunch\"}'::jsonb, now() + INTERVAL '1 hour'
+           FROM nutrition.device_token d",
+    );
+}
+
+fn commits(w: &World) -> i64 {
+    w.count("SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_drain_a_backlog_in_batches_each_message_once() {
+    let w = World::new().await;
+    let people = users(&w, 300);
+    let before = commits(&w);
+    queue_all(&w);
+    let dir = testkit::stack::ScratchDir::new("batch-two");
+    let a = w.serve("a", &dir);
+    let b = w.serve("b", &dir);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Watched at the push service, so that the only transactions are the processes' own.
+    while w.push.all_received().len() < people.len() {
+        assert!(
+            Instant::now() < deadline,
+            "not drained:\n{}\n{}",
+            a.log(),
+            b.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The last batch is settled once its sends return; the processes' backends report their
+    // statistics when they end.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(a);
+    drop(b);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for (_, device) in &people {
+        assert_eq!(
+            w.push.received(device).len(),
+            1,
+            "each message exactly once"
+        );
+    }
+    assert_eq!(
+        w.count(
+            "SELECT count(*) AS n FROM scheduler.outbox WHERE status = 'delivered' AND attempts = 1"
+        ),
+        300
+    );
+    let used = commits(&w) - before;
+    assert!(
+        used < 200,
+        "{used} transactions for 300 messages: the backlog was not claimed in batches"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_a_device_waits_for_the_batch_sending_to_it() {
+    let w = World::new().await;
+    let people = users(&w, 60);
+    let (slow_user, slow) = &people[0];
+    w.push.respond(slow, Answer::Slow(Duration::from_secs(3)));
+    queue_all(&w);
+    let dir = testkit::stack::ScratchDir::new("batch-remove");
+    let serve = w.serve("serve", &dir);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while w.push.received(slow).is_empty() {
+        assert!(Instant::now() < deadline, "nothing sent: {}", serve.log());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The push service has the message and is still answering: the removal must wait.
+    let started = Instant::now();
+    w.sql(&format!(
+        "DELETE FROM nutrition.device_token WHERE user_id = '{slow_user}'"
+    ));
+    let waited = started.elapsed();
+    assert!(
+        waited > Duration::from_millis(1000),
+        "the device was removed after {waited:?}, while a send to it was in flight"
+    );
+    assert_eq!(
+        w.count(&format!(
+            "SELECT count(*) AS n FROM scheduler.outbox WHERE user_id = '{slow_user}' AND status = 'delivered'"
+        )),
+        1,
+        "the send was settled before the removal returned"
+    );
+    drop(serve);
+}
