@@ -1,8 +1,16 @@
-//! Draining the outbox. Each message is claimed with `FOR UPDATE SKIP LOCKED` in its own
-//! transaction, sent, and its outcome written before the commit: two processes never send the
-//! same row, and a process killed mid-send leaves its row untouched for the next one (the
-//! database drops the dead connection's lock at once). The claim is one statement, and the outcome
-//! is committed without waiting for the WAL flush (see [`deliver_one`]).
+//! Draining the outbox. A sender claims a batch of due messages with one `FOR UPDATE SKIP
+//! LOCKED` statement, sends them concurrently, writes their outcomes with one statement and
+//! commits: two processes never send the same row, and a process killed mid-send leaves its rows
+//! untouched for the next one (the database drops the dead connection's locks at once). The
+//! outcomes are committed without waiting for the WAL flush (see [`deliver_batch`]).
+//!
+//! A batch is at most [`MAX_BATCH`] messages and at most a `1 / (2 × senders)` share of what is
+//! due, so a handful of due messages still goes one per sender and only a backlog is batched.
+//! The price of a batch is the window of repeats after a crash: a process killed mid-batch has
+//! its whole batch sent again by the other, including the messages that already reached their
+//! push service. That is at most [`MAX_BATCH`] messages per sender (256 for the default eight
+//! senders), and only while the backlog is that large; every repeat carries the same `Topic`
+//! ([`topic`]), so the push service replaces the copy it still holds instead of showing two.
 //!
 //! Outcomes: 2xx delivered; 404/410 the device is deleted; 429 waits `Retry-After`; 5xx and
 //! time-outs retry with exponential backoff and jitter until the message's expiry; 400/401/403/413
@@ -10,13 +18,15 @@
 //!
 //! A message follows its device, not the user it was queued for: it is sent with the device's
 //! current endpoint and keys, and cancelled when the device is gone or no longer that user's (the
-//! browser was removed, replaced, or taken over by another user on a shared computer). The device
-//! row is share-locked while the message is in flight, so removing the device waits for that one
-//! send and no later one can start.
+//! browser was removed, replaced, or taken over by another user on a shared computer). The devices
+//! of a batch are share-locked while it is in flight, so removing a device waits for the batch
+//! sending to it and no later send can start.
 //!
-//! Fairness: senders take the message that expires first, each user's first device before
-//! anyone's second ([`Lanes`] and the `fair_rank` column), and one process never gives more than
-//! [`PER_USER`] senders to one user or all of its senders to one push service.
+//! Fairness: senders take the messages that expire first, each user's first device before
+//! anyone's second ([`Lanes`] and the `fair_rank` column), and one process never has more than
+//! [`PER_USER`] messages of one user in flight or all of its senders on one push service. A batch
+//! may mix push services, so a slow one delays the commit of the faster messages in the same
+//! batch (bounded by the send time-out), never the other senders.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
