@@ -32,7 +32,7 @@ REQUIRED_PACKAGES=(
   postgresql postgresql-client
   mariadb-server mariadb-client
   nginx-light
-  libpq-dev libmariadb-dev libmariadb-dev-compat libssl-dev pkg-config
+  libmariadb-dev libmariadb-dev-compat libssl-dev pkg-config
   python3-venv curl ca-certificates
 )
 

@@ -167,6 +167,31 @@ async fn milestones_once_per_fast_and_only_while_it_runs() {
     assert!(w.kinds(&quiet).is_empty());
 }
 
+/// A fast written by something other than nutrition-api (an import, an operator's SQL) does not
+/// know the instant of its next milestone; the run still finds it and schedules it from then on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fast_written_without_its_next_milestone_is_still_found() {
+    let w = World::new().await;
+    let at = utc("2026-11-23T10:05:00Z");
+    let runner = w.person("imported@example.com", Some(Profile::default()));
+    let started = at - chrono::Duration::minutes(125);
+    let id = session::ids::id();
+    w.sql(&format!(
+        "INSERT INTO nutrition.fast_event (id, user_id, status, protocol, started_at, planned_end_at)
+         VALUES ('{id}', '{}', 'IN_PROGRESS', '16:0', '{}', '{}')",
+        runner.id,
+        started.to_rfc3339(),
+        (started + chrono::Duration::hours(16)).to_rfc3339()
+    ));
+
+    let r = w.fire("milestones", "2026-11-23T10:05:00Z", 10);
+    assert_eq!(r["sent"].as_u64(), Some(1), "{r}");
+    assert_eq!(w.kinds(&runner), ["hydration_2h"]);
+    assert_eq!(w.fire("milestones", "2026-11-23T10:10:00Z", 10)["sent"], 0);
+    assert_eq!(w.fire("milestones", "2026-11-23T12:05:00Z", 10)["sent"], 1);
+    assert_eq!(w.kinds(&runner), ["hydration_2h", "hydration_4h"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_downtime_only_the_latest_milestone_is_pushed_and_old_slots_are_dropped() {
     let w = World::new().await;

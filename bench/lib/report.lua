@@ -1,8 +1,8 @@
--- Shared by the wrk scripts of this folder (loaded with dofile). In every wrk thread it counts
+-- Shared by the wrk scripts of bench/lib (loaded with dofile). In every wrk thread it counts
 -- the responses whose status is outside 2xx, and the 2xx responses whose body lacks the text
 -- the script expects (the signed-up user's e-mail address): a get-session answering `null`
 -- is a 200 too, and a figure made of such answers would measure nothing. When the run ends it
--- prints one line that bench/peers/run reads, with the exact figures of wrk's histogram:
+-- prints one line that the bench/<group>/run scripts read, with the exact figures of wrk's histogram:
 --   RESULT requests=N seconds=S rps=R p50_ms=X p99_ms=Y mean_ms=Z non_2xx=N first_bad=STATUS
 --          unexpected=N connect=N read=N write=N timeout=N
 -- Latencies are in milliseconds; first_bad is 0 when every response was 2xx.

@@ -1,8 +1,7 @@
--- POST /api/auth/sign-in/email with one user's credentials, given after `--`:
---   wrk -t2 -c16 -d10s --latency -s bench/auth/sign-in.lua \
---       http://127.0.0.1:PORT/api/auth/sign-in/email -- EMAIL PASSWORD
--- Every request is a full sign-in: rate-limit counters, user lookup, argon2id verification and
--- a new session row.
+-- POST /api/auth/sign-in/email with one user's credentials, given after `--`; every 2xx body
+-- must contain the e-mail address (both products answer with the signed-in user):
+--   wrk -t2 -c16 -d10s --latency -s bench/lib/sign-in.lua URL -- EMAIL PASSWORD
+-- Every request is a full sign-in: user lookup, password verification, a new session row.
 local dir = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 dofile(dir .. "/report.lua")
 
@@ -20,5 +19,6 @@ function init(args)
   if not email or not password then
     error("sign-in.lua needs the e-mail address and the password after `--`")
   end
+  expected = email
   wrk.body = '{"email":' .. json_string(email) .. ',"password":' .. json_string(password) .. '}'
 end

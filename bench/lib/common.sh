@@ -1,0 +1,77 @@
+# Shell helpers shared by the bench/<group>/run scripts (sourced after scripts/lib.sh, which gives
+# `die` and `log`). Each script keeps what is its own: its services, its clean-up, its report.
+
+random_hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
+
+fmt() { awk -v v="$1" -v d="${2:-2}" 'BEGIN { printf "%.*f", d, v }'; }
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
+# Memory of a process in MiB: VmRSS (now) or VmHWM (peak since start).
+mem_mib() { # pid field
+  awk -v f="$2:" '$1 == f { printf "%.1f", $2 / 1024; found = 1 } END { if (!found) exit 1 }' \
+    "/proc/$1/status" || die "no $2 for process $1"
+}
+
+# A loopback port nobody listens on and this run has not handed out yet, appended to taken_ports.
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+taken_ports=()
+free_port() {
+  local port _
+  for _ in $(seq 200); do
+    port=$((20000 + RANDOM % 30000))
+    if [[ " ${taken_ports[*]} " != *" $port "* ]] && ! port_in_use "$port"; then
+      taken_ports+=("$port")
+      return 0
+    fi
+  done
+  die "found no free loopback port"
+}
+
+# One key of the RESULT line that bench/lib/report.lua (or a group's own report script) prints
+# at the end of a wrk run.
+result() { # file key
+  awk -v key="$2" '
+    $1 == "RESULT" { for (i = 2; i <= NF; i++) { n = index($i, "="); if (substr($i, 1, n - 1) == key) { v = substr($i, n + 1); found = 1 } } }
+    END { if (!found) exit 1; print v }' "$1" || die "no $2 in the wrk output ($1)"
+}
+
+# Share of the CPU time, over one second, spent outside idle: what else is running on the machine.
+cpu_busy() {
+  local before after
+  before=$(awk '/^cpu / { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $5 + $6; exit }' /proc/stat)
+  sleep 1
+  after=$(awk '/^cpu / { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $5 + $6; exit }' /proc/stat)
+  awk -v a="$before" -v b="$after" 'BEGIN {
+    split(a, x, " "); split(b, y, " "); t = y[1] - x[1]; i = y[2] - x[2]
+    printf "%.0f", (t > 0 ? 100 * (t - i) / t : 0) }'
+}
+
+# Waits up to 30 s for the machine to be quiet (a build that just ended, other tests), then prints
+# how busy the CPUs were in the last second, warning when still over the limit.
+QUIET_LIMIT=20
+wait_quiet() { # label
+  local busy deadline=$((SECONDS + 30))
+  busy=$(cpu_busy)
+  while [ "$busy" -gt $QUIET_LIMIT ] && [ $SECONDS -lt $deadline ]; do
+    busy=$(cpu_busy)
+  done
+  if [ "$busy" -gt $QUIET_LIMIT ]; then
+    printf 'warning: the CPUs were still %s%% busy just before %s: other work on this machine skews the figures\n' "$busy" "$1" >&2
+  fi
+  echo "$busy"
+}
+
+# Postgres as the application role of scripts/lib.sh, and the URL of one of its databases.
+app_psql() {
+  psql -h 127.0.0.1 -p "$PG_PORT" -U "$APP_DB_USER" -d postgres -v ON_ERROR_STOP=1 -qAt "$@"
+}
+app_url() { echo "postgres://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$PG_PORT/$1"; }
+
+wait_ready() { # name pid url
+  local deadline=$((SECONDS + 120))
+  until curl -fsS -o /dev/null --max-time 2 "$3" 2>/dev/null; do
+    kill -0 "$2" 2>/dev/null || die "$1 exited before answering $3"
+    [ $SECONDS -lt $deadline ] || die "$1 did not answer $3 within 120s"
+    sleep 0.3
+  done
+}
