@@ -61,7 +61,7 @@ impl Counters {
     }
 }
 
-/// Asked to stop: senders finish the message they hold and take no other.
+/// Asked to stop: senders finish the batch they hold and take no other.
 #[derive(Debug, Default)]
 pub struct Shutdown {
     stopping: AtomicBool,
@@ -291,12 +291,14 @@ enum Step {
 
 /// The claim: the next due messages outside the full shares, locked, with their devices as they
 /// are now, share-locked until the commit so that deleting a device waits for the send to it.
-/// One statement. The batch is at most [`MAX_BATCH`], and at most a `1 / ($4 × senders)` share
-/// of what is due (counted no further than it matters), so a few due messages go one per sender.
+/// One statement. The batch is at most [`MAX_BATCH`] (`$3`), and at most a `1 / $4` share of
+/// what is due (`$4` is [`BATCH_SHARE`] × senders; the count stops where it no longer matters),
+/// so a few due messages go one per sender. The lanes are taken in the claim's order.
 const CLAIM: &str = "
     SELECT o.id, o.job, o.slot, o.user_id, o.device_id, o.origin, o.payload, o.attempts,
            o.expires_at, d.endpoint, d.p256dh, d.auth
-      FROM (SELECT id, job, slot, user_id, device_id, origin, payload, attempts, expires_at
+      FROM (SELECT id, job, slot, user_id, device_id, origin, payload, attempts, expires_at,
+                   fair_rank
               FROM scheduler.outbox
              WHERE status = 'pending' AND next_attempt_at <= now()
                AND NOT (user_id = ANY($1)) AND NOT (COALESCE(origin, '') = ANY($2))
@@ -309,7 +311,7 @@ const CLAIM: &str = "
       LEFT JOIN LATERAL (SELECT endpoint, p256dh, auth FROM nutrition.device_token
                           WHERE id = o.device_id AND user_id = o.user_id
                           FOR KEY SHARE) d ON true
-     ORDER BY o.expires_at, o.id";
+     ORDER BY o.expires_at, o.fair_rank, o.id";
 
 /// How one message of a batch is settled.
 struct Settled {
@@ -545,9 +547,9 @@ pub fn register_metrics() {
     }
 }
 
-/// Delivers every message that is due now, with up to `workers` sends in flight; returns when
-/// none is due and nothing is in flight, or once `shutdown` is triggered and what was in flight
-/// is settled.
+/// Delivers every message that is due now, with up to `workers` senders each sending a batch;
+/// returns when none is due and nothing is in flight, or once `shutdown` is triggered and what
+/// was in flight is settled.
 ///
 /// One sender starts, and each sender that claims its first message starts another, up to
 /// `workers`: a full outbox has every sender busy within a few messages, while the idle tick

@@ -50,7 +50,7 @@ pub struct Report {
 }
 
 impl Scheduler {
-    /// `workers` sends in flight; each holds one pooled connection while it sends.
+    /// `workers` senders; each holds one pooled connection while its batch is in flight.
     pub fn new(pool: PgPool, sender: Sender, workers: usize) -> Self {
         let workers = workers.max(1);
         Self {
