@@ -324,7 +324,7 @@ struct Settled {
 }
 
 /// Claims the next messages this process may take, sends them concurrently and settles them
-/// with one statement (a few more when a device is gone), all in one transaction.
+/// with one statement, all in one transaction; then deletes the devices found gone.
 fn deliver_batch(
     conn: &mut PgConnection,
     sender: &Sender,
@@ -334,6 +334,47 @@ fn deliver_batch(
     runtime: &tokio::runtime::Handle,
     on_claim: &dyn Fn(),
 ) -> QueryResult<Step> {
+    let (step, gone) = send_batch(conn, sender, lanes, workers, counters, runtime, on_claim)?;
+    if !gone.is_empty() {
+        remove_gone(conn, &gone)?;
+    }
+    Ok(step)
+}
+
+/// Deletes devices whose push service answered 404 or 410 and cancels what is still queued for
+/// them, in a transaction of its own, after the batch that found them has committed. Inside the
+/// batch it could deadlock: another sender's batch may hold the same device share-locked and find
+/// it gone too, each then waiting for the other's lock. Here it holds nothing while the delete
+/// waits for the batches still sending to the device, and skips queued messages another sender
+/// holds (their claim finds the device gone and cancels them). A crash between the two
+/// transactions leaves the device in place; the next message to it is answered 410 again.
+fn remove_gone(conn: &mut PgConnection, gone: &[String]) -> QueryResult<()> {
+    conn.transaction(|conn| {
+        diesel::sql_query("DELETE FROM nutrition.device_token WHERE id = ANY($1)")
+            .bind::<Array<Text>, _>(gone)
+            .execute(conn)?;
+        diesel::sql_query(
+            "UPDATE scheduler.outbox SET status = 'gone', finished_at = now(), last_error = 'subscription gone'
+              WHERE id IN (SELECT id FROM scheduler.outbox
+                            WHERE device_id = ANY($1) AND status = 'pending'
+                            FOR UPDATE SKIP LOCKED)",
+        )
+        .bind::<Array<Text>, _>(gone)
+        .execute(conn)?;
+        Ok(())
+    })
+}
+
+/// The batch's transaction; also the devices found gone.
+fn send_batch(
+    conn: &mut PgConnection,
+    sender: &Sender,
+    lanes: &Lanes,
+    workers: usize,
+    counters: &Counters,
+    runtime: &tokio::runtime::Handle,
+    on_claim: &dyn Fn(),
+) -> QueryResult<(Step, Vec<String>)> {
     conn.transaction(|conn| {
         // The full shares are read, the claim made without holding the lanes (so that senders
         // claim in parallel), and the shares taken afterwards: a message whose user or push
@@ -348,7 +389,7 @@ fn deliver_batch(
             .bind::<Int8, _>(share)
             .load(conn)?;
         if claimed.is_empty() {
-            return Ok(Step::Idle { excluded });
+            return Ok((Step::Idle { excluded }, Vec::new()));
         }
         let keys: Vec<(&str, &str)> = claimed
             .iter()
@@ -356,7 +397,7 @@ fn deliver_batch(
             .collect();
         let (_held, accepted) = lanes.take(&keys);
         if !accepted.contains(&true) {
-            return Ok(Step::Raced);
+            return Ok((Step::Raced, Vec::new()));
         }
         on_claim();
         let now = Utc::now();
@@ -426,6 +467,12 @@ fn deliver_batch(
                     PUSH_OUTCOMES.with_label_values(&["delivered"]).inc();
                 }
                 Outcome::Gone => {
+                    settled.push(Settled {
+                        id: message.id,
+                        status: "gone",
+                        error: Some("subscription gone".into()),
+                        next: None,
+                    });
                     gone.push(message.device_id);
                     counters.removed.fetch_add(1, Ordering::Relaxed);
                     PUSH_OUTCOMES.with_label_values(&["gone"]).inc();
@@ -479,19 +526,7 @@ fn deliver_batch(
         // that dies before its commit. Waiting for the flush would cost a disk sync per batch.
         diesel::sql_query("SET LOCAL synchronous_commit = off").execute(conn)?;
         settle(conn, &settled)?;
-        if !gone.is_empty() {
-            diesel::sql_query("DELETE FROM nutrition.device_token WHERE id = ANY($1)")
-                .bind::<Array<Text>, _>(&gone)
-                .execute(conn)?;
-            // Nothing else queued for those devices can be delivered either.
-            diesel::sql_query(
-                "UPDATE scheduler.outbox SET status = 'gone', finished_at = now(), last_error = 'subscription gone'
-                  WHERE device_id = ANY($1) AND status = 'pending'",
-            )
-            .bind::<Array<Text>, _>(&gone)
-            .execute(conn)?;
-        }
-        Ok(Step::Done)
+        Ok((Step::Done, gone))
     })
 }
 

@@ -59,6 +59,8 @@ pub enum Answer {
     /// it), and the 201 comes after this long. A sender that dies meanwhile never learns that the
     /// message went through.
     Slow(Duration),
+    /// 410 after this long: a subscription found gone while other sends to it are in flight.
+    GoneAfter(Duration),
 }
 
 /// A message the service accepted.
@@ -407,6 +409,10 @@ async fn push(
         Answer::Hang => {
             tokio::time::sleep(Duration::from_secs(600)).await;
             HttpResponse::GatewayTimeout().finish()
+        }
+        Answer::GoneAfter(delay) => {
+            tokio::time::sleep(delay).await;
+            HttpResponse::Gone().finish()
         }
         Answer::Slow(delay) => {
             tokio::time::sleep(delay).await;

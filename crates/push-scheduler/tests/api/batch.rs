@@ -202,3 +202,58 @@ async fn a_replica_killed_mid_batch_loses_nothing_and_repeats_at_most_its_batche
         "{repeats} repeats: more than the killed process had in flight"
     );
 }
+
+/// Several senders hold messages to one device when its push service answers 410 to all of them:
+/// each deletes the device and cancels what is left for it, and none of them may wait for
+/// another's lock while holding one the other needs (a deadlock would roll a whole batch back,
+/// send it again and fail the drain).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn senders_finding_one_device_gone_together_do_not_deadlock() {
+    let w = World::new().await;
+    let people = users(&w, 1);
+    let (user, device) = &people[0];
+    w.push
+        .respond(device, Answer::GoneAfter(Duration::from_millis(1500)));
+    for slot in 0..6 {
+        w.sql(&format!(
+            "INSERT INTO scheduler.outbox (job, slot, user_id, device_id, endpoint, p256dh, auth, payload, expires_at)
+             SELECT 'meal-lunch', TIMESTAMP '2026-01-05 13:00' + make_interval(days => {slot}), d.user_id, d.id,
+                    d.endpoint, d.p256dh, d.auth, '{{\"kind\": \"meal_lunch\", \"tag\": \"meal_lunch\"}}'::jsonb,
+                    now() + INTERVAL '1 hour'
+               FROM nutrition.device_token d"
+        ));
+    }
+    let dir = testkit::stack::ScratchDir::new("batch-gone");
+    let a = w.serve("a", &dir);
+    let b = w.serve("b", &dir);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while w.count(&format!(
+        "SELECT count(*) AS n FROM scheduler.outbox WHERE user_id = '{user}' AND status = 'pending'"
+    )) > 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "not settled:\n{}\n{}",
+            a.log(),
+            b.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        w.count("SELECT count(*) AS n FROM nutrition.device_token"),
+        0,
+        "the device is deleted"
+    );
+    for log in [a.log(), b.log()] {
+        assert!(
+            !log.contains("deadlock"),
+            "a sender deadlocked on the gone device:\n{log}"
+        );
+    }
+    assert!(
+        w.push.requests() <= 6,
+        "{} requests for 6 messages: a batch was rolled back and sent again",
+        w.push.requests()
+    );
+}
