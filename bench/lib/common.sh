@@ -61,9 +61,13 @@ wait_quiet() { # label
   echo "$busy"
 }
 
-# Postgres as the application role of scripts/lib.sh, and the URL of one of its databases.
-app_psql() {
-  psql -h 127.0.0.1 -p "$PG_PORT" -U "$APP_DB_USER" -d postgres -v ON_ERROR_STOP=1 -qAt "$@"
+# Postgres as the application role of scripts/lib.sh (PGPASSWORD set by the caller), and the URL
+# of one of its databases.
+app_psql() { # database, then psql arguments
+  local db=$1
+  shift
+  # Bounded, so that a stuck database ends the run instead of hanging it.
+  timeout 120 psql -h 127.0.0.1 -p "$PG_PORT" -U "$APP_DB_USER" -d "$db" -v ON_ERROR_STOP=1 -qAt "$@"
 }
 app_url() { echo "postgres://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$PG_PORT/$1"; }
 
