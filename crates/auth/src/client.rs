@@ -38,20 +38,8 @@ pub fn ip(req: &HttpRequest, trusted: &[IpNet]) -> Option<IpAddr> {
     Some(peer)
 }
 
-/// The address as a rate-limit subject: IPv4 as is (also when written as IPv4-mapped IPv6),
-/// IPv6 as its /64 network.
-pub fn network(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => {
-                let prefix = u128::from(v6) & !(u128::MAX >> 64);
-                format!("{}/64", std::net::Ipv6Addr::from(prefix))
-            }
-        },
-    }
-}
+/// The address as a rate-limit subject (an IPv6 address as its /64), as every service counts it.
+pub use service_kit::http::client_network as network;
 
 pub fn user_agent(req: &HttpRequest) -> Option<String> {
     req.headers()

@@ -365,6 +365,21 @@ fn unavailable() -> HttpResponse {
     resp
 }
 
+/// A client address as a rate-limit subject: IPv4 as is (also when written as IPv4-mapped IPv6),
+/// IPv6 as its /64 network, since one host or customer line holds a whole /64.
+pub fn client_network(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let prefix = u128::from(v6) & !(u128::MAX >> 64);
+                format!("{}/64", std::net::Ipv6Addr::from(prefix))
+            }
+        },
+    }
+}
+
 /// Mounts `/health` and `/ready`.
 pub fn probes(cfg: &mut web::ServiceConfig) {
     cfg.route("/health", web::get().to(health))

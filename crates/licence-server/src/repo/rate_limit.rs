@@ -9,6 +9,10 @@
 //! (autocommit, no lock held into the retry), and a refusal reads when the window ends.
 //! MariaDB evaluates `SET` assignments left to right, each seeing the ones before, so `hits` is
 //! set first (1 when the window ran out) and `window_start` restarts exactly when `hits` did.
+//!
+//! The table has a fixed ceiling (MEMORY). A new address that finds it full first drops every
+//! counter whose window has ended and tries again; only if every counter is live is it refused
+//! ([`Hit::Full`]), never counted nowhere and let through.
 
 use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
@@ -22,29 +26,45 @@ struct Left {
     left_ms: i64,
 }
 
-/// Counts one request in `bucket`; `Ok(None)` while within `max` per `window_secs`, else
-/// `Ok(Some(seconds))` until the window ends.
+/// What counting a request found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Hit {
+    /// Counted, within the limit.
+    Within,
+    /// Over the limit until the window ends, in this many seconds.
+    Refused(u64),
+    /// A new address, and every counter of the table is in a live window: nowhere to count it.
+    Full,
+}
+
+/// Counts one request in `bucket`, at most `max` per `window_secs`.
 pub fn hit(
     conn: &mut MysqlConnection,
     bucket: &str,
     max: u32,
     window_secs: u32,
-) -> QueryResult<Option<u64>> {
+) -> QueryResult<Hit> {
     let window = i32::try_from(window_secs).unwrap_or(i32::MAX);
     let max = i32::try_from(max).unwrap_or(i32::MAX);
     if count(conn, bucket, max, window)? {
-        return Ok(None);
+        return Ok(Hit::Within);
     }
     // Either the address has no row yet or its window is full.
-    let created = diesel::sql_query(
-        "INSERT IGNORE INTO licence_rate_limit (bucket, window_start, hits) \
-         VALUES (?, UTC_TIMESTAMP(6), 1)",
-    )
-    .bind::<Text, _>(bucket)
-    .execute(conn)?;
+    let created = match create(conn, bucket) {
+        Err(e) if is_table_full(&e) => {
+            // Counters whose window has ended count nothing any more: make room and try once
+            // more. Only when every counter is live is there no room (MEMORY's fixed ceiling).
+            ended(conn, window)?;
+            match create(conn, bucket) {
+                Err(e) if is_table_full(&e) => return Ok(Hit::Full),
+                other => other?,
+            }
+        }
+        other => other?,
+    };
     // `max` is at least 1 (settings), so the request that creates the row is within it.
     if created == 1 || count(conn, bucket, max, window)? {
-        return Ok(None);
+        return Ok(Hit::Within);
     }
     let left: Option<Left> = diesel::sql_query(
         "SELECT CAST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), \
@@ -57,11 +77,35 @@ pub fn hit(
     .optional()?;
     let left_ms = left.map_or(0, |l| l.left_ms);
     // Rounded up: a client waiting the advertised time finds the window over.
-    Ok(Some(
+    Ok(Hit::Refused(
         u64::try_from((left_ms.max(0) + 999) / 1000)
             .unwrap_or(1)
             .max(1),
     ))
+}
+
+fn create(conn: &mut MysqlConnection, bucket: &str) -> QueryResult<usize> {
+    diesel::sql_query(
+        "INSERT IGNORE INTO licence_rate_limit (bucket, window_start, hits) \
+         VALUES (?, UTC_TIMESTAMP(6), 1)",
+    )
+    .bind::<Text, _>(bucket)
+    .execute(conn)
+}
+
+/// MariaDB's ER_RECORD_FILE_FULL (1114), which diesel reports only by its message.
+fn is_table_full(e: &diesel::result::Error) -> bool {
+    matches!(e, diesel::result::Error::DatabaseError(_, info)
+        if info.message().contains("licence_rate_limit") && info.message().contains("is full"))
+}
+
+/// Drops the counters whose window has ended.
+fn ended(conn: &mut MysqlConnection, window: i32) -> QueryResult<usize> {
+    diesel::sql_query(
+        "DELETE FROM licence_rate_limit WHERE window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND",
+    )
+    .bind::<Integer, _>(window)
+    .execute(conn)
 }
 
 /// Counts the request in an existing row if its window has room or has ended; whether it did.

@@ -1,7 +1,8 @@
 //! Per-client-address rate limits of activate, validate, deactivate and the webhook
 //! (`LICENCE_RATE_LIMIT_PER_MINUTE`, `WEBHOOK_RATE_LIMIT_PER_MINUTE`), counted in MariaDB so
 //! that replicas agree. The address is the peer's, or, behind a proxy listed in
-//! `TRUSTED_PROXIES`, the first address of `X-Forwarded-For` from the right that is not a proxy.
+//! `TRUSTED_PROXIES`, the first address of `X-Forwarded-For` from the right that is not a proxy;
+//! an IPv6 address counts as its /64.
 
 use std::net::IpAddr;
 
@@ -11,7 +12,7 @@ use rand::Rng;
 
 use super::AppState;
 use crate::error::ApiError;
-use crate::repo::rate_limit;
+use crate::repo::rate_limit::{self, Hit};
 
 /// The counting window of every limit.
 pub const WINDOW_SECS: u32 = 60;
@@ -41,8 +42,9 @@ pub struct Limit {
 
 impl Limit {
     pub fn of(state: &AppState, req: &HttpRequest, bucket: Bucket) -> Self {
+        // An IPv6 client counts as its /64: one host holds billions of addresses.
         let ip = client_ip(req, &state.settings.trusted_proxies)
-            .map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
+            .map_or_else(|| "unknown".to_owned(), service_kit::http::client_network);
         let (name, max) = match bucket {
             Bucket::Licence => ("licence", state.settings.licence_rate_limit),
             Bucket::Webhook => ("webhook", state.settings.webhook_rate_limit),
@@ -61,11 +63,15 @@ impl Limit {
             rate_limit::prune(conn)?;
         }
         match rate_limit::hit(conn, &self.key, self.max, WINDOW_SECS)? {
-            None => Ok(()),
-            Some(retry_after_secs) => {
+            Hit::Within => Ok(()),
+            Hit::Refused(retry_after_secs) => {
                 tracing::warn!(bucket = self.name, "rate limit reached");
                 Err(ApiError::RateLimited { retry_after_secs })
             }
+            // Refused rather than let through uncounted: counting is what stops a guesser.
+            Hit::Full => Err(ApiError::DatabaseUnavailable(
+                "every rate-limit counter is in use".to_owned(),
+            )),
         }
     }
 }

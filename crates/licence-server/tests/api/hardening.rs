@@ -154,3 +154,98 @@ async fn licence_routes_are_rate_limited_per_address_across_replicas() {
         .expect("POST");
     assert_eq!(resp.status().as_u16(), 429);
 }
+
+/// Validates an unknown key from `address` (through the trusted proxy on 127.0.0.1).
+async fn validate_from(
+    base: &str,
+    client: &reqwest::Client,
+    address: &str,
+) -> (u16, Option<String>) {
+    let resp = client
+        .post(format!("{base}/api/license/validate"))
+        .header("X-Forwarded-For", address)
+        .json(&json!({"licenseKey": "K", "instanceId": "x"}))
+        .send()
+        .await
+        .expect("POST");
+    let retry = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (resp.status().as_u16(), retry)
+}
+
+/// The counters live in a MEMORY table of bounded size, which clients of very many addresses could
+/// fill. Full, it must neither answer 500 nor refuse every new client as rate limited: counters
+/// whose window has ended make room, and only while every counter is live is a new address
+/// refused, with 503 and Retry-After. An IPv6 client counts as its /64, so that one host cannot
+/// fill the table by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_rate_limit_table_makes_room_or_refuses_with_503() {
+    use diesel::RunQueryDsl;
+    let app = spawn_app().await;
+    let base = app
+        .start_instance_with(&[("TRUSTED_PROXIES", "127.0.0.1/32")])
+        .await;
+    let mut conn = app.conn();
+    // The smallest MEMORY table MariaDB allows; the ceiling comes from the session rebuilding it.
+    diesel::sql_query("SET SESSION max_heap_table_size = 16384")
+        .execute(&mut conn)
+        .expect("session size");
+    diesel::sql_query("ALTER TABLE licence_rate_limit ENGINE = MEMORY")
+        .execute(&mut conn)
+        .expect("rebuild");
+    let mut filled = 0;
+    while diesel::sql_query(format!(
+        "INSERT INTO licence_rate_limit (bucket, window_start, hits) \
+         VALUES ('licence:10.9.{}.{}', UTC_TIMESTAMP(6), 1)",
+        filled / 256,
+        filled % 256
+    ))
+    .execute(&mut conn)
+    .is_ok()
+    {
+        filled += 1;
+        assert!(filled < 100_000, "the table never filled");
+    }
+    assert!(filled > 0);
+
+    let (status, retry) = validate_from(&base, &app.client, "192.0.2.1").await;
+    assert_eq!(status, 503, "every counter is live: a new address waits");
+    let retry: u64 = retry.expect("Retry-After").parse().expect("seconds");
+    assert!((1..=60).contains(&retry), "{retry}");
+
+    diesel::sql_query(
+        "UPDATE licence_rate_limit SET window_start = UTC_TIMESTAMP(6) - INTERVAL 2 MINUTE",
+    )
+    .execute(&mut conn)
+    .expect("age the counters");
+    assert_eq!(
+        validate_from(&base, &app.client, "192.0.2.1").await.0,
+        404,
+        "ended windows made room: counted, then the unknown key"
+    );
+    for address in ["2001:db8:1:2::1", "2001:db8:1:2:ffff::9"] {
+        assert_eq!(validate_from(&base, &app.client, address).await.0, 404);
+    }
+    let counted: Vec<(String,)> = diesel::sql_query(
+        "SELECT bucket FROM licence_rate_limit WHERE bucket LIKE 'licence:2001:%'",
+    )
+    .load::<Bucket>(&mut conn)
+    .expect("buckets")
+    .into_iter()
+    .map(|b| (b.bucket,))
+    .collect();
+    assert_eq!(
+        counted,
+        [("licence:2001:db8:1:2::/64".to_owned(),)],
+        "one /64, one counter"
+    );
+}
+
+#[derive(diesel::QueryableByName)]
+struct Bucket {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    bucket: String,
+}
