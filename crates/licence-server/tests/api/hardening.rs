@@ -89,16 +89,21 @@ fn a_cold_release_cache_hashes_each_file_once_under_concurrency() {
     assert_eq!(builds.hashes_computed(), 1);
 }
 
-async fn activate_from(
+/// POSTs an unknown key to `route` of the licence API, from `address` through the trusted proxy
+/// when one is given; the status, the body and `Retry-After`.
+async fn guess(
     base: &str,
     client: &reqwest::Client,
+    route: &str,
+    address: Option<&str>,
 ) -> (u16, serde_json::Value, Option<String>) {
-    let resp = client
-        .post(format!("{base}/api/license/activate"))
-        .json(&json!({"licenseKey": "GUESS-GUESS-GUESS-GUESS-GUESS", "instanceId": "x"}))
-        .send()
-        .await
-        .expect("POST");
+    let mut request = client
+        .post(format!("{base}/api/license/{route}"))
+        .json(&json!({"licenseKey": "GUESS-GUESS-GUESS-GUESS-GUESS", "instanceId": "x"}));
+    if let Some(address) = address {
+        request = request.header("X-Forwarded-For", address);
+    }
+    let resp = request.send().await.expect("POST");
     let retry = resp
         .headers()
         .get("retry-after")
@@ -106,6 +111,13 @@ async fn activate_from(
         .map(str::to_owned);
     let (s, b) = answer(resp).await;
     (s, b, retry)
+}
+
+async fn activate_from(
+    base: &str,
+    client: &reqwest::Client,
+) -> (u16, serde_json::Value, Option<String>) {
+    guess(base, client, "activate", None).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -161,19 +173,8 @@ async fn validate_from(
     client: &reqwest::Client,
     address: &str,
 ) -> (u16, Option<String>) {
-    let resp = client
-        .post(format!("{base}/api/license/validate"))
-        .header("X-Forwarded-For", address)
-        .json(&json!({"licenseKey": "K", "instanceId": "x"}))
-        .send()
-        .await
-        .expect("POST");
-    let retry = resp
-        .headers()
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    (resp.status().as_u16(), retry)
+    let (status, _, retry) = guess(base, client, "validate", Some(address)).await;
+    (status, retry)
 }
 
 /// The counters live in a MEMORY table of bounded size, which clients of very many addresses could
