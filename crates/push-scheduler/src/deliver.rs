@@ -334,48 +334,7 @@ fn deliver_batch(
     runtime: &tokio::runtime::Handle,
     on_claim: &dyn Fn(),
 ) -> QueryResult<Step> {
-    let (step, gone) = send_batch(conn, sender, lanes, workers, counters, runtime, on_claim)?;
-    if !gone.is_empty() {
-        remove_gone(conn, &gone)?;
-    }
-    Ok(step)
-}
-
-/// Deletes devices whose push service answered 404 or 410 and cancels what is still queued for
-/// them, in a transaction of its own, after the batch that found them has committed. Inside the
-/// batch it could deadlock: another sender's batch may hold the same device share-locked and find
-/// it gone too, each then waiting for the other's lock. Here it holds nothing while the delete
-/// waits for the batches still sending to the device, and skips queued messages another sender
-/// holds (their claim finds the device gone and cancels them). A crash between the two
-/// transactions leaves the device in place; the next message to it is answered 410 again.
-fn remove_gone(conn: &mut PgConnection, gone: &[String]) -> QueryResult<()> {
-    conn.transaction(|conn| {
-        diesel::sql_query("DELETE FROM nutrition.device_token WHERE id = ANY($1)")
-            .bind::<Array<Text>, _>(gone)
-            .execute(conn)?;
-        diesel::sql_query(
-            "UPDATE scheduler.outbox SET status = 'gone', finished_at = now(), last_error = 'subscription gone'
-              WHERE id IN (SELECT id FROM scheduler.outbox
-                            WHERE device_id = ANY($1) AND status = 'pending'
-                            FOR UPDATE SKIP LOCKED)",
-        )
-        .bind::<Array<Text>, _>(gone)
-        .execute(conn)?;
-        Ok(())
-    })
-}
-
-/// The batch's transaction; also the devices found gone.
-fn send_batch(
-    conn: &mut PgConnection,
-    sender: &Sender,
-    lanes: &Lanes,
-    workers: usize,
-    counters: &Counters,
-    runtime: &tokio::runtime::Handle,
-    on_claim: &dyn Fn(),
-) -> QueryResult<(Step, Vec<String>)> {
-    conn.transaction(|conn| {
+    let (step, gone) = conn.transaction::<_, diesel::result::Error, _>(|conn| {
         // The full shares are read, the claim made without holding the lanes (so that senders
         // claim in parallel), and the shares taken afterwards: a message whose user or push
         // service filled up meanwhile is left untouched, for later.
@@ -527,6 +486,34 @@ fn send_batch(
         diesel::sql_query("SET LOCAL synchronous_commit = off").execute(conn)?;
         settle(conn, &settled)?;
         Ok((Step::Done, gone))
+    })?;
+    if !gone.is_empty() {
+        remove_gone(conn, &gone)?;
+    }
+    Ok(step)
+}
+
+/// Deletes devices whose push service answered 404 or 410 and cancels what is still queued for
+/// them, in a transaction of its own, after the batch that found them has committed. Inside the
+/// batch it could deadlock: another sender's batch may hold the same device share-locked and find
+/// it gone too, each then waiting for the other's lock. Here it holds nothing while the delete
+/// waits for the batches still sending to the device, and skips queued messages another sender
+/// holds (their claim finds the device gone and cancels them). A crash between the two
+/// transactions leaves the device in place; the next message to it is answered 410 again.
+fn remove_gone(conn: &mut PgConnection, gone: &[String]) -> QueryResult<()> {
+    conn.transaction(|conn| {
+        diesel::sql_query("DELETE FROM nutrition.device_token WHERE id = ANY($1)")
+            .bind::<Array<Text>, _>(gone)
+            .execute(conn)?;
+        diesel::sql_query(
+            "UPDATE scheduler.outbox SET status = 'gone', finished_at = now(), last_error = 'subscription gone'
+              WHERE id IN (SELECT id FROM scheduler.outbox
+                            WHERE device_id = ANY($1) AND status = 'pending'
+                            FOR UPDATE SKIP LOCKED)",
+        )
+        .bind::<Array<Text>, _>(gone)
+        .execute(conn)?;
+        Ok(())
     })
 }
 
