@@ -79,3 +79,38 @@ wait_ready() { # name pid url
     sleep 0.3
   done
 }
+
+# For a group that starts processes into pids/names (their output in $work/NAME.log) and creates
+# Postgres databases with create_database: stops them, drops the databases and removes $work on
+# exit (`trap cleanup EXIT`), showing the processes' last lines when the run failed before
+# `finished=1`.
+cleanup() {
+  local status=$? i
+  set +e
+  trap - EXIT INT TERM
+  if [ $status -ne 0 ] && [ $finished -eq 0 ]; then
+    for i in "${!pids[@]}"; do
+      if [ -s "$work/${names[$i]}.log" ]; then
+        printf '\n--- last lines of %s ---\n' "${names[$i]}" >&2
+        tail -n 20 "$work/${names[$i]}.log" >&2
+      fi
+    done
+  fi
+  if [ ${#pids[@]} -gt 0 ]; then
+    log "stopping the services"
+    kill -TERM "${pids[@]}" 2>/dev/null
+    for i in "${pids[@]}"; do wait "$i" 2>/dev/null; done
+  fi
+  for i in "${databases[@]}"; do
+    app_psql postgres -c "DROP DATABASE IF EXISTS \"$i\" WITH (FORCE)" >/dev/null 2>&1 ||
+      app_psql postgres -c "DROP DATABASE IF EXISTS \"$i\"" >/dev/null 2>&1 ||
+      printf 'warning: could not drop the database %s\n' "$i" >&2
+  done
+  rm -rf "$work"
+  exit $status
+}
+
+create_database() {
+  databases+=("$1")
+  app_psql postgres -c "CREATE DATABASE \"$1\"" >/dev/null
+}

@@ -7,6 +7,8 @@
 --          unexpected=N connect=N read=N write=N timeout=N
 -- Latencies are in milliseconds; first_bad is 0 when every response was 2xx.
 
+dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/result.lua")
+
 local threads = {}
 
 function setup(thread)
@@ -41,16 +43,6 @@ function done(summary, latency, requests)
       first = status
     end
   end
-  local seconds = summary.duration / 1e6
-  local rps = 0
-  if seconds > 0 then
-    rps = summary.requests / seconds
-  end
-  local e = summary.errors
-  io.write(string.format(
-    "RESULT requests=%d seconds=%.3f rps=%.2f p50_ms=%.3f p99_ms=%.3f mean_ms=%.3f" ..
-    " non_2xx=%d first_bad=%d unexpected=%d connect=%d read=%d write=%d timeout=%d\n",
-    summary.requests, seconds, rps,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency.mean / 1000,
-    bad, first, missing, e.connect, e.read, e.write, e.timeout))
+  write_result(summary, latency,
+    string.format("non_2xx=%d first_bad=%d unexpected=%d", bad, first, missing))
 end
