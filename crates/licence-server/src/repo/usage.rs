@@ -1,20 +1,22 @@
 //! `daily_usage`: units consumed per licence per Europe/Rome day.
 //!
-//! Consuming is one conditional statement, `UPDATE … SET used = used + 1 WHERE … AND used < limit`,
-//! which InnoDB runs under the row's exclusive lock: however many requests arrive at once, the
-//! count never passes the limit. `LAST_INSERT_ID(expr)` hands the new count back on the same
-//! connection without a second read of the row (and so without a transaction).
+//! Consuming is the stored function `licence_usage_take` (migration
+//! `2026-11-25-000800_hot_path_functions`): one conditional `UPDATE … SET used = used + 1 WHERE …
+//! AND used < limit`, which InnoDB runs under the row's exclusive lock, so that however many
+//! requests arrive at once the count never passes the limit. The function hands back the new
+//! count (or the count that stopped it) in the same round trip, and its statement commits like
+//! any other under autocommit.
 
 use chrono::NaiveDate;
 use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Date, Text};
+use diesel::sql_types::BigInt;
 
 use super::fixed::{Bind, fixed};
 use crate::schema::daily_usage;
 
 #[derive(QueryableByName)]
-struct Count {
+struct Taken {
     #[diesel(sql_type = BigInt)]
     n: i64,
 }
@@ -27,44 +29,26 @@ pub fn consume(
     day: NaiveDate,
     limit: u32,
 ) -> QueryResult<(bool, u32)> {
-    if increment(conn, licence_id, day, limit)? {
-        return Ok((true, last_insert_id(conn)?));
-    }
-    // Either the day's row does not exist yet or the quota is used up. Creating the row on its
-    // own (autocommit) holds no lock into the retry, so concurrent first requests cannot deadlock.
-    diesel::sql_query("INSERT IGNORE INTO daily_usage (licence_id, day, used) VALUES (?, ?, 0)")
-        .bind::<Text, _>(licence_id)
-        .bind::<Date, _>(day)
-        .execute(conn)?;
-    if increment(conn, licence_id, day, limit)? {
-        return Ok((true, last_insert_id(conn)?));
-    }
-    Ok((false, used(conn, licence_id, day)?))
-}
-
-fn increment(
-    conn: &mut MysqlConnection,
-    licence_id: &str,
-    day: NaiveDate,
-    limit: u32,
-) -> QueryResult<bool> {
-    let changed = fixed(
-        "UPDATE daily_usage SET used = LAST_INSERT_ID(used + 1), updated_at = UTC_TIMESTAMP(6) \
-         WHERE licence_id = ? AND day = ? AND used < ?",
+    let taken: Taken = fixed(
+        "SELECT licence_usage_take(?, ?, ?) AS n",
         vec![
             Bind::Text(licence_id.to_owned()),
             Bind::Date(day),
             Bind::Int(i32::try_from(limit).unwrap_or(i32::MAX)),
         ],
     )
-    .execute(conn)?;
-    Ok(changed == 1)
+    .get_result(conn)?;
+    Ok(outcome(taken.n))
 }
 
-fn last_insert_id(conn: &mut MysqlConnection) -> QueryResult<u32> {
-    let c: Count =
-        fixed("SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS n", Vec::new()).get_result(conn)?;
-    Ok(u32::try_from(c.n).unwrap_or(0))
+/// `licence_usage_take`'s answer: the new count when positive, `-1 - used` when refused.
+fn outcome(n: i64) -> (bool, u32) {
+    let count = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
+    if n > 0 {
+        (true, count(n))
+    } else {
+        (false, count(-1 - n))
+    }
 }
 
 /// Units used on `day` (0 when nothing was consumed).
@@ -75,4 +59,17 @@ pub fn used(conn: &mut MysqlConnection, licence_id: &str, day: NaiveDate) -> Que
         .first(conn)
         .optional()?;
     Ok(used.and_then(|u| u32::try_from(u).ok()).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes() {
+        assert_eq!(outcome(1), (true, 1));
+        assert_eq!(outcome(250), (true, 250));
+        assert_eq!(outcome(-1), (false, 0));
+        assert_eq!(outcome(-251), (false, 250));
+    }
 }

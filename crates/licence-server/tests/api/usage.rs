@@ -154,3 +154,90 @@ async fn consuming_needs_an_active_licence_and_installation() {
     let (s, b, _) = consume(&app, &token).await;
     assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
 }
+
+/// The quota counter itself, on as many connections as a busy replica has: many licences take
+/// their first unit of a day at the same moment (the day's row does not exist yet), several
+/// requests per licence at once. None of them may fail (a deadlock between two first requests
+/// would answer 500), and each licence ends with exactly the units that were answered as taken.
+#[test]
+fn first_units_of_a_day_taken_at_once_never_deadlock() {
+    use licence_server::repo::usage;
+    use std::sync::{Arc, Barrier};
+    let db = testkit::mariadb::TestMariaDb::migrated(licence_server::db::migrate);
+    let new_licence = |conn: &mut diesel::MysqlConnection| {
+        let id = licence_server::repo::new_id();
+        licence_server::repo::licences::insert(
+            conn,
+            &licence_server::repo::licences::NewLicence {
+                id: id.clone(),
+                license_key: licence_server::repo::new_licence_key(),
+                status: "active".to_owned(),
+                plan: "basic".to_owned(),
+                customer_email: "buyer@example.com".to_owned(),
+                customer_name: None,
+                order_id: None,
+                subscription_id: None,
+                variant_id: None,
+                subscription_synced_at: None,
+                expires_at: None,
+            },
+        )
+        .expect("insert licence");
+        id
+    };
+    let mut setup = db.connect();
+    // Four requests per licence and round against a limit of three: three taken, one refused.
+    let licences: Vec<String> = (0..4).map(|_| new_licence(&mut setup)).collect();
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 6, 10).expect("date");
+    const THREADS: usize = 16;
+    const ROUNDS: usize = 4;
+    const LIMIT: u32 = 3;
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let licences = Arc::new(licences);
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (barrier, licences, url) = (
+                Arc::clone(&barrier),
+                Arc::clone(&licences),
+                db.url().to_owned(),
+            );
+            std::thread::spawn(move || {
+                let mut conn =
+                    <diesel::MysqlConnection as diesel::Connection>::establish(&url).expect("conn");
+                // A lock wait fails within seconds instead of the server's 50.
+                diesel::RunQueryDsl::execute(
+                    diesel::sql_query("SET SESSION innodb_lock_wait_timeout = 5"),
+                    &mut conn,
+                )
+                .expect("session setting");
+                let mut taken = Vec::new();
+                for round in 0..ROUNDS {
+                    let day = day + chrono::Days::new(round as u64);
+                    let id = &licences[t % licences.len()];
+                    barrier.wait();
+                    let outcome = usage::consume(&mut conn, id, day, LIMIT);
+                    taken.push((id.clone(), day, outcome.map_err(|e| e.to_string())));
+                }
+                taken
+            })
+        })
+        .collect();
+    let mut per_day = std::collections::BTreeMap::<(String, chrono::NaiveDate), Vec<u32>>::new();
+    for handle in handles {
+        for (id, day, outcome) in handle.join().expect("thread") {
+            let (taken, used) = outcome.expect("a consumption failed");
+            if taken {
+                per_day.entry((id, day)).or_default().push(used);
+            } else {
+                assert_eq!(used, LIMIT, "refused only at the limit");
+            }
+        }
+    }
+    let mut conn = db.connect();
+    for ((id, day), mut counts) in per_day {
+        counts.sort_unstable();
+        let expected: Vec<u32> = (1..=LIMIT).collect();
+        assert_eq!(counts, expected, "each unit answered once, in order");
+        assert_eq!(usage::used(&mut conn, &id, day).expect("used"), LIMIT);
+    }
+}
