@@ -13,8 +13,11 @@ pub type MyPool = service_kit::db::Pool<MysqlConnection>;
 
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations-licensing");
 
-/// Named lock serialising migration runs across processes.
-const MIGRATION_LOCK: &str = "licensing.migrations";
+/// Named lock serialising the migration runs of one database across processes. MariaDB's named
+/// locks are server-wide, so the name carries the database's (hashed to stay within the 64
+/// characters a lock name may have): migrators of other databases on the same server, another
+/// environment or the tests' scratch databases, never wait for each other.
+const MIGRATION_LOCK: &str = "CONCAT('licensing.migrations.', MD5(DATABASE()))";
 /// How long a second migrator waits for the first before giving up.
 const MIGRATION_LOCK_WAIT_SECS: i32 = 300;
 
@@ -45,26 +48,27 @@ struct LockResult {
 
 /// Applies pending migrations under a MariaDB named lock; returns the versions applied.
 pub fn migrate(conn: &mut MysqlConnection) -> anyhow::Result<Vec<String>> {
-    service_kit::db::migrate_locked(
-        conn,
-        MIGRATIONS,
-        |c| {
-            let got: LockResult = diesel::sql_query(format!(
-                "SELECT GET_LOCK('{MIGRATION_LOCK}', {MIGRATION_LOCK_WAIT_SECS}) AS acquired"
-            ))
-            .get_result(c)?;
-            match got.acquired {
-                Some(1) => Ok(()),
-                _ => Err(anyhow::anyhow!(
-                    "another process held the migration lock for {MIGRATION_LOCK_WAIT_SECS} s"
-                )),
-            }
-        },
-        |c| {
-            diesel::sql_query(format!("DO RELEASE_LOCK('{MIGRATION_LOCK}')")).execute(c)?;
-            Ok(())
-        },
-    )
+    service_kit::db::migrate_locked(conn, MIGRATIONS, lock_migrations, unlock_migrations)
+}
+
+/// Takes the connected database's migration lock, waiting for another migrator if need be.
+pub fn lock_migrations(conn: &mut MysqlConnection) -> anyhow::Result<()> {
+    let got: LockResult = diesel::sql_query(format!(
+        "SELECT GET_LOCK({MIGRATION_LOCK}, {MIGRATION_LOCK_WAIT_SECS}) AS acquired"
+    ))
+    .get_result(conn)?;
+    match got.acquired {
+        Some(1) => Ok(()),
+        _ => Err(anyhow::anyhow!(
+            "another process held the migration lock for {MIGRATION_LOCK_WAIT_SECS} s"
+        )),
+    }
+}
+
+/// Releases the lock [`lock_migrations`] took.
+pub fn unlock_migrations(conn: &mut MysqlConnection) -> anyhow::Result<()> {
+    diesel::sql_query(format!("DO RELEASE_LOCK({MIGRATION_LOCK})")).execute(conn)?;
+    Ok(())
 }
 
 /// One connection in UTC, for the admin subcommands.

@@ -44,3 +44,45 @@ fn applying_twice_changes_nothing() {
     assert!(second.is_empty(), "nothing left to apply: {second:?}");
     assert_eq!(catalogue(&mut conn), before);
 }
+
+/// The migration lock serialises the migrators of one database (replicas starting together),
+/// not every database of the server: while the lock of one database is held, another database
+/// migrates at once, and a second migrator of the held one waits.
+#[test]
+fn the_migration_lock_belongs_to_one_database() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let held = TestMariaDb::empty();
+    let mut holder = held.connect();
+    licence_server::db::lock_migrations(&mut holder).expect("take the lock");
+
+    let other = TestMariaDb::empty();
+    let (done, finished) = mpsc::channel();
+    let url = other.url().to_owned();
+    std::thread::spawn(move || {
+        let mut conn = MysqlConnection::establish(&url).expect("connect");
+        let _ = done.send(licence_server::db::migrate(&mut conn).map_err(|e| e.to_string()));
+    });
+    let applied = finished
+        .recv_timeout(Duration::from_secs(30))
+        .expect("another database's migration waited for this one's lock")
+        .expect("migrate");
+    assert!(!applied.is_empty());
+
+    let (done, finished) = mpsc::channel();
+    let url = held.url().to_owned();
+    std::thread::spawn(move || {
+        let mut conn = MysqlConnection::establish(&url).expect("connect");
+        let _ = done.send(licence_server::db::migrate(&mut conn).map_err(|e| e.to_string()));
+    });
+    assert!(
+        finished.recv_timeout(Duration::from_secs(2)).is_err(),
+        "the held database's migration waits for its lock"
+    );
+    licence_server::db::unlock_migrations(&mut holder).expect("release the lock");
+    let applied = finished
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the migration goes on once the lock is released")
+        .expect("migrate");
+    assert!(!applied.is_empty());
+}
