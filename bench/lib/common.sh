@@ -62,14 +62,18 @@ wait_quiet() { # label
 }
 
 # Postgres as the application role of scripts/lib.sh (PGPASSWORD set by the caller), and the URL
-# of one of its databases.
+# of one of its databases. Every benchmark talks to Postgres in plaintext on loopback: libpq
+# would otherwise negotiate TLS with a server that offers it (sslmode=prefer) while better-auth's
+# pg driver never does, and pgbench is told the same (PGSSLMODE), so that the two sides of every
+# comparison pay for the same transport.
 app_psql() { # database, then psql arguments
   local db=$1
   shift
   # Bounded, so that a stuck database ends the run instead of hanging it.
   timeout 120 psql -h 127.0.0.1 -p "$PG_PORT" -U "$APP_DB_USER" -d "$db" -v ON_ERROR_STOP=1 -qAt "$@"
 }
-app_url() { echo "postgres://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$PG_PORT/$1"; }
+app_url() { echo "postgres://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$PG_PORT/$1?sslmode=disable"; }
+export PGSSLMODE=disable
 
 wait_ready() { # name pid url
   local deadline=$((SECONDS + 120))
