@@ -13,12 +13,14 @@ mem_mib() { # pid field
 }
 
 # A loopback port nobody listens on and this run has not handed out yet, appended to taken_ports.
+# Below Linux's ephemeral range (32768 and up by default): a port there can be free when it is
+# picked and the local end of one of the load's outgoing connections by the time a server binds it.
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 taken_ports=()
 free_port() {
   local port _
   for _ in $(seq 200); do
-    port=$((20000 + RANDOM % 30000))
+    port=$((20000 + RANDOM % 12000))
     if [[ " ${taken_ports[*]} " != *" $port "* ]] && ! port_in_use "$port"; then
       taken_ports+=("$port")
       return 0
