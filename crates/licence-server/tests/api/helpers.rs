@@ -230,28 +230,9 @@ impl TestApp {
         self.db.connect()
     }
 
-    /// A licence made directly in the database, as a purchase would leave it.
+    /// The key of a licence made directly in the database ([`insert_licence`]).
     pub fn licence(&self, plan: &str, status: &str) -> String {
-        let mut conn = self.conn();
-        let key = licence_server::repo::new_licence_key();
-        licences::insert(
-            &mut conn,
-            &NewLicence {
-                id: licence_server::repo::new_id(),
-                license_key: key.clone(),
-                status: status.to_owned(),
-                plan: plan.to_owned(),
-                customer_email: "buyer@example.com".to_owned(),
-                customer_name: Some("Ada Buyer".to_owned()),
-                order_id: None,
-                subscription_id: None,
-                variant_id: None,
-                subscription_synced_at: None,
-                expires_at: None,
-            },
-        )
-        .expect("insert licence");
-        key
+        insert_licence(&mut self.conn(), plan, status).license_key
     }
 
     pub async fn post(&self, path: &str, body: &Value, bearer: Option<&str>) -> (u16, Value) {
@@ -428,4 +409,29 @@ pub fn subscription_event(
             }
         }
     })
+}
+
+/// A licence made directly in the database, as a purchase would leave it.
+pub fn insert_licence(
+    conn: &mut MysqlConnection,
+    plan: &str,
+    status: &str,
+) -> licence_server::repo::licences::LicenceRow {
+    licences::insert(
+        conn,
+        &NewLicence {
+            id: licence_server::repo::new_id(),
+            license_key: licence_server::repo::new_licence_key(),
+            status: status.to_owned(),
+            plan: plan.to_owned(),
+            customer_email: "buyer@example.com".to_owned(),
+            customer_name: Some("Ada Buyer".to_owned()),
+            order_id: None,
+            subscription_id: None,
+            variant_id: None,
+            subscription_synced_at: None,
+            expires_at: None,
+        },
+    )
+    .expect("insert licence")
 }

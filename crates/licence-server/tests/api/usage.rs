@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 use serde_json::json;
 
-use crate::helpers::{TestApp, assert_error, spawn_app, spawn_app_at};
+use crate::helpers::{TestApp, assert_error, insert_licence, spawn_app, spawn_app_at};
 
 fn utc(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s)
@@ -164,30 +164,11 @@ fn first_units_of_a_day_taken_at_once_never_deadlock() {
     use licence_server::repo::usage;
     use std::sync::{Arc, Barrier};
     let db = testkit::mariadb::TestMariaDb::migrated(licence_server::db::migrate);
-    let new_licence = |conn: &mut diesel::MysqlConnection| {
-        let id = licence_server::repo::new_id();
-        licence_server::repo::licences::insert(
-            conn,
-            &licence_server::repo::licences::NewLicence {
-                id: id.clone(),
-                license_key: licence_server::repo::new_licence_key(),
-                status: "active".to_owned(),
-                plan: "basic".to_owned(),
-                customer_email: "buyer@example.com".to_owned(),
-                customer_name: None,
-                order_id: None,
-                subscription_id: None,
-                variant_id: None,
-                subscription_synced_at: None,
-                expires_at: None,
-            },
-        )
-        .expect("insert licence");
-        id
-    };
     let mut setup = db.connect();
     // Four requests per licence and round against a limit of three: three taken, one refused.
-    let licences: Vec<String> = (0..4).map(|_| new_licence(&mut setup)).collect();
+    let licences: Vec<String> = (0..4)
+        .map(|_| insert_licence(&mut setup, "basic", "active").id)
+        .collect();
     let day = chrono::NaiveDate::from_ymd_opt(2026, 6, 10).expect("date");
     const THREADS: usize = 16;
     const ROUNDS: usize = 4;
