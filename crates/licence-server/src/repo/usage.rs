@@ -1,11 +1,11 @@
 //! `daily_usage`: units consumed per licence per Europe/Rome day.
 //!
 //! Consuming is the stored function `licence_usage_take` (migration
-//! `2026-11-25-000800_hot_path_functions`): one conditional `UPDATE … SET used = used + 1 WHERE …
-//! AND used < limit`, which InnoDB runs under the row's exclusive lock, so that however many
-//! requests arrive at once the count never passes the limit. The function hands back the new
-//! count (or the count that stopped it) in the same round trip, and its statement commits like
-//! any other under autocommit.
+//! `2026-11-25-000800_usage_take_function`, which explains it): one `INSERT … ON DUPLICATE KEY
+//! UPDATE used = IF(used < limit, used + 1, used)`, which InnoDB runs under the row's exclusive
+//! lock, so that however many requests arrive at once the count never passes the limit. The
+//! function hands back the new count (or the count that stopped it) in the same round trip, and
+//! its statement commits like any other under autocommit.
 
 use chrono::NaiveDate;
 use diesel::mysql::MysqlConnection;

@@ -50,31 +50,20 @@ fn applying_twice_changes_nothing() {
 /// migrates at once, and a second migrator of the held one waits.
 #[test]
 fn the_migration_lock_belongs_to_one_database() {
-    use std::sync::mpsc;
     use std::time::Duration;
     let held = TestMariaDb::empty();
     let mut holder = held.connect();
     licence_server::db::lock_migrations(&mut holder).expect("take the lock");
 
     let other = TestMariaDb::empty();
-    let (done, finished) = mpsc::channel();
-    let url = other.url().to_owned();
-    std::thread::spawn(move || {
-        let mut conn = MysqlConnection::establish(&url).expect("connect");
-        let _ = done.send(licence_server::db::migrate(&mut conn).map_err(|e| e.to_string()));
-    });
+    let finished = migrate_in_background(other.url());
     let applied = finished
         .recv_timeout(Duration::from_secs(30))
         .expect("another database's migration waited for this one's lock")
         .expect("migrate");
     assert!(!applied.is_empty());
 
-    let (done, finished) = mpsc::channel();
-    let url = held.url().to_owned();
-    std::thread::spawn(move || {
-        let mut conn = MysqlConnection::establish(&url).expect("connect");
-        let _ = done.send(licence_server::db::migrate(&mut conn).map_err(|e| e.to_string()));
-    });
+    let finished = migrate_in_background(held.url());
     assert!(
         finished.recv_timeout(Duration::from_secs(2)).is_err(),
         "the held database's migration waits for its lock"
@@ -85,4 +74,15 @@ fn the_migration_lock_belongs_to_one_database() {
         .expect("the migration goes on once the lock is released")
         .expect("migrate");
     assert!(!applied.is_empty());
+}
+
+/// Migrates the database at `url` on a thread of its own; its outcome arrives on the receiver.
+fn migrate_in_background(url: &str) -> std::sync::mpsc::Receiver<Result<Vec<String>, String>> {
+    let (done, finished) = std::sync::mpsc::channel();
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        let mut conn = MysqlConnection::establish(&url).expect("connect");
+        let _ = done.send(licence_server::db::migrate(&mut conn).map_err(|e| e.to_string()));
+    });
+    finished
 }
