@@ -5,7 +5,8 @@
 //! outcomes are committed without waiting for the WAL flush (see [`deliver_batch`]).
 //!
 //! A batch is at most [`MAX_BATCH`] messages and at most a `1 / (2 × senders)` share of what is
-//! due, so a handful of due messages still goes one per sender and only a backlog is batched.
+//! due (counted at most every [`DUE_RECOUNT`] per process), so a handful of due messages still
+//! goes one per sender and only a backlog is batched.
 //! The price of a batch is the window of repeats after a crash: a process killed mid-batch has
 //! its whole batch sent again by the other, including the messages that already reached their
 //! push service. That is at most [`MAX_BATCH`] messages per sender (256 for the default eight
@@ -101,6 +102,12 @@ pub const MAX_BATCH: i64 = 32;
 /// messages is claimed one per sender (as many in flight as possible, a crash repeats nothing
 /// already sent), only a backlog in batches.
 const BATCH_SHARE: i64 = 2;
+/// How old the count of due messages may be when a sender sizes its claim by it. The count walks
+/// the due part of the outbox's index, all of it when Postgres plans it as a bitmap scan: during
+/// a backlog of 100,000, counting in every claim cost the database more than the claims did.
+/// Counted at most this often, a backlog that is gone may be claimed in batches for this long
+/// more, which changes nothing but the size of the batches.
+const DUE_RECOUNT: Duration = Duration::from_millis(250);
 
 /// How long an idle sender waits before looking again while other senders are busy: what they
 /// hold may free a user's or push service's share.
@@ -119,6 +126,8 @@ const MAX_IDLE_POLL: Duration = Duration::from_millis(500);
 pub struct Lanes {
     per_origin: usize,
     counts: Mutex<LaneCounts>,
+    /// The last count of due messages (capped) and when it was taken.
+    due: Mutex<Option<(std::time::Instant, i64)>>,
 }
 
 #[derive(Debug, Default)]
@@ -136,6 +145,7 @@ impl Lanes {
         Self {
             per_origin: workers.saturating_sub(1).max(1),
             counts: Mutex::default(),
+            due: Mutex::default(),
         }
     }
 
@@ -145,6 +155,31 @@ impl Lanes {
 
     fn in_flight(&self) -> usize {
         self.lock().total
+    }
+
+    /// How many messages a sender of `workers` may claim: a `1 / (BATCH_SHARE × workers)` share of
+    /// what is due, at least one and at most [`MAX_BATCH`], from a count at most [`DUE_RECOUNT`]
+    /// old. Senders that find the count stale at once may each count; nothing waits on a lock.
+    fn batch_size(&self, conn: &mut PgConnection, workers: usize) -> QueryResult<i64> {
+        let share = BATCH_SHARE.saturating_mul(i64::try_from(workers).unwrap_or(i64::MAX));
+        let known = *self.due.lock().unwrap_or_else(PoisonError::into_inner);
+        let due = match known {
+            Some((at, due)) if at.elapsed() < DUE_RECOUNT => due,
+            _ => {
+                let at = std::time::Instant::now();
+                let due = diesel::sql_query(
+                    "SELECT count(*) AS n FROM (SELECT 1 FROM scheduler.outbox
+                                                 WHERE status = 'pending' AND next_attempt_at <= now()
+                                                 LIMIT $1) due",
+                )
+                .bind::<Int8, _>(MAX_BATCH.saturating_mul(share))
+                .get_result::<DueCount>(conn)?
+                .n;
+                *self.due.lock().unwrap_or_else(PoisonError::into_inner) = Some((at, due));
+                due
+            }
+        };
+        Ok((due / share).clamp(1, MAX_BATCH))
     }
 
     /// The users and push-service origins whose share is taken up.
@@ -231,6 +266,12 @@ impl Drop for Held<'_> {
 }
 
 #[derive(QueryableByName)]
+struct DueCount {
+    #[diesel(sql_type = Int8)]
+    n: i64,
+}
+
+#[derive(QueryableByName)]
 struct Claimed {
     #[diesel(sql_type = Int8)]
     id: i64,
@@ -291,9 +332,8 @@ enum Step {
 
 /// The claim: the next due messages outside the full shares, locked, with their devices as they
 /// are now, share-locked until the commit so that deleting a device waits for the send to it.
-/// One statement. The batch is at most [`MAX_BATCH`] (`$3`), and at most a `1 / $4` share of
-/// what is due (`$4` is [`BATCH_SHARE`] × senders; the count stops where it no longer matters),
-/// so a few due messages go one per sender. The lanes are taken in the claim's order.
+/// One statement. The batch is `$3` messages at most ([`Lanes::batch_size`]). The lanes are taken
+/// in the claim's order.
 const CLAIM: &str = "
     SELECT o.id, o.job, o.slot, o.user_id, o.device_id, o.origin, o.payload, o.attempts,
            o.expires_at, d.endpoint, d.p256dh, d.auth
@@ -303,10 +343,7 @@ const CLAIM: &str = "
              WHERE status = 'pending' AND next_attempt_at <= now()
                AND NOT (user_id = ANY($1)) AND NOT (COALESCE(origin, '') = ANY($2))
              ORDER BY expires_at, fair_rank, id
-             LIMIT GREATEST(1, LEAST($3,
-                   (SELECT count(*) FROM (SELECT 1 FROM scheduler.outbox
-                                           WHERE status = 'pending' AND next_attempt_at <= now()
-                                           LIMIT $3 * $4) due) / $4))
+             LIMIT $3
              FOR UPDATE SKIP LOCKED) o
       LEFT JOIN LATERAL (SELECT endpoint, p256dh, auth FROM nutrition.device_token
                           WHERE id = o.device_id AND user_id = o.user_id
@@ -340,12 +377,11 @@ fn deliver_batch(
         // service filled up meanwhile is left untouched, for later.
         let (full_users, full_origins) = lanes.full();
         let excluded = !(full_users.is_empty() && full_origins.is_empty());
-        let share = BATCH_SHARE.saturating_mul(i64::try_from(workers).unwrap_or(i64::MAX));
+        let batch = lanes.batch_size(conn, workers)?;
         let claimed: Vec<Claimed> = diesel::sql_query(CLAIM)
             .bind::<Array<Text>, _>(&full_users)
             .bind::<Array<Text>, _>(&full_origins)
-            .bind::<Int8, _>(MAX_BATCH)
-            .bind::<Int8, _>(share)
+            .bind::<Int8, _>(batch)
             .load(conn)?;
         if claimed.is_empty() {
             return Ok((Step::Idle { excluded }, Vec::new()));

@@ -1,9 +1,8 @@
 //! Delivering one message to one subscription, and telling the caller what happened.
 //!
-//! The message is encrypted by the `web-push` crate (aes128gcm, RFC 8291), whose built request
-//! (method, URI, headers, body) is copied onto one shared `reqwest` client: connection reuse to
-//! the few big push services matters more than anything else for fan-out. The VAPID header is
-//! built here instead of by `web-push` so that it can be cached per push service (see `jwt`).
+//! The message is encrypted (aes128gcm, RFC 8291, see `encryption`) and posted on one shared
+//! `reqwest` client: connection reuse to the few big push services matters more than anything else
+//! for fan-out. The VAPID header is cached per push service (see `jwt`).
 //!
 //! Callers never see status codes: every answer and every transport failure becomes an
 //! [`Outcome`] that says what to do next.
@@ -14,20 +13,20 @@ use std::time::{Duration, SystemTime};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use p256::ecdsa::SigningKey;
-use reqwest::header::{AUTHORIZATION, CONTENT_LENGTH, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HeaderMap, HeaderValue};
 use sha2::{Digest, Sha256};
-use web_push::{ContentEncoding, SubscriptionInfo, WebPushMessageBuilder};
 
+use crate::encryption::encrypt;
 use crate::endpoint::{NonPublicHost, PublicOnlyResolver, check_endpoint};
 use crate::jwt::VapidSigner;
-use crate::subscription::{Subscription, check_keys, unpadded};
+use crate::subscription::{Subscription, decode_keys, unpadded};
 use crate::vapid::VapidConfig;
 
 /// Largest plaintext that `send` accepts.
 ///
 /// With the 4096-byte record size and the 128-byte padding blocks used for aes128gcm, up to 3967
-/// bytes would fit one record, but the `web-push` crate refuses anything over 3052 bytes (a margin
-/// for push services that cap bodies below 4096), so that is the real limit.
+/// bytes would fit one record; 3052 leaves a margin for push services that cap bodies below 4096
+/// bytes, as the common Web Push libraries do.
 pub const MAX_PAYLOAD: usize = 3052;
 
 /// How long one request may take, connecting included.
@@ -67,13 +66,14 @@ pub enum Urgency {
     High,
 }
 
-impl From<Urgency> for web_push::Urgency {
-    fn from(u: Urgency) -> Self {
-        match u {
-            Urgency::VeryLow => web_push::Urgency::VeryLow,
-            Urgency::Low => web_push::Urgency::Low,
-            Urgency::Normal => web_push::Urgency::Normal,
-            Urgency::High => web_push::Urgency::High,
+impl Urgency {
+    /// The header value (RFC 8030 section 5.3).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Urgency::VeryLow => "very-low",
+            Urgency::Low => "low",
+            Urgency::Normal => "normal",
+            Urgency::High => "high",
         }
     }
 }
@@ -274,48 +274,34 @@ impl Sender {
         }
         let url = check_endpoint(&sub.endpoint, self.inner.allow_http_endpoints)
             .map_err(|e| e.to_string())?;
-        check_keys(&sub.p256dh, &sub.auth).map_err(|e| e.to_string())?;
+        let (ua_public, auth) = decode_keys(&sub.p256dh, &sub.auth).map_err(|e| e.to_string())?;
+        let body = encrypt(&ua_public, &auth, payload)
+            .map_err(|e| format!("message could not be encrypted: {e}"))?;
 
-        let info = SubscriptionInfo::new(url.as_str(), unpadded(&sub.p256dh), unpadded(&sub.auth));
-        let mut message = WebPushMessageBuilder::new(&info);
-        message.set_payload(ContentEncoding::Aes128Gcm, payload);
-        message.set_ttl(u32::try_from(options.ttl.as_secs()).unwrap_or(u32::MAX));
+        let mut headers = HeaderMap::with_capacity(7);
+        headers.insert("ttl", HeaderValue::from(options.ttl.as_secs()));
         if let Some(urgency) = options.urgency {
-            message.set_urgency(urgency.into());
+            headers.insert("urgency", HeaderValue::from_static(urgency.as_str()));
         }
         if let Some(topic) = &options.topic {
-            message.set_topic(topic.as_str().to_owned());
+            let topic = HeaderValue::from_str(topic.as_str())
+                .map_err(|_| "topic could not be encoded".to_owned())?;
+            headers.insert("topic", topic);
         }
-        let message = message
-            .build()
-            .map_err(|e| format!("message could not be encrypted: {e}"))?;
-        let built = web_push::request_builder::build_request::<Vec<u8>>(message);
-
-        let method = reqwest::Method::from_bytes(built.method().as_str().as_bytes())
-            .map_err(|_| "unexpected request method".to_owned())?;
-        let uri = reqwest::Url::parse(&built.uri().to_string())
-            .map_err(|_| "endpoint could not be encoded".to_owned())?;
-        let mut headers = HeaderMap::new();
-        for (name, value) in built.headers() {
-            let name = HeaderName::from_bytes(name.as_str().as_bytes())
-                .map_err(|_| "unexpected request header".to_owned())?;
-            // reqwest sets the length from the body itself.
-            if name == CONTENT_LENGTH {
-                continue;
-            }
-            let value = HeaderValue::from_bytes(value.as_bytes())
-                .map_err(|_| "unexpected request header".to_owned())?;
-            headers.append(name, value);
-        }
+        headers.insert(CONTENT_ENCODING, HeaderValue::from_static("aes128gcm"));
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        );
         let authorization = self.inner.vapid.header(&url.origin().ascii_serialization());
         let mut authorization = HeaderValue::from_str(&authorization)
             .map_err(|_| "VAPID header could not be encoded".to_owned())?;
         authorization.set_sensitive(true);
         headers.insert(AUTHORIZATION, authorization);
 
-        let mut request = reqwest::Request::new(method, uri);
+        let mut request = reqwest::Request::new(reqwest::Method::POST, url);
         *request.headers_mut() = headers;
-        *request.body_mut() = Some(built.into_body().into());
+        *request.body_mut() = Some(body.into());
         Ok(request)
     }
 }

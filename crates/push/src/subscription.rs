@@ -36,6 +36,12 @@ pub enum KeyError {
 
 /// Checks `p256dh` and `auth` as a browser sends them (base64url; trailing `=` padding tolerated).
 pub fn check_keys(p256dh: &str, auth: &str) -> Result<(), KeyError> {
+    decode_keys(p256dh, auth).map(|_| ())
+}
+
+/// The subscriber's public key (65 bytes) and authentication secret (16 bytes), checked as
+/// [`check_keys`] does.
+pub(crate) fn decode_keys(p256dh: &str, auth: &str) -> Result<(Vec<u8>, Vec<u8>), KeyError> {
     let point = decode(p256dh).ok_or(KeyError::P256dhEncoding)?;
     if point.len() != 65 {
         return Err(KeyError::P256dhLength(point.len()));
@@ -48,10 +54,10 @@ pub fn check_keys(p256dh: &str, auth: &str) -> Result<(), KeyError> {
     if secret.len() != 16 {
         return Err(KeyError::AuthLength(secret.len()));
     }
-    Ok(())
+    Ok((point, secret))
 }
 
-/// The key without padding, the only form the encryption library accepts.
+/// The key without padding, as the VAPID `k` parameter is compared.
 pub(crate) fn unpadded(key: &str) -> &str {
     key.trim_end_matches('=')
 }
