@@ -327,9 +327,16 @@ async fn a_process_killed_during_delivery_loses_nothing_and_doubles_nothing() {
         .fire_command("meal-snack", "2026-11-23T15:00:00Z", 60)
         .spawn()
         .expect("spawn");
-    // Wait until the three others are delivered and the fourth is hanging at the push service.
+    // Wait until the three others are delivered and recorded as such (a push service sees a
+    // message before its sender commits the outcome; a kill in between would rightly send it
+    // again) and the fourth is hanging at the push service.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while people[..3].iter().any(|p| w.kinds(p).is_empty()) || w.push.requests() < 4 {
+    let recorded =
+        || w.count("SELECT count(*) AS n FROM scheduler.outbox WHERE status = 'delivered'");
+    while people[..3].iter().any(|p| w.kinds(p).is_empty())
+        || w.push.requests() < 4
+        || recorded() < 3
+    {
         assert!(
             std::time::Instant::now() < deadline,
             "delivery did not progress"
