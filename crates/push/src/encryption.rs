@@ -19,7 +19,7 @@ use crate::sender::MAX_PAYLOAD;
 /// The record size announced in the header: one record of at most this many bytes.
 const RECORD_SIZE: u32 = 4096;
 /// The plaintext and its padding fill whole blocks of this many bytes.
-pub(crate) const PADDING_BLOCK: usize = 128;
+const PADDING_BLOCK: usize = 128;
 const SALT_LEN: usize = 16;
 const PUBLIC_KEY_LEN: usize = 65;
 const TAG_LEN: usize = 16;
@@ -30,7 +30,7 @@ const LAST_RECORD_DELIMITER: u8 = 2;
 
 /// Why a message could not be encrypted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EncryptError {
+pub(crate) enum EncryptError {
     #[error("the subscription's public key is not a P-256 point")]
     PeerKey,
     #[error("the subscription's authentication secret must be 16 bytes")]
@@ -72,13 +72,9 @@ pub(crate) fn encrypt(
         &UnparsedPublicKey::new(&ECDH_P256, ua_public),
         |ecdh_secret| {
             let prk = hkdf_extract(auth_secret, ecdh_secret);
-            let mut context = hmac::Context::with_key(&prk);
-            context.update(b"WebPush: info\0");
-            context.update(ua_public);
-            context.update(as_public.as_ref());
-            context.update(&[1]);
+            let info: [&[u8]; 3] = [b"WebPush: info\0", ua_public, as_public.as_ref()];
             let mut ikm = [0u8; 32];
-            ikm.copy_from_slice(&context.sign().as_ref()[..32]);
+            ikm.copy_from_slice(hkdf_expand_one(&prk, &info).as_ref());
             ikm
         },
     )
@@ -87,9 +83,9 @@ pub(crate) fn encrypt(
     // RFC 8188 section 2.2 and 2.3: the content key and nonce from the salt.
     let prk = hkdf_extract(&salt, &ikm);
     let mut cek = [0u8; 16];
-    cek.copy_from_slice(&hkdf_expand_one(&prk, b"Content-Encoding: aes128gcm\0").as_ref()[..16]);
+    cek.copy_from_slice(&hkdf_expand_one(&prk, &[b"Content-Encoding: aes128gcm\0"]).as_ref()[..16]);
     let mut nonce = [0u8; 12];
-    nonce.copy_from_slice(&hkdf_expand_one(&prk, b"Content-Encoding: nonce\0").as_ref()[..12]);
+    nonce.copy_from_slice(&hkdf_expand_one(&prk, &[b"Content-Encoding: nonce\0"]).as_ref()[..12]);
 
     let padded_len = (plaintext.len() + 1).div_ceil(PADDING_BLOCK) * PADDING_BLOCK;
     let mut body = Vec::with_capacity(HEADER_LEN + padded_len + TAG_LEN);
@@ -97,20 +93,19 @@ pub(crate) fn encrypt(
     body.extend_from_slice(&RECORD_SIZE.to_be_bytes());
     body.push(PUBLIC_KEY_LEN as u8);
     body.extend_from_slice(as_public.as_ref());
-    let mut record = Vec::with_capacity(padded_len + TAG_LEN);
-    record.extend_from_slice(plaintext);
-    record.push(LAST_RECORD_DELIMITER);
-    record.resize(padded_len, 0);
+    body.extend_from_slice(plaintext);
+    body.push(LAST_RECORD_DELIMITER);
+    body.resize(HEADER_LEN + padded_len, 0);
     let key = UnboundKey::new(&AES_128_GCM, &cek).map_err(|_| EncryptError::Random)?;
     // The first (and only) record's nonce is the derived nonce itself (sequence number 0).
-    LessSafeKey::new(key)
-        .seal_in_place_append_tag(
+    let tag = LessSafeKey::new(key)
+        .seal_in_place_separate_tag(
             Nonce::assume_unique_for_key(nonce),
             Aad::empty(),
-            &mut record,
+            &mut body[HEADER_LEN..],
         )
         .map_err(|_| EncryptError::Random)?;
-    body.extend_from_slice(&record);
+    body.extend_from_slice(tag.as_ref());
     Ok(body)
 }
 
@@ -119,10 +114,13 @@ fn hkdf_extract(salt: &[u8], ikm: &[u8]) -> hmac::Key {
     hmac::Key::new(hmac::HMAC_SHA256, prk.as_ref())
 }
 
-/// The first 32 bytes of HKDF-Expand: every length this scheme asks for fits one block.
-fn hkdf_expand_one(prk: &hmac::Key, info: &[u8]) -> hmac::Tag {
+/// The first 32 bytes of HKDF-Expand, for the concatenation of `info`: every length this scheme
+/// asks for fits one block.
+fn hkdf_expand_one(prk: &hmac::Key, info: &[&[u8]]) -> hmac::Tag {
     let mut context = hmac::Context::with_key(prk);
-    context.update(info);
+    for part in info {
+        context.update(part);
+    }
     context.update(&[1]);
     context.sign()
 }
