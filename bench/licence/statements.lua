@@ -3,9 +3,10 @@
 -- statements alone leave, before any HTTP, token or signature:
 --   validate  the rate-limit count of the request's address (MEMORY table) and the licence
 --             with the installation's seat and the seat count (two statements);
---   consume   the licence with the seat, then licence_usage_take (two statements).
--- The statements are those of crates/licence-server/src/repo (rate_limit.rs, activations.rs,
--- usage.rs), prepared once per connection as the service keeps them.
+--   consume   the licence with the seat, taking the unit in the same statement through
+--             licence_usage_take (one statement, activations.rs's SEAT_AND_TAKE).
+-- The statements are those of crates/licence-server/src/repo (rate_limit.rs, activations.rs),
+-- prepared once per connection as the service keeps them.
 --
 --   sysbench bench/licence/statements.lua --route=validate|consume [--mysql-* options] run
 
@@ -27,7 +28,21 @@ local COUNT = [[UPDATE licence_rate_limit SET
   window_start = IF(hits = 1, UTC_TIMESTAMP(6), window_start)
   WHERE bucket = ? AND (hits < ? OR window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND)]]
 
-local TAKE = "SELECT licence_usage_take(?, ?, ?) AS n"
+-- The quotas bound in the order of the CASE (basic, pro, premium, annual) are the service's;
+-- the run's licences are all Premium, and the day is one of the benchmark's own.
+local SEAT_AND_TAKE = [[SELECT l.id, l.license_key, l.status, l.plan, l.customer_email,
+  l.customer_name, l.order_id, l.subscription_id, l.variant_id, l.subscription_synced_at,
+  l.expires_at, l.disabled_at, l.created_at, l.updated_at, a.id AS a_id,
+  a.instance_name AS a_instance_name, a.created_at AS a_created_at,
+  a.last_validated_at AS a_last_validated_at,
+  IF(a.id IS NOT NULL AND l.status = 'active' AND l.disabled_at IS NULL
+     AND (l.expires_at IS NULL OR l.expires_at > ?)
+     AND l.plan IN ('basic', 'pro', 'premium', 'annual'),
+   licence_usage_take(l.id, ?, CASE l.plan WHEN 'basic' THEN ? WHEN 'pro' THEN ?
+     WHEN 'premium' THEN ? WHEN 'annual' THEN ? END),
+   NULL) AS taken
+  FROM licence l LEFT JOIN activation a ON a.licence_id = l.id AND a.instance_id = ?
+  WHERE l.id = ? LIMIT 1]]
 
 function thread_init()
   con = sysbench.sql.driver():connect()
@@ -47,13 +62,22 @@ function thread_init()
   seat:bind_param(unpack(seat_args))
   seat_args[1]:set("bench-pc")
   if sysbench.opt.route == "consume" then
-    take = con:prepare(TAKE)
-    take_args = {take:bind_create(sysbench.sql.type.VARCHAR, 36),
-                 take:bind_create(sysbench.sql.type.VARCHAR, 10),
-                 take:bind_create(sysbench.sql.type.INT)}
+    take = con:prepare(SEAT_AND_TAKE)
+    take_args = {take:bind_create(sysbench.sql.type.VARCHAR, 26),
+                 take:bind_create(sysbench.sql.type.VARCHAR, 10)}
+    for _ = 1, 4 do
+      take_args[#take_args + 1] = take:bind_create(sysbench.sql.type.INT)
+    end
+    take_args[7] = take:bind_create(sysbench.sql.type.VARCHAR, 191)
+    take_args[8] = take:bind_create(sysbench.sql.type.VARCHAR, 36)
     take:bind_param(unpack(take_args))
+    take_args[1]:set("2000-01-01 00:00:00.000000")
     take_args[2]:set(sysbench.opt.day)
-    take_args[3]:set(1000000000)
+    -- No quota stops this measurement, as none stops the service's.
+    for q = 3, 6 do
+      take_args[q]:set(1000000000)
+    end
+    take_args[7]:set("bench-pc")
   else
     count = con:prepare(COUNT)
     count_args = {count:bind_create(sysbench.sql.type.INT),
@@ -70,9 +94,7 @@ end
 function event()
   local i = sysbench.rand.uniform(1, #ids)
   if sysbench.opt.route == "consume" then
-    seat_args[2]:set(ids[i])
-    seat:execute()
-    take_args[1]:set(ids[i])
+    take_args[8]:set(ids[i])
     take:execute()
   else
     count_args[2]:set(string.format("licence:10.%d.%d.%d",

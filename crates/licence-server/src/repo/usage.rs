@@ -42,7 +42,7 @@ pub fn consume(
 }
 
 /// `licence_usage_take`'s answer: the new count when positive, `-1 - used` when refused.
-fn outcome(n: i64) -> (bool, u32) {
+pub(crate) fn outcome(n: i64) -> (bool, u32) {
     let count = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
     if n > 0 {
         (true, count(n))

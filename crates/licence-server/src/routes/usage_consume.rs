@@ -1,9 +1,11 @@
 use actix_web::{HttpRequest, web};
 
-use super::{AppState, Claims, authorise_on};
+use chrono::SubsecRound;
+
+use super::{AppState, Claims, authorise_on, check};
 use crate::error::ApiError;
 use crate::repo::idempotency::{self, Consumed};
-use crate::repo::usage;
+use crate::repo::{activations, usage};
 use crate::wire::UsageReport;
 
 /// Longest `Idempotency-Key` accepted.
@@ -24,22 +26,38 @@ pub async fn consume(
     let day = domain::licensing::quota_day(now);
     // Keys only mean something on their own day; old ones are dropped now and then.
     let prune = rand::random_ratio(1, 1000);
-    // One checkout: the licence with the installation's seat, then the conditional count.
+    // One checkout. Without a key, one statement reads the licence with the installation's
+    // seat and, when the licence is plainly active, takes the unit too.
     let consumed = service_kit::db::run(&state.pool, move |conn| {
-        let auth = authorise_on(conn, &claims, now)?;
-        let plan = auth.licence.plan();
         if prune {
             idempotency::prune(conn, day - chrono::Days::new(1))?;
         }
-        let consumed = match key {
-            Some(key) => idempotency::consume_once(conn, &auth.licence.id, day, &key, plan)?,
-            None => {
-                let (taken, used) =
-                    usage::consume(conn, &auth.licence.id, day, plan.daily_quota())?;
-                Consumed { taken, used, plan }
-            }
+        let Some(key) = key else {
+            let found = activations::seat_and_take(
+                conn,
+                &claims.sub,
+                &claims.iid,
+                day,
+                now.naive_utc().trunc_subsecs(6),
+            )?
+            .ok_or(ApiError::InvalidToken)?;
+            let auth = check(found.licence, found.activation, now)?;
+            let plan = auth.licence.plan();
+            let (taken, used) = match found.taken {
+                Some(outcome) => outcome,
+                None => usage::consume(conn, &auth.licence.id, day, plan.daily_quota())?,
+            };
+            return Ok::<_, ApiError>(Consumed { taken, used, plan });
         };
-        Ok::<_, ApiError>(consumed)
+        let auth = authorise_on(conn, &claims, now)?;
+        let plan = auth.licence.plan();
+        Ok(idempotency::consume_once(
+            conn,
+            &auth.licence.id,
+            day,
+            &key,
+            plan,
+        )?)
     })
     .await?;
     let report = UsageReport::new(consumed.plan, consumed.used, now);

@@ -155,6 +155,79 @@ async fn consuming_needs_an_active_licence_and_installation() {
     assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
 }
 
+/// A consumption takes a unit exactly when the licence grants access, whichever way it does:
+/// a plainly active licence takes its unit in the statement that reads the seat, the others
+/// (on trial, past due, cancelled with a paid end) with a statement of their own, and a refused
+/// request leaves the count alone, at the boundaries of `expires_at` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unit_is_taken_exactly_when_the_licence_grants_access() {
+    use diesel::prelude::*;
+    use licence_server::clock::Clock;
+    use licence_server::schema::{daily_usage, licence};
+    let app = spawn_app_at(utc("2026-06-10T08:00:00Z")).await;
+    let now = app.clock.now().naive_utc();
+    let micro = chrono::Duration::microseconds(1);
+    let day = chrono::Duration::days(1);
+    // (status, expires_at, disabled, grants access)
+    let cases = [
+        ("active", None, false, true),
+        ("active", Some(now + micro), false, true),
+        ("active", Some(now), false, false),
+        ("active", Some(now - day), false, false),
+        ("active", None, true, false),
+        ("on_trial", None, false, true),
+        ("on_trial", Some(now), false, false),
+        ("past_due", None, false, true),
+        ("cancelled", Some(now + day), false, true),
+        ("cancelled", Some(now + day), true, false),
+        ("cancelled", None, false, false),
+        ("cancelled", Some(now), false, false),
+        ("paused", None, false, false),
+        ("expired", None, false, false),
+        ("unpaid", None, false, false),
+        ("refunded", Some(now + day), false, false),
+    ];
+    let mut conn = app.conn();
+    for (status, expires_at, disabled, access) in cases {
+        let case = format!("{status}, expires {expires_at:?}, disabled {disabled}");
+        let key = app.licence("pro", "active");
+        let token = app.token(&key, "pc").await;
+        let id: String = diesel::update(licence::table.filter(licence::license_key.eq(&key)))
+            .set((
+                licence::status.eq(status),
+                licence::expires_at.eq(expires_at),
+                licence::disabled_at.eq(disabled.then_some(now)),
+            ))
+            .execute(&mut conn)
+            .and_then(|_| {
+                licence::table
+                    .filter(licence::license_key.eq(&key))
+                    .select(licence::id)
+                    .first(&mut conn)
+            })
+            .expect("licence state");
+        for n in 1..=2 {
+            let (s, b, _) = consume(&app, &token).await;
+            if access {
+                assert_eq!(
+                    (s, &b["used"], &b["limit"]),
+                    (200, &json!(n), &json!(30)),
+                    "{case}: {b}"
+                );
+            } else {
+                assert_error(s, &b, 403, "LICENSE_INACTIVE");
+            }
+        }
+        let used: Vec<i32> = daily_usage::table
+            .filter(daily_usage::licence_id.eq(&id))
+            .select(daily_usage::used)
+            .load(&mut conn)
+            .expect("usage");
+        let expected = if access { vec![2] } else { vec![] };
+        assert_eq!(used, expected, "{case}");
+    }
+}
+
 /// The quota counter itself, on as many connections as a busy replica has: many licences take
 /// their first unit of a day at the same moment (the day's row does not exist yet), several
 /// requests per licence at once. None of them may fail (a deadlock between two first requests
