@@ -115,8 +115,11 @@ static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 /// their machine-readable output.
 pub fn init(env: &Env) -> Result<(), ConfigError> {
     let settings = settings(env)?;
+    // Colour codes only for a person at a terminal: in a file or a log collector they are noise,
+    // and styling every span's fields costs time on every request.
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_span_events(FmtSpan::NONE);
     let fmt = match settings.format {
         LogFormat::Pretty => fmt.boxed(),

@@ -30,7 +30,7 @@ struct Failure(&'static str);
 
 /// `GET /api/auth/callback/google`: finishes Google sign-in and redirects with the session
 /// cookie set; every failure redirects to the sign-in page with an error code.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn callback_google(
     req: HttpRequest,
     state: web::Data<AppState>,

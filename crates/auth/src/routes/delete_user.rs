@@ -25,7 +25,7 @@ pub struct DeleteUser {
 /// scheduler's queue) in one transaction, after checking the password when one is sent, or else
 /// that the session is fresh; expires the cookie. As in better-auth, an empty password counts as
 /// none.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn delete_user(
     current: CurrentSession,
     state: web::Data<AppState>,

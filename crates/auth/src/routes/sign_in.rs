@@ -25,7 +25,7 @@ pub struct SignIn {
 
 /// `POST /api/auth/sign-in/email`. Every credential failure is the same 401, after the same
 /// amount of work, whether or not the address exists.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn sign_in(
     req: HttpRequest,
     state: web::Data<AppState>,

@@ -6,7 +6,7 @@ use crate::state::AppState;
 
 /// `POST /api/auth/sign-out`: deletes the session row, so the cookie stops working in every
 /// service at once, and expires the cookie. Without a session it still succeeds.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn sign_out(
     req: HttpRequest,
     state: web::Data<AppState>,

@@ -27,7 +27,7 @@ pub struct SignUp {
 }
 
 /// `POST /api/auth/sign-up/email`: creates the user with a credential account and signs them in.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn sign_up(
     req: HttpRequest,
     state: web::Data<AppState>,

@@ -39,7 +39,7 @@ pub struct FlowState {
 }
 
 /// `POST /api/auth/sign-in/social`: starts Google sign-in.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn sign_in_social(
     req: HttpRequest,
     state: web::Data<AppState>,

@@ -43,7 +43,7 @@ pub(crate) struct Instance {
 }
 
 /// `POST /api/license/activate`
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn activate(
     state: web::Data<AppState>,
     req: HttpRequest,

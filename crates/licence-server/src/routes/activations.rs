@@ -27,7 +27,7 @@ pub(crate) struct Activation {
 
 /// `GET /api/license/activations`: the installations holding a seat of the token's licence,
 /// oldest first, the asking one marked `current`.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn list(
     state: web::Data<AppState>,
     Claims(claims): Claims,

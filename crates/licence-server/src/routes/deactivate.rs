@@ -32,7 +32,7 @@ pub(crate) struct Body {
 /// `POST /api/license/deactivate`: frees an installation's seat. Works whatever the licence's
 /// state, so that a customer can always move a licence off a machine; at most
 /// `LICENCE_DEACTIVATIONS_PER_30_DAYS` times per licence in any 30 days.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn deactivate(
     state: web::Data<AppState>,
     req: HttpRequest,

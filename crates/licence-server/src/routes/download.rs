@@ -25,7 +25,7 @@ pub struct Query {
 /// enough that a download holds little memory.
 const CHUNK: usize = 512 * 1024;
 
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn download(
     state: web::Data<AppState>,
     req: HttpRequest,

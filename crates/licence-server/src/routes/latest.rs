@@ -35,7 +35,7 @@ pub(crate) struct File {
 /// `GET /api/latest`: the release of `latest.json`; download addresses are signed only for a
 /// valid token of a licence with access and an activated installation. Any other token (or
 /// none) is simply not licensed.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn latest(
     state: web::Data<AppState>,
     req: HttpRequest,

@@ -15,7 +15,7 @@ pub const MAX_IDEMPOTENCY_KEY: usize = 64;
 /// current plan, or answers 429 with the same report once it is used up. With an
 /// `Idempotency-Key`, the same key on the same licence and day answers the first result again
 /// and takes nothing more.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn consume(
     state: web::Data<AppState>,
     req: HttpRequest,

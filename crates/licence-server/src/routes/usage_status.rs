@@ -16,7 +16,7 @@ pub struct Answer {
 }
 
 /// `GET /api/usage/status`: today's usage against the plan, with the plan's features.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn status(
     state: web::Data<AppState>,
     Claims(claims): Claims,

@@ -29,7 +29,7 @@ enum By {
 
 /// `POST /api/license/validate`: by Bearer token (preferred when both are sent) or by
 /// `{licenseKey, instanceId}`; answers a fresh token.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn validate(
     state: web::Data<AppState>,
     req: HttpRequest,

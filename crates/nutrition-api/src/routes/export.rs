@@ -139,7 +139,7 @@ fn gather(conn: &mut PgConnection, user_id: &str) -> QueryResult<Gathered> {
 }
 
 /// `GET /me/export` (JSON) and `GET /me/export?format=csv` (the fasts).
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn export(
     current: CurrentSession,
     state: web::Data<AppState>,

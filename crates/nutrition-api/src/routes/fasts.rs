@@ -29,7 +29,7 @@ pub struct StartFast {
 
 /// `POST /me/fast-events`: starts a fast with the given protocol (default: the preferred one),
 /// now or up to 7 days in the past.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn start(
     current: CurrentSession,
     state: web::Data<AppState>,
@@ -88,7 +88,7 @@ pub struct EndFast {
 }
 
 /// `POST /me/fast-events/<id>/end`: COMPLETED at or after the planned end, else ENDED_EARLY.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn end(
     current: CurrentSession,
     state: web::Data<AppState>,

@@ -135,7 +135,7 @@ impl From<DeviceRow> for Device {
 
 /// `POST /me/device-tokens`: registers the browser's push subscription; the same endpoint again
 /// updates the device (keys, user agent, `lastSeenAt`).
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn register(
     req: HttpRequest,
     current: CurrentSession,
@@ -228,7 +228,7 @@ const TEST_PUSH_DEADLINE: Duration = Duration::from_secs(8);
 /// replica shares the budget), [`TEST_PUSH_PARALLEL`] sends at once per request and
 /// `startup::TEST_PUSH_SENDS` per process, and [`TEST_PUSH_DEADLINE`] in all. When the process is
 /// stopping, sends not yet started are skipped and count as failed.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn test(
     current: CurrentSession,
     state: web::Data<AppState>,

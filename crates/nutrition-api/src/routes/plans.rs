@@ -102,7 +102,7 @@ pub(super) fn plan_view(state: &AppState, plan: Plan) -> serde_json::Value {
 }
 
 /// `POST /me/meal-plans`.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn create(
     current: CurrentSession,
     state: web::Data<AppState>,
@@ -220,7 +220,7 @@ pub async fn today(
 }
 
 /// `POST /me/meal-plans/slots/<slot_id>/consumed`: the final meal of a day can start a fast.
-#[tracing::instrument(skip_all)]
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn consume(
     current: CurrentSession,
     state: web::Data<AppState>,
