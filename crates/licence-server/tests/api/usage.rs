@@ -295,3 +295,86 @@ fn first_units_of_a_day_taken_at_once_never_deadlock() {
         assert_eq!(usage::used(&mut conn, &id, day).expect("used"), LIMIT);
     }
 }
+
+/// The same through the statement a consumption without a key sends, which also reads the
+/// licence and the seat: sixteen requests of one installation at once, on four days' first
+/// requests, against Basic's quota of ten. None may fail, ten are taken each day in order, the
+/// rest are refused at the limit.
+#[test]
+fn units_taken_with_the_seat_at_once_keep_the_quota() {
+    use licence_server::repo::{activations, usage};
+    use std::sync::{Arc, Barrier};
+    let db = testkit::mariadb::TestMariaDb::migrated(licence_server::db::migrate);
+    let mut setup = db.connect();
+    let licence = insert_licence(&mut setup, "basic", "active");
+    let now = utc("2026-06-10T08:00:00Z");
+    let activated = activations::activate(
+        &mut setup,
+        &licence.license_key,
+        "pc",
+        None,
+        now,
+        chrono::Duration::days(30),
+    )
+    .expect("activate");
+    assert!(matches!(activated, activations::Activated::Done { .. }));
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 6, 10).expect("date");
+    const THREADS: usize = 16;
+    const ROUNDS: usize = 4;
+    const LIMIT: u32 = 10;
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (barrier, id, url) = (
+                Arc::clone(&barrier),
+                licence.id.clone(),
+                db.url().to_owned(),
+            );
+            std::thread::spawn(move || {
+                let mut conn =
+                    <diesel::MysqlConnection as diesel::Connection>::establish(&url).expect("conn");
+                diesel::RunQueryDsl::execute(
+                    diesel::sql_query("SET SESSION innodb_lock_wait_timeout = 5"),
+                    &mut conn,
+                )
+                .expect("session setting");
+                (0..ROUNDS)
+                    .map(|round| {
+                        let day = day + chrono::Days::new(round as u64);
+                        barrier.wait();
+                        let found =
+                            activations::seat_and_take(&mut conn, &id, "pc", day, now.naive_utc())
+                                .map_err(|e| e.to_string());
+                        (day, found.map(|f| f.and_then(|f| f.taken)))
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut per_day = std::collections::BTreeMap::<chrono::NaiveDate, Vec<u32>>::new();
+    for handle in handles {
+        for (day, found) in handle.join().expect("thread") {
+            let taken = found.expect("a consumption failed");
+            let (taken, used) = taken.expect("an active Basic licence takes in the statement");
+            if taken {
+                per_day.entry(day).or_default().push(used);
+            } else {
+                assert_eq!(used, LIMIT, "refused only at the limit");
+            }
+        }
+    }
+    assert_eq!(per_day.len(), ROUNDS);
+    let mut conn = db.connect();
+    for (day, mut counts) in per_day {
+        counts.sort_unstable();
+        assert_eq!(
+            counts,
+            (1..=LIMIT).collect::<Vec<u32>>(),
+            "each unit answered once"
+        );
+        assert_eq!(
+            usage::used(&mut conn, &licence.id, day).expect("used"),
+            LIMIT
+        );
+    }
+}
