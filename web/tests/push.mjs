@@ -99,11 +99,19 @@ async function deliver() {
   assert.ok(reg, `a service worker registration for ${BASE}/: ${JSON.stringify(registrations)}`);
   await cdp.send('ServiceWorker.deliverPushMessage', { origin: BASE, registrationId: reg.registrationId, data: process.env.PAYLOAD });
 
-  const shown = await page.waitForFunction(async () => {
-    const list = await (await navigator.serviceWorker.ready).getNotifications();
-    return list.length ? list.map((n) => ({ title: n.title, body: n.body, tag: n.tag, url: n.data?.url })) : null;
-  });
-  const notes = await shown.jsonValue();
+  // Polled inside the page: waitForFunction takes only a synchronous predicate, and the promise
+  // an async one returns counts as true at once, before the worker has shown anything.
+  const notes = await page.evaluate(async (timeout) => {
+    const registration = await navigator.serviceWorker.ready;
+    const deadline = Date.now() + timeout;
+    for (;;) {
+      const list = await registration.getNotifications();
+      if (list.length || Date.now() > deadline) {
+        return list.map((n) => ({ title: n.title, body: n.body, tag: n.tag, url: n.data?.url }));
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }, T);
   assert.deepEqual(notes, [{ title: payload.title, body: payload.body, tag: payload.tag, url: payload.url }]);
   console.log(`shown: ${JSON.stringify(notes[0])}`);
 
