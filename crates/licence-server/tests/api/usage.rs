@@ -228,6 +228,18 @@ async fn a_unit_is_taken_exactly_when_the_licence_grants_access() {
     }
 }
 
+/// A connection of its own for one thread of a concurrency test, on which a lock wait fails
+/// within seconds instead of the server's 50.
+fn impatient_connection(url: &str) -> diesel::MysqlConnection {
+    let mut conn = <diesel::MysqlConnection as diesel::Connection>::establish(url).expect("conn");
+    diesel::RunQueryDsl::execute(
+        diesel::sql_query("SET SESSION innodb_lock_wait_timeout = 5"),
+        &mut conn,
+    )
+    .expect("session setting");
+    conn
+}
+
 /// The quota counter itself, on as many connections as a busy replica has: many licences take
 /// their first unit of a day at the same moment (the day's row does not exist yet), several
 /// requests per licence at once. None of them may fail (a deadlock between two first requests
@@ -256,14 +268,7 @@ fn first_units_of_a_day_taken_at_once_never_deadlock() {
                 db.url().to_owned(),
             );
             std::thread::spawn(move || {
-                let mut conn =
-                    <diesel::MysqlConnection as diesel::Connection>::establish(&url).expect("conn");
-                // A lock wait fails within seconds instead of the server's 50.
-                diesel::RunQueryDsl::execute(
-                    diesel::sql_query("SET SESSION innodb_lock_wait_timeout = 5"),
-                    &mut conn,
-                )
-                .expect("session setting");
+                let mut conn = impatient_connection(&url);
                 let mut taken = Vec::new();
                 for round in 0..ROUNDS {
                     let day = day + chrono::Days::new(round as u64);
@@ -331,13 +336,7 @@ fn units_taken_with_the_seat_at_once_keep_the_quota() {
                 db.url().to_owned(),
             );
             std::thread::spawn(move || {
-                let mut conn =
-                    <diesel::MysqlConnection as diesel::Connection>::establish(&url).expect("conn");
-                diesel::RunQueryDsl::execute(
-                    diesel::sql_query("SET SESSION innodb_lock_wait_timeout = 5"),
-                    &mut conn,
-                )
-                .expect("session setting");
+                let mut conn = impatient_connection(&url);
                 (0..ROUNDS)
                     .map(|round| {
                         let day = day + chrono::Days::new(round as u64);
