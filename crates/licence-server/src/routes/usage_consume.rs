@@ -33,6 +33,8 @@ pub async fn consume(
             idempotency::prune(conn, day - chrono::Days::new(1))?;
         }
         let Some(key) = key else {
+            // `now` goes to the statement cut to MariaDB's microseconds, never rounded up, so that
+            // its `expires_at` test is never more lenient than `check`'s below at full precision.
             let found = activations::seat_and_take(
                 conn,
                 &claims.sub,
