@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use actix_web::HttpRequest;
+use diesel::PgConnection;
 use nutrition_store::PgPool;
 
 use crate::error::ApiError;
@@ -139,15 +140,21 @@ impl AppState {
         client::ip(req, &self.settings.trusted_proxies).map(client::network)
     }
 
-    /// The checks before a sign-in's password is verified, in one database round trip: the
-    /// global budget and the per-address limit count this attempt; the failure budgets of the
-    /// address and of the e-mail address are only read. The work is the same whether or not the
-    /// e-mail address belongs to anyone.
-    pub async fn sign_in_gate(
+    /// The checks before a sign-in's password is verified, in one statement: the global budget
+    /// and the per-address limit count this attempt; the failure budgets of the address and of
+    /// the e-mail address are only read. The work is the same whether or not the e-mail address
+    /// belongs to anyone. When they pass, `then` runs on the same connection, so that what the
+    /// sign-in reads next costs no second hand-off to the blocking pool.
+    pub async fn sign_in_gate<T, F>(
         &self,
         req: &HttpRequest,
         email: &str,
-    ) -> Result<SignInFailureKeys, ApiError> {
+        then: F,
+    ) -> Result<(SignInFailureKeys, T), ApiError>
+    where
+        F: FnOnce(&mut PgConnection) -> Result<T, ApiError> + Send + 'static,
+        T: Send + 'static,
+    {
         let secret = self.settings.auth.secret.expose();
         let limits = self.settings.sign_in;
         let per_address = self.settings.rate_limit;
@@ -165,33 +172,39 @@ impl AppState {
             limits,
         };
         let (pair, by_email) = (failures.pair.clone(), failures.email.clone());
-        nutrition_store::run(&self.pool, move |conn| {
+        let found = nutrition_store::run(&self.pool, move |conn| {
+            let gate = rate_limits::count_two_read_two(
+                conn,
+                [(&global, limits.global), (&address, per_address)],
+                [
+                    (&pair, limits.failures_per_address.window_secs),
+                    (&by_email, limits.failures_per_email.window_secs),
+                ],
+            )?;
             let mut refusal = Refusal::default();
-            if let Err(secs) = rate_limits::hit(conn, &global, limits.global)? {
+            let [all, here] = gate.counted;
+            if let Err(secs) = all {
                 refusal.note(secs, "all", limits.global);
             }
-            if let Err(secs) = rate_limits::hit(conn, &address, per_address)? {
+            if let Err(secs) = here {
                 refusal.note(secs, "address", per_address);
             }
-            let from_here =
-                rate_limits::peek(conn, &pair, limits.failures_per_address.window_secs)?;
-            let from_all =
-                rate_limits::peek(conn, &by_email, limits.failures_per_email.window_secs)?;
-            match (from_here, from_all) {
-                (Some((n, secs)), _) if n >= limits.failures_per_address.max => {
+            match gate.read {
+                [Some((n, secs)), _] if n >= limits.failures_per_address.max => {
                     refusal.note(secs, "address+email", limits.failures_per_address);
                 }
                 // Spent from many places: refused only where it already failed, so that the
                 // person, signing in from somewhere else, is not locked out.
-                (Some(_), Some((n, secs))) if n >= limits.failures_per_email.max => {
+                [Some(_), Some((n, secs))] if n >= limits.failures_per_email.max => {
                     refusal.note(secs, "email-failures", limits.failures_per_email);
                 }
                 _ => {}
             }
-            refusal.into_result()
+            refusal.into_result()?;
+            then(conn)
         })
         .await?;
-        Ok(failures)
+        Ok((failures, found))
     }
 
     /// Counts a failed sign-in against the address and the e-mail address.

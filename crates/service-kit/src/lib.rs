@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod fixed;
 pub mod http;
 pub mod metrics;
 pub mod openapi;

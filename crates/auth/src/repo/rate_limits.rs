@@ -3,8 +3,11 @@
 //! One atomic upsert per check: the row's window restarts when it has run out, otherwise the
 //! count grows. No read-then-write, so parallel requests on several replicas count exactly.
 
+use diesel::pg::Pg;
 use diesel::prelude::*;
-use diesel::sql_types::{Integer, Text, Timestamptz};
+use diesel::query_builder::AstPass;
+use diesel::sql_types::{Integer, Nullable, Text, Timestamptz};
+use service_kit::fixed::{PushBind, fixed};
 
 use crate::settings::RateLimit;
 
@@ -42,46 +45,155 @@ pub fn keys_naming(secret: &str, email: &str, user_id: &str) -> Vec<String> {
     by_email.chain(by_user).collect()
 }
 
+/// The upsert that counts one attempt under a key: the row's window restarts when it has run out
+/// (binds: the key, then the window's seconds twice).
+macro_rules! count_attempt {
+    () => {
+        "INSERT INTO auth.rate_limit AS r (key, count, window_start) VALUES (?, 1, clock_timestamp())
+         ON CONFLICT (key) DO UPDATE SET
+           count = CASE WHEN r.window_start <= clock_timestamp() - make_interval(secs => ?)
+                        THEN 1 ELSE r.count + 1 END,
+           window_start = CASE WHEN r.window_start <= clock_timestamp() - make_interval(secs => ?)
+                        THEN clock_timestamp() ELSE r.window_start END
+         RETURNING count, window_start"
+    };
+}
+
+/// The count under a key in its live window, counting nothing (binds: the key, the window's
+/// seconds).
+macro_rules! live_count {
+    () => {
+        "SELECT count, window_start FROM auth.rate_limit
+         WHERE key = ? AND window_start > clock_timestamp() - make_interval(secs => ?)"
+    };
+}
+
+/// A sign-in's checks in one statement: two counted attempts and two live counts read.
+const SIGN_IN_GATE: &str = concat!(
+    "WITH g AS (",
+    count_attempt!(),
+    "), a AS (",
+    count_attempt!(),
+    "), p AS (",
+    live_count!(),
+    "), e AS (",
+    live_count!(),
+    ") SELECT g.count AS counted, g.window_start AS counted_start,
+              a.count AS also_counted, a.window_start AS also_counted_start,
+              p.count AS read, p.window_start AS read_start,
+              e.count AS also_read, e.window_start AS also_read_start
+       FROM g CROSS JOIN a LEFT JOIN p ON TRUE LEFT JOIN e ON TRUE"
+);
+
+/// A value bound into one of this module's statements.
+enum Bind {
+    Text(String),
+    Int(i32),
+}
+
+impl PushBind<Pg> for Bind {
+    fn push_bind<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        match self {
+            Bind::Text(v) => out.push_bind_param::<Text, _>(v),
+            Bind::Int(v) => out.push_bind_param::<Integer, _>(v),
+        }
+    }
+}
+
+fn window(secs: u32) -> Bind {
+    Bind::Int(i32::try_from(secs).unwrap_or(i32::MAX))
+}
+
 /// Counts an attempt under `key`; `Err(seconds)` when it exceeds the limit, with the time until
 /// the window ends.
 pub fn hit(conn: &mut PgConnection, key: &str, limit: RateLimit) -> QueryResult<Result<(), u64>> {
-    let counted: Counted = diesel::sql_query(
-        "INSERT INTO auth.rate_limit AS r (key, count, window_start) VALUES ($1, 1, clock_timestamp())
-         ON CONFLICT (key) DO UPDATE SET
-           count = CASE WHEN r.window_start <= clock_timestamp() - make_interval(secs => $2)
-                        THEN 1 ELSE r.count + 1 END,
-           window_start = CASE WHEN r.window_start <= clock_timestamp() - make_interval(secs => $2)
-                        THEN clock_timestamp() ELSE r.window_start END
-         RETURNING count, window_start",
+    let counted: Counted = fixed(
+        count_attempt!(),
+        vec![
+            Bind::Text(key.to_owned()),
+            window(limit.window_secs),
+            window(limit.window_secs),
+        ],
     )
-    .bind::<Text, _>(key)
-    .bind::<Integer, _>(i32::try_from(limit.window_secs).unwrap_or(i32::MAX))
     .get_result(conn)?;
-    if u32::try_from(counted.count).unwrap_or(u32::MAX) <= limit.max {
-        return Ok(Ok(()));
-    }
-    Ok(Err(seconds_left(counted.window_start, limit.window_secs)))
+    Ok(verdict(counted.count, counted.window_start, limit))
 }
 
-/// The count under `key` in its current window, and the seconds until that window ends; without
-/// counting anything. `None` when there is no live window.
-pub fn peek(
+fn verdict(
+    count: i32,
+    window_start: chrono::DateTime<chrono::Utc>,
+    limit: RateLimit,
+) -> Result<(), u64> {
+    if u32::try_from(count).unwrap_or(u32::MAX) <= limit.max {
+        return Ok(());
+    }
+    Err(seconds_left(window_start, limit.window_secs))
+}
+
+fn live(count: i32, window_start: chrono::DateTime<chrono::Utc>, window_secs: u32) -> (u32, u64) {
+    let count = u32::try_from(count).unwrap_or(0);
+    (count, seconds_left(window_start, window_secs))
+}
+
+#[derive(QueryableByName)]
+struct GateRow {
+    #[diesel(sql_type = Integer)]
+    counted: i32,
+    #[diesel(sql_type = Timestamptz)]
+    counted_start: chrono::DateTime<chrono::Utc>,
+    #[diesel(sql_type = Integer)]
+    also_counted: i32,
+    #[diesel(sql_type = Timestamptz)]
+    also_counted_start: chrono::DateTime<chrono::Utc>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    read: Option<i32>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    read_start: Option<chrono::DateTime<chrono::Utc>>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    also_read: Option<i32>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    also_read_start: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// What [`count_two_read_two`] found.
+pub struct Gate {
+    /// [`hit`]'s verdict for each counted key, in the order given.
+    pub counted: [Result<(), u64>; 2],
+    /// For each read key, in the order given, its count in the live window and the seconds until
+    /// that window ends; `None` when there is no live window.
+    pub read: [Option<(u32, u64)>; 2],
+}
+
+/// [`hit`] on two keys and the live counts of two others, read without counting, in one statement and one round trip: the
+/// checks in front of a sign-in. The four keys must differ.
+pub fn count_two_read_two(
     conn: &mut PgConnection,
-    key: &str,
-    window_secs: u32,
-) -> QueryResult<Option<(u32, u64)>> {
-    let counted: Option<Counted> = diesel::sql_query(
-        "SELECT count, window_start FROM auth.rate_limit
-         WHERE key = $1 AND window_start > clock_timestamp() - make_interval(secs => $2)",
-    )
-    .bind::<Text, _>(key)
-    .bind::<Integer, _>(i32::try_from(window_secs).unwrap_or(i32::MAX))
-    .get_result(conn)
-    .optional()?;
-    Ok(counted.map(|c| {
-        let count = u32::try_from(c.count).unwrap_or(0);
-        (count, seconds_left(c.window_start, window_secs))
-    }))
+    counted: [(&str, RateLimit); 2],
+    read: [(&str, u32); 2],
+) -> QueryResult<Gate> {
+    let mut binds = Vec::with_capacity(10);
+    for (key, limit) in counted {
+        binds.extend([
+            Bind::Text(key.to_owned()),
+            window(limit.window_secs),
+            window(limit.window_secs),
+        ]);
+    }
+    for (key, window_secs) in read {
+        binds.extend([Bind::Text(key.to_owned()), window(window_secs)]);
+    }
+    let row: GateRow = fixed(SIGN_IN_GATE, binds).get_result(conn)?;
+    let read_one = |count: Option<i32>, start, window_secs| Some(live(count?, start?, window_secs));
+    Ok(Gate {
+        counted: [
+            verdict(row.counted, row.counted_start, counted[0].1),
+            verdict(row.also_counted, row.also_counted_start, counted[1].1),
+        ],
+        read: [
+            read_one(row.read, row.read_start, read[0].1),
+            read_one(row.also_read, row.also_read_start, read[1].1),
+        ],
+    })
 }
 
 fn seconds_left(window_start: chrono::DateTime<chrono::Utc>, window_secs: u32) -> u64 {
@@ -95,4 +207,37 @@ fn seconds_left(window_start: chrono::DateTime<chrono::Utc>, window_secs: u32) -
 pub fn prune(conn: &mut PgConnection) -> QueryResult<usize> {
     diesel::sql_query("DELETE FROM auth.rate_limit WHERE window_start < now() - interval '1 day'")
         .execute(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use diesel::query_builder::QueryFragment;
+
+    /// Each statement stays prepared on its connection, and every `?` of its text gets a value.
+    #[test]
+    fn the_statements_are_cacheable_with_a_value_for_each_placeholder() {
+        let key = || Bind::Text("k".into());
+        let statements = [
+            fixed(count_attempt!(), vec![key(), window(60), window(60)]),
+            fixed(
+                SIGN_IN_GATE,
+                vec![
+                    key(),
+                    window(60),
+                    window(60),
+                    key(),
+                    window(60),
+                    window(60),
+                    key(),
+                    window(60),
+                    key(),
+                    window(60),
+                ],
+            ),
+        ];
+        for q in statements {
+            assert!(matches!(q.is_safe_to_cache_prepared(&Pg), Ok(true)));
+        }
+    }
 }

@@ -59,13 +59,12 @@ async fn handle(
     let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
     let email =
         domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
-    let failure_keys = state.sign_in_gate(req, &email).await?;
-
     let lookup_email = email.clone();
-    let found = nutrition_store::run(&state.pool, move |conn| {
-        users::find_with_password(conn, &lookup_email).map_err(ApiError::from)
-    })
-    .await?;
+    let (failure_keys, found) = state
+        .sign_in_gate(req, &email, move |conn| {
+            users::find_with_password(conn, &lookup_email).map_err(ApiError::from)
+        })
+        .await?;
     let (user, hash) = match found {
         Some((user, Some(hash))) => (Some(user), hash.into()),
         // Unknown address, or an account without a password (Google only): verify against the
