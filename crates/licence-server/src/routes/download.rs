@@ -77,43 +77,100 @@ pub async fn download(
     }
     let f = std::fs::File::open(&info.path).map_err(|_| ApiError::FileNotFound)?;
     let f = std::sync::Arc::new(f);
+    let spare = Spare::default();
     // Each chunk is one positioned read straight into the buffer that goes out, on the blocking
     // pool: no seek, no intermediate buffer of an async file (which would copy every byte once
     // more). One chunk is read ahead of the socket at a time.
-    let body = stream::unfold((f, start, start + len), |(f, at, end)| async move {
-        if at >= end {
-            return None;
-        }
-        let want = usize::try_from(end - at).map_or(CHUNK, |l| l.min(CHUNK));
-        let file = std::sync::Arc::clone(&f);
-        let read = web::block(move || read_chunk(&file, at, want))
-            .await
-            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
-        match read {
-            Ok(chunk) => {
-                let next = at + u64::try_from(chunk.len()).unwrap_or(end - at);
-                Some((Ok(chunk), (f, next, end)))
+    let body = stream::unfold((f, start, start + len), move |(f, at, end)| {
+        let spare = spare.clone();
+        async move {
+            if at >= end {
+                return None;
             }
-            Err(e) => Some((Err(e), (f, end, end))),
+            let want = usize::try_from(end - at).map_or(CHUNK, |l| l.min(CHUNK));
+            let file = std::sync::Arc::clone(&f);
+            let read = web::block(move || read_chunk(&file, at, want, &spare))
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+            match read {
+                Ok(chunk) => {
+                    let next = at + u64::try_from(chunk.len()).unwrap_or(end - at);
+                    Some((Ok(chunk), (f, next, end)))
+                }
+                Err(e) => Some((Err(e), (f, end, end))),
+            }
         }
     });
     // Sized, so that Content-Length is sent and HEAD answers carry it without a body.
     Ok(resp.body(SizedStream::new(len, body)))
 }
 
-/// `want` bytes of `file` from `at`; an error if the file ends sooner (it shrank while being
-/// sent: the length was promised in `Content-Length`).
-fn read_chunk(file: &std::fs::File, at: u64, want: usize) -> std::io::Result<web::Bytes> {
+/// The read buffers of one download that actix has finished with. A chunk's buffer comes back
+/// here when the last reference to it is dropped, so that a download allocates and zeroes its
+/// two or three buffers once, not one per chunk.
+#[derive(Clone, Default)]
+struct Spare(std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>);
+
+impl Spare {
+    /// A buffer of at least `want` bytes: a spare one, or a new one of just that size (only a
+    /// download's last chunk, or a short range, is shorter than [`CHUNK`]).
+    fn take(&self, want: usize) -> Vec<u8> {
+        let reused = self.0.lock().ok().and_then(|mut bufs| bufs.pop());
+        reused
+            .filter(|buf| buf.len() >= want)
+            .unwrap_or_else(|| vec![0; want])
+    }
+}
+
+/// A chunk's bytes: the first `len` of a buffer that goes back to its download's [`Spare`].
+struct Lent {
+    buf: Vec<u8>,
+    len: usize,
+    home: Spare,
+}
+
+impl AsRef<[u8]> for Lent {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Ok(mut bufs) = self.home.0.lock() {
+            bufs.push(std::mem::take(&mut self.buf));
+        }
+    }
+}
+
+/// `want` bytes of `file` from `at` (at most [`CHUNK`]); an error if the file ends sooner (it
+/// shrank while being sent: the length was promised in `Content-Length`).
+fn read_chunk(
+    file: &std::fs::File,
+    at: u64,
+    want: usize,
+    spare: &Spare,
+) -> std::io::Result<web::Bytes> {
     use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; want];
-    file.read_exact_at(&mut buf, at).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+    let mut buf = spare.take(want);
+    let filled = buf.get_mut(..want).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "chunk larger than a buffer",
+        )
+    })?;
+    if let Err(e) = file.read_exact_at(filled, at) {
+        return Err(if e.kind() == std::io::ErrorKind::UnexpectedEof {
             std::io::Error::new(e.kind(), "file shrank while being sent")
         } else {
             e
-        }
-    })?;
-    Ok(web::Bytes::from(buf))
+        });
+    }
+    Ok(web::Bytes::from_owner(Lent {
+        buf,
+        len: want,
+        home: spare.clone(),
+    }))
 }
 
 /// `If-Range` with the current ETag (or absent) lets the range apply; anything else (an old

@@ -131,7 +131,8 @@ fn write_builds(dir: &Path) -> std::path::PathBuf {
         ],
     });
     std::fs::write(dir.join("latest.json"), manifest.to_string()).expect("write manifest");
-    std::fs::write(dir.join(MAC_BUILD), build_bytes(300_000, 7)).expect("write build");
+    // Several of the service's 512 KiB read buffers and a tail, so that a download reuses them.
+    std::fs::write(dir.join(MAC_BUILD), build_bytes(1_300_000, 7)).expect("write build");
     std::fs::write(dir.join(WIN_BUILD), build_bytes(120_000, 11)).expect("write build");
     std::fs::write(dir.join(UNLISTED), build_bytes(1000, 3)).expect("write build");
     let outside = dir

@@ -95,6 +95,42 @@ async fn latest_signs_addresses_only_for_licensed_clients() {
     }
 }
 
+/// A download reads the file in chunks into buffers it reuses once actix has sent them: every
+/// byte must still arrive in place, across chunk boundaries, with several downloads at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downloads_of_several_chunks_arrive_whole_and_in_order() {
+    let app = spawn_app().await;
+    let mac = std::fs::read(app.builds.path().join(MAC_BUILD)).expect("build");
+    assert!(mac.len() > 2 * 512 * 1024, "the build spans several chunks");
+    let b = licensed_latest(&app).await;
+    let path = path_of(b["files"][0]["url"].as_str().expect("url"));
+    let ranges = [
+        None,
+        Some((524_000, 1_049_000)),
+        Some((1, mac.len() - 2)),
+        None,
+    ];
+    let downloads = ranges.iter().map(|range| {
+        let (app, path) = (&app, &path);
+        async move {
+            let header = range.map(|(from, to)| format!("bytes={from}-{to}"));
+            let headers: Vec<(&str, &str)> = header.iter().map(|h| ("range", h.as_str())).collect();
+            let resp = fetch(app, path, &headers).await;
+            (resp.status().as_u16(), resp.bytes().await.expect("body"))
+        }
+    });
+    let answers = futures_util::future::join_all(downloads).await;
+    for (range, (status, body)) in ranges.iter().zip(answers) {
+        let want = match range {
+            None => (200, &mac[..]),
+            Some((from, to)) => (206, &mac[*from..=*to]),
+        };
+        assert_eq!(status, want.0, "{range:?}");
+        assert_eq!(body.len(), want.1.len(), "{range:?}");
+        assert!(body.as_ref() == want.1, "the bytes of {range:?} differ");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ranges_etag_and_if_range() {
     let app = spawn_app().await;
