@@ -78,6 +78,26 @@ macro_rules! seat_join {
     };
 }
 
+/// The seat and the seat count of the licence chosen by `$filter`. The count is a correlated
+/// lookup on the `(licence_id, instance_id)` key: an index range of at most ACTIVATION_LIMIT
+/// entries, cheaper than a round trip of its own.
+macro_rules! seat_sql {
+    ($filter:literal) => {
+        concat!(
+            "SELECT ",
+            seat_columns!(),
+            ", (SELECT COUNT(*) FROM activation s WHERE s.licence_id = l.id) AS seats",
+            seat_join!(),
+            "WHERE ",
+            $filter,
+            " LIMIT 1"
+        )
+    };
+}
+
+pub(super) const SEAT_BY_ID: &str = seat_sql!("l.id = ?");
+const SEAT_BY_KEY: &str = seat_sql!("l.license_key = ?");
+
 /// What a request from an installation needs to know, read in one statement: the licence,
 /// the installation's activation on it (`None` when it holds no seat) and how many seats the
 /// licence has taken. `None` when there is no such licence.
@@ -86,24 +106,9 @@ pub fn seat(
     by: LicenceBy<'_>,
     instance_id: &str,
 ) -> QueryResult<Option<(LicenceRow, Option<ActivationRow>, u32)>> {
-    // The count is a correlated lookup on the `(licence_id, instance_id)` key: an index range
-    // of at most ACTIVATION_LIMIT entries, cheaper than a round trip of its own.
-    macro_rules! seat_sql {
-        ($filter:literal) => {
-            concat!(
-                "SELECT ",
-                seat_columns!(),
-                ", (SELECT COUNT(*) FROM activation s WHERE s.licence_id = l.id) AS seats",
-                seat_join!(),
-                "WHERE ",
-                $filter,
-                " LIMIT 1"
-            )
-        };
-    }
     let (sql, value) = match by {
-        LicenceBy::Id(id) => (seat_sql!("l.id = ?"), id),
-        LicenceBy::Key(key) => (seat_sql!("l.license_key = ?"), key),
+        LicenceBy::Id(id) => (SEAT_BY_ID, id),
+        LicenceBy::Key(key) => (SEAT_BY_KEY, key),
     };
     let row: Option<SeatRow> = fixed(
         sql,
@@ -138,7 +143,7 @@ pub struct SeatAndTake {
 // The plans' names are the only values the column's CHECK constraint admits; the quotas
 // come from `Plan::daily_quota`, bound in the order of `Plan::ALL` (a test holds the two
 // lists together). Any other name takes nothing here.
-const SEAT_AND_TAKE: &str = concat!(
+pub(super) const SEAT_AND_TAKE: &str = concat!(
     "SELECT ",
     seat_columns!(),
     ", IF(a.id IS NOT NULL AND l.status = 'active' AND l.disabled_at IS NULL \

@@ -87,4 +87,26 @@ mod tests {
         assert_eq!(&id[14..15], "4");
         assert_ne!(id, super::new_id());
     }
+
+    /// `bench/licence/statements.lua` sends the hot statements without the service, to measure
+    /// what the database alone allows; it must send the very texts the service prepares.
+    #[test]
+    fn the_benchmark_sends_the_statements_the_service_prepares() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../bench/licence/statements.lua"
+        );
+        let lua = std::fs::read_to_string(path).expect("bench/licence/statements.lua");
+        let squeezed = |sql: &str| sql.split_whitespace().collect::<String>();
+        for (name, sql) in [
+            ("SEAT", super::activations::SEAT_BY_ID),
+            ("COUNT", super::rate_limit::COUNT),
+            ("SEAT_AND_TAKE", super::activations::SEAT_AND_TAKE),
+        ] {
+            let opening = format!("local {name} = [[");
+            let from = lua.find(&opening).expect(name) + opening.len();
+            let to = from + lua[from..].find("]]").expect(name);
+            assert_eq!(squeezed(&lua[from..to]), squeezed(sql), "{name}");
+        }
+    }
 }

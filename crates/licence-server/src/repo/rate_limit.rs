@@ -108,13 +108,17 @@ fn ended(conn: &mut MysqlConnection, window: i32) -> QueryResult<usize> {
     .execute(conn)
 }
 
+/// Counts a request in its address's row if the window has room or has ended (binds: the
+/// window's seconds, the bucket, the limit, the window's seconds).
+pub(super) const COUNT: &str = "UPDATE licence_rate_limit SET \
+       hits = IF(window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND, 1, hits + 1), \
+       window_start = IF(hits = 1, UTC_TIMESTAMP(6), window_start) \
+     WHERE bucket = ? AND (hits < ? OR window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND)";
+
 /// Counts the request in an existing row if its window has room or has ended; whether it did.
 fn count(conn: &mut MysqlConnection, bucket: &str, max: i32, window: i32) -> QueryResult<bool> {
     let changed = fixed(
-        "UPDATE licence_rate_limit SET \
-           hits = IF(window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND, 1, hits + 1), \
-           window_start = IF(hits = 1, UTC_TIMESTAMP(6), window_start) \
-         WHERE bucket = ? AND (hits < ? OR window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND)",
+        COUNT,
         vec![
             Bind::Int(window),
             Bind::Text(bucket.to_owned()),
