@@ -6,7 +6,7 @@ use actix_web::body::SizedStream;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
-use futures_util::stream;
+use futures_util::{StreamExt, stream};
 use serde::Deserialize;
 
 use super::AppState;
@@ -75,32 +75,29 @@ pub async fn download(
             format!("bytes {start}-{}/{size}", start + len - 1),
         ));
     }
-    let f = std::fs::File::open(&info.path).map_err(|_| ApiError::FileNotFound)?;
-    let f = std::sync::Arc::new(f);
+    let f =
+        std::sync::Arc::new(std::fs::File::open(&info.path).map_err(|_| ApiError::FileNotFound)?);
     let spare = Spare::default();
+    let end = start + len;
+    let chunk = u64::try_from(CHUNK).unwrap_or(u64::MAX);
+    let offsets = std::iter::successors(Some(start), move |at| Some(at + chunk))
+        .take_while(move |at| *at < end);
     // Each chunk is one positioned read straight into the buffer that goes out, on the blocking
     // pool: no seek, no intermediate buffer of an async file (which would copy every byte once
-    // more). One chunk is read ahead of the socket at a time.
-    let body = stream::unfold((f, start, start + len), move |(f, at, end)| {
-        let spare = spare.clone();
-        async move {
-            if at >= end {
-                return None;
-            }
+    // more). Two reads are in flight at most: `web::block` starts a read when it is called, not
+    // when it is polled, and `buffered` calls it for the next chunk as it hands out the current
+    // one, so that the next read runs while actix writes the current chunk to the socket.
+    let body = stream::iter(offsets)
+        .map(move |at| {
             let want = usize::try_from(end - at).map_or(CHUNK, |l| l.min(CHUNK));
-            let file = std::sync::Arc::clone(&f);
-            let read = web::block(move || read_chunk(&file, at, want, &spare))
-                .await
-                .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
-            match read {
-                Ok(chunk) => {
-                    let next = at + u64::try_from(chunk.len()).unwrap_or(end - at);
-                    Some((Ok(chunk), (f, next, end)))
-                }
-                Err(e) => Some((Err(e), (f, end, end))),
+            let (file, spare) = (std::sync::Arc::clone(&f), spare.clone());
+            let read = web::block(move || read_chunk(&file, at, want, &spare));
+            async move {
+                read.await
+                    .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
             }
-        }
-    });
+        })
+        .buffered(2);
     // Sized, so that Content-Length is sent and HEAD answers carry it without a body.
     Ok(resp.body(SizedStream::new(len, body)))
 }
