@@ -164,8 +164,8 @@ pub struct Gate {
     pub read: [Option<(u32, u64)>; 2],
 }
 
-/// [`hit`] on two keys and the live counts of two others, read without counting, in one statement and one round trip: the
-/// checks in front of a sign-in. The four keys must differ.
+/// [`hit`] on two keys and the live counts of two others, read without counting, in one
+/// statement and one round trip: the checks in front of a sign-in. The four keys must differ.
 pub fn count_two_read_two(
     conn: &mut PgConnection,
     counted: [(&str, RateLimit); 2],

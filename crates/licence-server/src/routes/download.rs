@@ -109,26 +109,27 @@ pub async fn download(
 struct Spare(std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>);
 
 impl Spare {
-    /// A buffer of at least `want` bytes: a spare one, or a new one of just that size (only a
+    /// A buffer of `want` bytes: a spare one cut to that length, or a new one (only a
     /// download's last chunk, or a short range, is shorter than [`CHUNK`]).
     fn take(&self, want: usize) -> Vec<u8> {
         let reused = self.0.lock().ok().and_then(|mut bufs| bufs.pop());
-        reused
+        let mut buf = reused
             .filter(|buf| buf.len() >= want)
-            .unwrap_or_else(|| vec![0; want])
+            .unwrap_or_else(|| vec![0; want]);
+        buf.truncate(want);
+        buf
     }
 }
 
-/// A chunk's bytes: the first `len` of a buffer that goes back to its download's [`Spare`].
+/// A chunk's bytes, in a buffer that goes back to its download's [`Spare`].
 struct Lent {
     buf: Vec<u8>,
-    len: usize,
     home: Spare,
 }
 
 impl AsRef<[u8]> for Lent {
     fn as_ref(&self) -> &[u8] {
-        &self.buf[..self.len]
+        &self.buf
     }
 }
 
@@ -150,13 +151,7 @@ fn read_chunk(
 ) -> std::io::Result<web::Bytes> {
     use std::os::unix::fs::FileExt;
     let mut buf = spare.take(want);
-    let filled = buf.get_mut(..want).ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "chunk larger than a buffer",
-        )
-    })?;
-    if let Err(e) = file.read_exact_at(filled, at) {
+    if let Err(e) = file.read_exact_at(&mut buf, at) {
         return Err(if e.kind() == std::io::ErrorKind::UnexpectedEof {
             std::io::Error::new(e.kind(), "file shrank while being sent")
         } else {
@@ -165,7 +160,6 @@ fn read_chunk(
     }
     Ok(web::Bytes::from_owner(Lent {
         buf,
-        len: want,
         home: spare.clone(),
     }))
 }
