@@ -97,21 +97,32 @@ async function deliver() {
   }
   const reg = registrations.find((r) => r.scopeURL === `${BASE}/` && !r.isDeleted);
   assert.ok(reg, `a service worker registration for ${BASE}/: ${JSON.stringify(registrations)}`);
+  // Chromium drops a notification from getNotifications() for good when the call lands between
+  // the notification's storage and its display, so nothing may ask before the worker's own
+  // showNotification() has settled. CDP reports neither, hence the observer: it forwards every
+  // call unchanged and keeps the outcome where the test can wait for it.
+  const worker = context.serviceWorkers().find((w) => w.url().startsWith(BASE)) ?? (await context.waitForEvent('serviceworker'));
+  await worker.evaluate(() => {
+    const registration = self.registration;
+    const show = registration.showNotification.bind(registration);
+    self.__shown = [];
+    registration.showNotification = (...args) => {
+      const outcome = show(...args);
+      self.__shown.push(outcome.then(() => 'shown', (e) => `refused: ${e}`));
+      return outcome;
+    };
+  });
   await cdp.send('ServiceWorker.deliverPushMessage', { origin: BASE, registrationId: reg.registrationId, data: process.env.PAYLOAD });
-
-  // Polled inside the page: waitForFunction takes only a synchronous predicate, and the promise
-  // an async one returns counts as true at once, before the worker has shown anything.
-  const notes = await page.evaluate(async (timeout) => {
-    const registration = await navigator.serviceWorker.ready;
+  const outcome = await worker.evaluate(async (timeout) => {
     const deadline = Date.now() + timeout;
-    for (;;) {
-      const list = await registration.getNotifications();
-      if (list.length || Date.now() > deadline) {
-        return list.map((n) => ({ title: n.title, body: n.body, tag: n.tag, url: n.data?.url }));
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    while (!self.__shown.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    return self.__shown.length ? Promise.all(self.__shown) : [];
   }, T);
+  assert.deepEqual(outcome, ['shown'], 'the push handler shows one notification');
+
+  const notes = await page.evaluate(async () =>
+    (await (await navigator.serviceWorker.ready).getNotifications()).map((n) => ({ title: n.title, body: n.body, tag: n.tag, url: n.data?.url })),
+  );
   assert.deepEqual(notes, [{ title: payload.title, body: payload.body, tag: payload.tag, url: payload.url }]);
   console.log(`shown: ${JSON.stringify(notes[0])}`);
 
@@ -119,7 +130,6 @@ async function deliver() {
   // own listener gets the event it would get: a notificationclick for the notification it showed.
   assert.equal(new URL(payload.url, BASE).pathname, '/plan', 'a lunch reminder opens the plan');
   assert.ok(await page.evaluate(() => navigator.serviceWorker.controller !== null), 'the page is controlled');
-  const worker = context.serviceWorkers().find((w) => w.url().startsWith(BASE)) ?? (await context.waitForEvent('serviceworker'));
   await worker.evaluate(async () => {
     const [shown] = await self.registration.getNotifications();
     self.dispatchEvent(new self.NotificationEvent('notificationclick', { notification: shown }));
