@@ -78,6 +78,27 @@ try {
   await page.getByRole('heading', { name: 'Ore di digiuno per settimana' }).waitFor();
   await page.getByRole('heading', { name: 'Calendario della serie' }).waitFor();
 
+  step('history shows ten fasts at a time and loads the older ones on request');
+  const ended = await page.evaluate(async () => {
+    const post = (path, body) =>
+      fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    let n = 0;
+    for (let i = 0; i < 10; i++) {
+      const started = await (await post('/me/fast-events', { protocol: '13:11' })).json();
+      if ((await post(`/me/fast-events/${started.id}/end`, {})).ok) n++;
+    }
+    return n;
+  });
+  assert.equal(ended, 10);
+  await page.getByRole('link', { name: 'Storico' }).click();
+  await page.waitForURL(`${BASE}/history`);
+  await page.locator('li.fast').nth(9).waitFor();
+  assert.equal(await page.locator('li.fast').count(), 10);
+  await page.getByRole('button', { name: 'Carica altri' }).click();
+  await page.getByText('1 digiuno caricato.', { exact: true }).waitFor();
+  assert.equal(await page.locator('li.fast').count(), 11);
+  assert.match(await page.locator('li.fast').nth(10).textContent(), /16:8/, 'the oldest fast comes last');
+
   step('settings are saved: preferred protocol, milestones, reminders');
   await page.getByRole('link', { name: 'Impostazioni' }).click();
   await page.selectOption('#pref-protocol', '16:8');
@@ -137,7 +158,7 @@ try {
   const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
   const exported = JSON.parse(await (await import('node:fs/promises')).readFile(await download.path(), 'utf8'));
   assert.equal(exported.user.email, 'giulia.web@example.com');
-  assert.equal(exported.fasts.length, 2);
+  assert.equal(exported.fasts.length, 12);
   assert.ok(exported.fasts.some((f) => f.symptoms?.note === 'Tutto bene, un po’ di fame'));
 
   assert.deepEqual(problems, [], 'no script errors in the app');

@@ -78,7 +78,7 @@ async function register() {
   assert.equal(await page.evaluate(() => window.__applicationServerKey), config.vapidPublicKey, 'subscribed with the server VAPID key');
 
   await page.getByRole('button', { name: 'Invia una prova' }).click();
-  await page.getByText('Notifica di prova inviata a 1 dispositivi.').waitFor();
+  await page.getByText('Notifica di prova inviata a 1 dispositivo.', { exact: true }).waitFor();
 }
 
 async function deliver() {

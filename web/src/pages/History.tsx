@@ -29,7 +29,8 @@ export function History() {
       const page = await api.fasts(PAGE, cursor);
       setMore((m) => [...m, ...page.items]);
       setNext(page.nextBefore);
-      return `${page.items.length} digiuni caricati.`;
+      const n = page.items.length;
+      return `${n} ${n === 1 ? 'digiuno caricato' : 'digiuni caricati'}.`;
     });
   };
 

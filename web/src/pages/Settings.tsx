@@ -157,7 +157,9 @@ function Device({ config }: { config: NotificationConfig }) {
                 onClick={() =>
                   void action.run(async () => {
                     const r = await api.testPush();
-                    return r.sent > 0 ? `Notifica di prova inviata a ${r.sent} dispositivi.` : 'Nessun dispositivo ha ricevuto la prova.';
+                    return r.sent > 0
+                      ? `Notifica di prova inviata a ${r.sent} ${r.sent === 1 ? 'dispositivo' : 'dispositivi'}.`
+                      : 'Nessun dispositivo ha ricevuto la prova.';
                   })
                 }
               >
