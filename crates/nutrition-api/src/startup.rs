@@ -58,6 +58,19 @@ impl Application {
             blocking_threads: Some(settings.pool_size as usize),
             ..settings.http
         };
+        for path in ["direct", "pool"] {
+            crate::direct::READS.with_label_values(&[path]);
+        }
+        let direct = match crate::direct::Target::for_url(settings.database_url.expose()) {
+            Ok(target) => {
+                tracing::info!("GET /me reads over each worker's own asynchronous connection");
+                Some(target)
+            }
+            Err(reason) => {
+                tracing::info!(%reason, "GET /me reads through the pool");
+                None
+            }
+        };
         let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let test_pushes = Arc::new(TestPushes::new(TEST_PUSH_SENDS));
         let state = AppState {
@@ -76,6 +89,8 @@ impl Application {
             limits,
             move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
+                    // Made here, so once per worker thread: its connection is that worker's own.
+                    .app_data(web::Data::new(crate::direct::Reader::new(direct.clone())))
                     .app_data(service_kit::http::BodyLimit(BODY_LIMIT))
                     .app_data(web::Data::new(layer.clone()))
                     .configure(service_kit::openapi::mount(docs.clone()))

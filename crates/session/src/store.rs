@@ -77,6 +77,12 @@ pub fn verify(
     }
 }
 
+/// Whether `current` is neither expired nor due for its rolling refresh at `now`: [`settle`]
+/// would then change nothing, and a read-only path may accept the session as it is.
+pub fn is_steady(current: &Session, now: DateTime<Utc>) -> bool {
+    current.expires_at > now && current.updated_at > now - REFRESH_AGE
+}
+
 /// The rest of [`verify`] once the session row and its user are read, for routes that read them
 /// together with rows of their own in one statement: deletes an expired session (reported as
 /// none) and extends one last refreshed [`REFRESH_AGE`] or more ago. A session that is neither
@@ -126,4 +132,43 @@ pub fn delete_by_token(conn: &mut PgConnection, token: &str) -> QueryResult<usiz
 /// Deletes every expired session; returns how many.
 pub fn delete_expired(conn: &mut PgConnection, now: DateTime<Utc>) -> QueryResult<usize> {
     diesel::delete(session::table.filter(session::expires_at.le(now))).execute(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(expires_in: Duration, refreshed_ago: Duration, now: DateTime<Utc>) -> Session {
+        Session {
+            id: "s".into(),
+            token: "t".into(),
+            user_id: "u".into(),
+            expires_at: now + expires_in,
+            created_at: now - Duration::days(3),
+            updated_at: now - refreshed_ago,
+            ip_address: None,
+            user_agent: None,
+        }
+    }
+
+    /// Steady means exactly what `settle` leaves alone: not expired, not due for a refresh.
+    #[test]
+    fn steady_sessions_are_neither_expired_nor_due() {
+        let now = Utc::now();
+        let second = Duration::seconds(1);
+        assert!(is_steady(
+            &session(Duration::days(6), Duration::hours(1), now),
+            now
+        ));
+        assert!(is_steady(&session(second, REFRESH_AGE - second, now), now));
+        assert!(!is_steady(
+            &session(Duration::zero(), Duration::hours(1), now),
+            now
+        ));
+        assert!(!is_steady(&session(-second, Duration::hours(1), now), now));
+        assert!(!is_steady(
+            &session(Duration::days(6), REFRESH_AGE, now),
+            now
+        ));
+    }
 }

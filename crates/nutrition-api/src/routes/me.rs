@@ -1,3 +1,4 @@
+use ::session::store::Verified;
 use ::session::{Session, SessionToken, User};
 use actix_web::{HttpResponse, web};
 use chrono::{DateTime, Utc};
@@ -6,6 +7,7 @@ use nutrition_store::schema::auth::{session, user};
 use nutrition_store::schema::nutrition::profile;
 use serde::Serialize;
 
+use crate::direct::{ProfileColumns, Reader};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -33,21 +35,71 @@ struct Answer {
     session: Session,
 }
 
-type ProfileColumns = (Option<String>, bool, Option<DateTime<Utc>>);
-
 /// `GET /me`: the signed-in user with their fasting pause and preferences, and the session.
 ///
 /// The app calls this on every start and focus, so it is the hottest signed-in route: the session,
 /// its user and the profile come back in one statement, on one pooled connection, instead of the
 /// guard's lookup followed by a profile read. Only an expired session (deleted) or one due for
-/// its rolling refresh costs a second statement.
+/// its rolling refresh costs a second statement. The statement goes over the worker's own
+/// asynchronous connection when it has one ([`crate::direct`]), and through the pool otherwise.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn me(
     token: SessionToken,
     state: web::Data<AppState>,
+    reader: web::Data<Reader>,
 ) -> Result<HttpResponse, actix_web::Error> {
-    let lookup = token.token.clone();
-    let found = nutrition_store::run(&state.pool, move |conn| {
+    let direct = match reader.me(&token.token).await {
+        Some(None) => Some(None),
+        Some(Some((current, user, profile)))
+            if ::session::store::is_steady(&current, Utc::now()) =>
+        {
+            Some(Some((
+                Verified {
+                    user,
+                    session: current,
+                    refreshed: false,
+                },
+                profile,
+            )))
+        }
+        // Not connected, or the session must be deleted or extended: the pool's way does both.
+        _ => None,
+    };
+    let found = match direct {
+        Some(found) => {
+            crate::direct::READS.with_label_values(&["direct"]).inc();
+            found
+        }
+        None => {
+            crate::direct::READS.with_label_values(&["pool"]).inc();
+            through_pool(&state, token.token.clone()).await?
+        }
+    };
+    let (verified, profile) = match found {
+        Some((verified, profile)) => (Some(verified), profile),
+        None => (None, None),
+    };
+    let verified = token.accept(verified).map_err(actix_web::Error::from)?.0;
+    let (fasting_protocol, fasting_milestones, fasting_paused_until) =
+        profile.unwrap_or((None, false, None));
+    Ok(HttpResponse::Ok().json(Answer {
+        user: MeUser {
+            user: verified.user,
+            fasting_paused_until,
+            preferences: Preferences {
+                fasting_protocol,
+                fasting_milestones,
+            },
+        },
+        session: verified.session,
+    }))
+}
+
+type Found = Option<(Verified, Option<ProfileColumns>)>;
+
+/// The read on a pooled connection, with the session's deletion or extension when it is due.
+async fn through_pool(state: &AppState, lookup: String) -> Result<Found, ApiError> {
+    nutrition_store::run(&state.pool, move |conn| {
         let now = Utc::now();
         let row: Option<(Session, User, Option<ProfileColumns>)> = session::table
             .inner_join(user::table)
@@ -72,23 +124,5 @@ pub async fn me(
         let settled = ::session::store::settle(conn, current, user, now).map_err(ApiError::from)?;
         Ok::<_, ApiError>(settled.map(|verified| (verified, profile)))
     })
-    .await?;
-    let (verified, profile) = match found {
-        Some((verified, profile)) => (Some(verified), profile),
-        None => (None, None),
-    };
-    let verified = token.accept(verified).map_err(actix_web::Error::from)?.0;
-    let (fasting_protocol, fasting_milestones, fasting_paused_until) =
-        profile.unwrap_or((None, false, None));
-    Ok(HttpResponse::Ok().json(Answer {
-        user: MeUser {
-            user: verified.user,
-            fasting_paused_until,
-            preferences: Preferences {
-                fasting_protocol,
-                fasting_milestones,
-            },
-        },
-        session: verified.session,
-    }))
+    .await
 }

@@ -163,3 +163,88 @@ async fn connections_lost_under_the_pool_are_replaced() {
         assert_eq!(r.status, 200, "{}", r.text);
     }
 }
+
+/// Backends of the app's database, other than the asking one, whose latest statement is `sql`.
+fn backends_running(app: &crate::helpers::TestApp, sql: &str) -> i64 {
+    app.count(&format!(
+        "SELECT count(*) AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = '{}'",
+        sql.replace('\'', "''")
+    ))
+}
+
+/// Sends `GET /me` on several connections at once (so that every worker sees some) until each
+/// worker's own connection has read a session, or panics after 10 s.
+async fn until_every_worker_reads_directly(app: &crate::helpers::TestApp, u: &User) {
+    let workers = std::thread::available_parallelism().map_or(2, usize::from) as i64;
+    for _ in 0..100 {
+        let clients: Vec<_> = (0..4).map(|_| testkit::http::client()).collect();
+        let answers = futures_util::future::join_all(clients.iter().map(|http| async move {
+            http.get(format!("{}/me", app.base))
+                .header("cookie", &u.cookie)
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+        }))
+        .await;
+        assert!(answers.iter().all(|s| matches!(s, Ok(200))), "{answers:?}");
+        if backends_running(app, nutrition_api::direct::ME_SQL) >= workers {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the workers never read over connections of their own");
+}
+
+/// Once a worker's own connection is open, `GET /me` is read over it and not through the pool:
+/// while ten requests are answered, the only backends of the database that run a statement are
+/// those running the direct read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_me_reads_over_the_workers_own_connection() {
+    let app = spawn_app().await;
+    let u = app.user("direct@example.com");
+    until_every_worker_reads_directly(&app, &u).await;
+
+    let since = app.count("SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS n");
+    for _ in 0..10 {
+        let r = app.get("/me", &u).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.body["user"]["email"], "direct@example.com", "{}", r.text);
+        assert_eq!(r.body["session"]["userId"], u.id.as_str(), "{}", r.text);
+    }
+    let busy = |direct: bool| {
+        app.count(&format!(
+            "SELECT count(*) AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND pid <> pg_backend_pid()
+                AND query_start >= to_timestamp({since} / 1000000.0)
+                AND query NOT LIKE '%pg_stat_activity%'
+                AND (query = '{}') = {direct}",
+            nutrition_api::direct::ME_SQL.replace('\'', "''")
+        ))
+    };
+    assert!(busy(true) >= 1, "a direct connection served the requests");
+    assert_eq!(busy(false), 0, "no other connection ran a statement");
+}
+
+/// A worker's own connection that the database closes (a restart, an administrator, a failover)
+/// costs no request an error: the request that finds it gone is read through the pool, and the
+/// worker connects again in the background.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_direct_connection_falls_back_to_the_pool_and_is_replaced() {
+    let app = spawn_app().await;
+    let u = app.user("lost@example.com");
+    until_every_worker_reads_directly(&app, &u).await;
+
+    let killed = app.count(&format!(
+        "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = '{}'",
+        nutrition_api::direct::ME_SQL.replace('\'', "''")
+    ));
+    assert!(killed >= 1, "{killed}");
+    for round in 0..20 {
+        let r = app.get("/me", &u).await;
+        assert_eq!(r.status, 200, "request {round} after the kill: {}", r.text);
+        assert_eq!(r.body["user"]["email"], "lost@example.com", "{}", r.text);
+    }
+    until_every_worker_reads_directly(&app, &u).await;
+}
