@@ -224,6 +224,19 @@ async fn get_me_reads_over_the_workers_own_connection() {
     };
     assert!(busy(true) >= 1, "a direct connection served the requests");
     assert_eq!(busy(false), 0, "no other connection ran a statement");
+
+    // Both ways connect with the same `sslmode` (libpq's default, `prefer`): encrypted alike,
+    // whether or not this Postgres offers TLS.
+    assert_eq!(
+        app.count(
+            "SELECT count(DISTINCT ssl.ssl) AS n FROM pg_stat_ssl ssl
+               JOIN pg_stat_activity a USING (pid)
+              WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+                AND a.backend_type = 'client backend'"
+        ),
+        1,
+        "the direct and the pooled connections are encrypted alike"
+    );
 }
 
 /// A worker's own connection that the database closes (a restart, an administrator, a failover)
