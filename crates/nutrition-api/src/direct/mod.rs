@@ -56,7 +56,7 @@ pub const ME_SQL: &str = "SELECT s.id, s.token, s.user_id, s.expires_at, s.creat
 
 /// Longest wait for a connection to open and prepare its statement.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// After a failed attempt, requests use the pool for this long before the next attempt.
+/// After a failed connection or read, requests use the pool for this long before a new attempt.
 const RETRY_AFTER: Duration = Duration::from_secs(2);
 /// Longest wait for the statement's answer before the request goes through the pool instead.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -191,28 +191,22 @@ impl Reader {
             link.client.query_opt(&link.statement, &[&token]),
         )
         .await;
-        match answer {
+        let error = match answer {
             Ok(Ok(row)) => match row.as_ref().map(me_row).transpose() {
-                Ok(found) => Some(found),
-                Err(error) => {
-                    tracing::warn!(%error, "unexpected row from the direct read");
-                    None
-                }
+                Ok(found) => return Some(found),
+                Err(error) => format!("unexpected row: {error}"),
             },
-            Ok(Err(error)) => {
-                if link.client.is_closed() {
-                    self.forget(&link);
-                }
-                tracing::warn!(%error, "direct read failed; using the pool");
-                None
-            }
-            Err(_) => {
-                // Stuck behind a dead socket, or the database is overloaded: start afresh.
-                self.forget(&link);
-                tracing::warn!("direct read timed out; using the pool");
-                None
-            }
-        }
+            Ok(Err(error)) => error.to_string(),
+            // Stuck behind a dead socket, or the database is overloaded.
+            Err(_) => format!("no answer within {QUERY_TIMEOUT:?}"),
+        };
+        // Whatever went wrong (a lost connection, a statement the schema no longer fits), the
+        // link is dropped and the pool answers until a fresh one is opened after a pause: a
+        // fault that persists costs one failed read and one connection per pause, not a failed
+        // read in front of every request.
+        self.set_aside(&link);
+        tracing::warn!(%error, "direct read failed; using the pool");
+        None
     }
 
     /// The open link, or `None` after starting to open one when there is none.
@@ -247,10 +241,10 @@ impl Reader {
         None
     }
 
-    fn forget(&self, link: &Rc<Link>) {
+    fn set_aside(&self, link: &Rc<Link>) {
         let mut slot = self.slot.borrow_mut();
         if matches!(&*slot, Slot::Ready(current) if Rc::ptr_eq(current, link)) {
-            *slot = Slot::Empty;
+            *slot = Slot::Resting(Instant::now() + RETRY_AFTER);
         }
     }
 }
