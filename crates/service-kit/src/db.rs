@@ -51,12 +51,17 @@ fn builder<C: R2D2Connection + 'static>(max_size: u32) -> diesel::r2d2::Builder<
         .error_handler(Box::new(TracingErrorHandler))
 }
 
-/// Whether `error` says the connection itself is gone (server restarted, socket closed, network
-/// cut), as opposed to a statement the database refused on a healthy connection.
+/// Whether `error` says the connection itself can no longer serve (server restarted, socket
+/// closed, network cut, or statements it prepared that no longer fit the schema), as opposed to
+/// a statement the database refused on a healthy connection. Such a connection is discarded and
+/// the request answered 503: the next attempt gets a working one.
 pub fn is_connection_lost(error: &DieselError) -> bool {
     match error {
         DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => true,
-        // MariaDB's client reports a lost server without a kind of its own.
+        // MariaDB's client reports a lost server without a kind of its own. Postgres refuses a
+        // prepared statement whose result columns changed type since it was prepared (a
+        // migration applied by a newer replica) with SQLSTATE 0A000, which diesel does not
+        // expose: only a new connection prepares it afresh.
         DieselError::DatabaseError(DatabaseErrorKind::Unknown, info) => {
             let message = info.message().to_ascii_lowercase();
             [
@@ -64,6 +69,7 @@ pub fn is_connection_lost(error: &DieselError) -> bool {
                 "lost connection to",
                 "server closed the connection",
                 "no connection to the server",
+                "cached plan must not change result type",
             ]
             .iter()
             .any(|needle| message.contains(needle))

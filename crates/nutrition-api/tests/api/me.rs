@@ -218,6 +218,8 @@ async fn get_me_reads_over_the_workers_own_connection() {
               WHERE datname = current_database() AND pid <> pg_backend_pid()
                 AND query_start >= to_timestamp({since} / 1000000.0)
                 AND query NOT LIKE '%pg_stat_activity%'
+                -- A connection the pool opens in the background runs its session set-up.
+                AND query NOT LIKE 'SET %'
                 AND (query = '{}') = {direct}",
             nutrition_api::direct::ME_SQL.replace('\'', "''")
         ))
@@ -260,4 +262,54 @@ async fn a_lost_direct_connection_falls_back_to_the_pool_and_is_replaced() {
         assert_eq!(r.body["user"]["email"], "lost@example.com", "{}", r.text);
     }
     until_every_worker_reads_directly(&app, &u).await;
+}
+
+/// A column whose type changes under the running service (a migration applied by a newer
+/// replica) makes the statements that connections prepared before fail ("cached plan must not
+/// change result type"). No request may answer 500 for it: a request that meets it is answered
+/// 503, its connection is replaced, and soon every request succeeds again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_column_type_changed_under_prepared_statements_costs_no_500() {
+    let app = spawn_app().await;
+    let u = app.user("retype@example.com");
+    let r = app
+        .patch(
+            "/me/preferences",
+            &u,
+            serde_json::json!({ "fastingProtocol": "16:8" }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // Prepared on the pooled connections and on the workers' own.
+    let warm = futures_util::future::join_all(
+        (0..8).map(|i| app.get(if i % 2 == 0 { "/me" } else { "/me/preferences" }, &u)),
+    )
+    .await;
+    assert!(warm.iter().all(|r| r.status == 200));
+    until_every_worker_reads_directly(&app, &u).await;
+
+    app.sql("ALTER TABLE nutrition.profile ALTER COLUMN fasting_protocol TYPE varchar(64)");
+    let mut statuses = Vec::new();
+    for _ in 0..20 {
+        for path in ["/me", "/me/preferences"] {
+            let r = app.get(path, &u).await;
+            assert!(
+                r.status == 200 || (r.status == 503 && r.body["code"] == "SERVICE_UNAVAILABLE"),
+                "{path}: {} {}",
+                r.status,
+                r.text
+            );
+            statuses.push(r.status);
+        }
+    }
+    assert!(
+        statuses[statuses.len() - 10..].iter().all(|s| *s == 200),
+        "{statuses:?}"
+    );
+    let r = app.get("/me", &u).await;
+    assert_eq!(
+        r.body["user"]["preferences"]["fastingProtocol"], "16:8",
+        "{}",
+        r.text
+    );
 }
