@@ -1,7 +1,7 @@
 //! Building the HTTP server: the same code path for `main` and for tests, which pass port 0.
 
 use std::net::TcpListener;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use actix_web::dev::Server;
@@ -58,9 +58,9 @@ impl Application {
             blocking_threads: Some(settings.pool_size as usize),
             ..settings.http
         };
-        for path in ["direct", "pool"] {
-            crate::direct::READS.with_label_values(&[path]);
-        }
+        // Both series exported at zero from the first scrape on.
+        LazyLock::force(&crate::direct::DIRECT_READS);
+        LazyLock::force(&crate::direct::POOL_READS);
         let direct = match crate::direct::Target::for_url(settings.database_url.expose()) {
             Ok(target) => {
                 tracing::info!("GET /me reads over each worker's own asynchronous connection");

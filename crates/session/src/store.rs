@@ -77,10 +77,23 @@ pub fn verify(
     }
 }
 
-/// Whether `current` is neither expired nor due for its rolling refresh at `now`: [`settle`]
-/// would then change nothing, and a read-only path may accept the session as it is.
-pub fn is_steady(current: &Session, now: DateTime<Utc>) -> bool {
-    current.expires_at > now && current.updated_at > now - REFRESH_AGE
+fn is_expired(current: &Session, now: DateTime<Utc>) -> bool {
+    current.expires_at <= now
+}
+
+fn is_due_for_refresh(current: &Session, now: DateTime<Utc>) -> bool {
+    current.updated_at <= now - REFRESH_AGE
+}
+
+/// The session verified as it is, when it is neither expired nor due for its rolling refresh at
+/// `now`: [`settle`] would then change nothing, so a read-only path may accept it. `None` when
+/// only [`settle`] can decide.
+pub fn steady(current: Session, user: User, now: DateTime<Utc>) -> Option<Verified> {
+    (!is_expired(&current, now) && !is_due_for_refresh(&current, now)).then_some(Verified {
+        user,
+        session: current,
+        refreshed: false,
+    })
 }
 
 /// The rest of [`verify`] once the session row and its user are read, for routes that read them
@@ -93,12 +106,12 @@ pub fn settle(
     user: User,
     now: DateTime<Utc>,
 ) -> QueryResult<Option<Verified>> {
-    if current.expires_at <= now {
+    if is_expired(&current, now) {
         diesel::delete(session::table.filter(session::id.eq(&current.id))).execute(conn)?;
         return Ok(None);
     }
     let mut refreshed = false;
-    if current.updated_at <= now - REFRESH_AGE {
+    if is_due_for_refresh(&current, now) {
         // Conditional on the old value: of two parallel requests only one extends.
         let updated = diesel::update(
             session::table
@@ -137,6 +150,19 @@ pub fn delete_expired(conn: &mut PgConnection, now: DateTime<Utc>) -> QueryResul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn is_steady(current: &Session, now: DateTime<Utc>) -> bool {
+        let user = User {
+            id: "u".into(),
+            name: "U".into(),
+            email: "u@example.com".into(),
+            email_verified: false,
+            image: None,
+            created_at: now,
+            updated_at: now,
+        };
+        steady(current.clone(), user, now).is_some_and(|v| !v.refreshed)
+    }
 
     fn session(expires_in: Duration, refreshed_ago: Duration, now: DateTime<Utc>) -> Session {
         Session {

@@ -24,7 +24,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use service_kit::metrics::prometheus::IntCounterVec;
+use service_kit::metrics::prometheus::{IntCounter, IntCounterVec};
 use session::{Session, User};
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::{Client, Config, Row, Statement};
@@ -32,13 +32,17 @@ use tokio_postgres::{Client, Config, Row, Statement};
 mod tls;
 
 /// `GET /me` reads by the way they went: over the worker's connection or through the pool.
-pub static READS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+static READS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     service_kit::metrics::counter_vec(
         "me_reads_total",
         "GET /me session reads, by the way they went: direct (the worker's own connection) or pool.",
         &["path"],
     )
 });
+/// The two series of [`READS`], looked up once rather than by label on every request.
+pub static DIRECT_READS: LazyLock<IntCounter> =
+    LazyLock::new(|| READS.with_label_values(&["direct"]));
+pub static POOL_READS: LazyLock<IntCounter> = LazyLock::new(|| READS.with_label_values(&["pool"]));
 
 /// The profile columns `GET /me` answers with: protocol, milestones, paused until.
 pub type ProfileColumns = (Option<String>, bool, Option<DateTime<Utc>>);

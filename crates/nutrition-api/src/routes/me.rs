@@ -50,28 +50,19 @@ pub async fn me(
 ) -> Result<HttpResponse, actix_web::Error> {
     let direct = match reader.me(&token.token).await {
         Some(None) => Some(None),
-        Some(Some((current, user, profile)))
-            if ::session::store::is_steady(&current, Utc::now()) =>
-        {
-            Some(Some((
-                Verified {
-                    user,
-                    session: current,
-                    refreshed: false,
-                },
-                profile,
-            )))
+        // A session to delete or extend goes the pool's way, which does both.
+        Some(Some((current, user, profile))) => {
+            ::session::store::steady(current, user, Utc::now()).map(|v| Some((v, profile)))
         }
-        // Not connected, or the session must be deleted or extended: the pool's way does both.
-        _ => None,
+        None => None,
     };
     let found = match direct {
         Some(found) => {
-            crate::direct::READS.with_label_values(&["direct"]).inc();
+            crate::direct::DIRECT_READS.inc();
             found
         }
         None => {
-            crate::direct::READS.with_label_values(&["pool"]).inc();
+            crate::direct::POOL_READS.inc();
             through_pool(&state, token.token.clone()).await?
         }
     };

@@ -164,12 +164,18 @@ async fn connections_lost_under_the_pool_are_replaced() {
     }
 }
 
-/// Backends of the app's database, other than the asking one, whose latest statement is `sql`.
-fn backends_running(app: &crate::helpers::TestApp, sql: &str) -> i64 {
+/// The direct read's statement as an SQL string literal, to find it in `pg_stat_activity`.
+fn direct_read_literal() -> String {
+    format!("'{}'", nutrition_api::direct::ME_SQL.replace('\'', "''"))
+}
+
+/// Backends of the app's database, other than the asking one, whose latest statement is the
+/// direct read.
+fn direct_backends(app: &crate::helpers::TestApp) -> i64 {
     app.count(&format!(
         "SELECT count(*) AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = '{}'",
-        sql.replace('\'', "''")
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = {}",
+        direct_read_literal()
     ))
 }
 
@@ -188,7 +194,7 @@ async fn until_every_worker_reads_directly(app: &crate::helpers::TestApp, u: &Us
         }))
         .await;
         assert!(answers.iter().all(|s| matches!(s, Ok(200))), "{answers:?}");
-        if backends_running(app, nutrition_api::direct::ME_SQL) >= workers {
+        if direct_backends(app) >= workers {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -220,8 +226,8 @@ async fn get_me_reads_over_the_workers_own_connection() {
                 AND query NOT LIKE '%pg_stat_activity%'
                 -- A connection the pool opens in the background runs its session set-up.
                 AND query NOT LIKE 'SET %'
-                AND (query = '{}') = {direct}",
-            nutrition_api::direct::ME_SQL.replace('\'', "''")
+                AND (query = {}) = {direct}",
+            direct_read_literal()
         ))
     };
     assert!(busy(true) >= 1, "a direct connection served the requests");
@@ -252,8 +258,8 @@ async fn a_lost_direct_connection_falls_back_to_the_pool_and_is_replaced() {
 
     let killed = app.count(&format!(
         "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = '{}'",
-        nutrition_api::direct::ME_SQL.replace('\'', "''")
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = {}",
+        direct_read_literal()
     ));
     assert!(killed >= 1, "{killed}");
     for round in 0..20 {
