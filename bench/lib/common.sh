@@ -120,3 +120,18 @@ create_database() {
   databases+=("$1")
   app_psql postgres -c "CREATE DATABASE \"$1\"" >/dev/null
 }
+
+# The commit measured, marked when the working tree differs from it in anything that could change
+# a figure. The figures and tables that runs write (results.json, last-run.md, the README's table)
+# and the documentation do not count: a group run after another, in one bench/run, would otherwise
+# see the first group's fresh results as uncommitted changes.
+measured_commit() {
+  local commit
+  commit=$(git rev-parse --short HEAD 2>/dev/null) || { echo unknown; return; }
+  if [ -n "$(git --no-optional-locks status --porcelain --untracked-files=no -- ':/' \
+    ':(top,exclude,glob)**/*.md' ':(top,exclude,glob)bench/**/results.json' \
+    2>/dev/null)" ]; then
+    commit="$commit with uncommitted changes"
+  fi
+  echo "$commit"
+}
