@@ -4,14 +4,16 @@
 --   validate  the rate-limit count of the request's address (MEMORY table) and the licence
 --             with the installation's seat and the seat count (two statements);
 --   consume   the licence with the seat, taking the unit in the same statement through
---             licence_usage_take (one statement, activations.rs's SEAT_AND_TAKE).
+--             licence_usage_take (one statement, activations.rs's SEAT_AND_TAKE);
+--   seat      validate's second statement alone: a validate without the per-address count,
+--             the least database work any validate of a seat can do.
 -- The statements are those of crates/licence-server/src/repo (rate_limit.rs, activations.rs),
 -- prepared once per connection as the service keeps them.
 --
---   sysbench bench/licence/statements.lua --route=validate|consume [--mysql-* options] run
+--   sysbench bench/licence/statements.lua --route=validate|consume|seat [--mysql-* options] run
 
 sysbench.cmdline.options = {
-  route = {"validate or consume", "validate"},
+  route = {"validate, consume or seat", "validate"},
   day = {"the day consume counts on (a day of its own, apart from the service's)", "2100-01-01"},
 }
 
@@ -78,7 +80,7 @@ function thread_init()
       take_args[q]:set(1000000000)
     end
     take_args[7]:set("bench-pc")
-  else
+  elseif sysbench.opt.route == "validate" then
     count = con:prepare(COUNT)
     count_args = {count:bind_create(sysbench.sql.type.INT),
                   count:bind_create(sysbench.sql.type.VARCHAR, 64),
@@ -97,9 +99,11 @@ function event()
     take_args[8]:set(ids[i])
     take:execute()
   else
-    count_args[2]:set(string.format("licence:10.%d.%d.%d",
-      math.floor(i / 65536) % 256, math.floor(i / 256) % 256, i % 256))
-    count:execute()
+    if count then
+      count_args[2]:set(string.format("licence:10.%d.%d.%d",
+        math.floor(i / 65536) % 256, math.floor(i / 256) % 256, i % 256))
+      count:execute()
+    end
     seat_args[2]:set(ids[i])
     seat:execute()
   end
