@@ -279,11 +279,7 @@ async fn a_column_type_changed_under_prepared_statements_costs_no_500() {
     let app = spawn_app().await;
     let u = app.user("retype@example.com");
     let r = app
-        .patch(
-            "/me/preferences",
-            &u,
-            serde_json::json!({ "fastingProtocol": "16:8" }),
-        )
+        .patch("/me/preferences", &u, json!({ "fastingProtocol": "16:8" }))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     // Prepared on the pooled connections and on the workers' own.
