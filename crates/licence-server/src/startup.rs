@@ -101,8 +101,14 @@ impl Application {
             "Quota consumptions by outcome (ok: consumed, refused: over quota or not allowed).",
             &["/api/usage/consume"],
         );
-        let server =
-            service_kit::http::server_with(listener, readiness, metrics, limits, move |cfg| {
+        let files = routes::download::file_route(state.clone());
+        let server = service_kit::http::server_with_files(
+            listener,
+            readiness,
+            metrics,
+            limits,
+            Some(files),
+            move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     // The desktop app's historical probe; same meaning as /ready.
                     .service(
@@ -111,7 +117,8 @@ impl Application {
                     )
                     .configure(service_kit::openapi::mount(docs.clone()))
                     .configure(routes::config);
-            })?;
+            },
+        )?;
         tracing::info!(port, "licence-server listening");
         Ok(Self {
             port,

@@ -399,36 +399,13 @@ impl tracing_actix_web::RootSpanBuilder for RequestSpan {
             .get::<tracing_actix_web::RequestId>()
             .map(ToString::to_string)
             .unwrap_or_default();
-        let route = request.match_pattern().unwrap_or_default();
-        let span = tracing::info_span!(
-            "http_request",
-            otel.name = tracing::field::Empty,
-            otel.kind = "server",
-            http.method = %request.method(),
-            http.route = %route,
-            http.path = %request.path(),
-            http.status_code = tracing::field::Empty,
-            otel.status_code = tracing::field::Empty,
-            exception.message = tracing::field::Empty,
-            exception.details = tracing::field::Empty,
-            request_id = %request_id,
-            trace_id = tracing::field::Empty,
-        );
-        if crate::telemetry::exporting() {
-            // OpenTelemetry names a server span by method and route template; an unmatched
-            // request gets the method alone, since its path may carry identifiers or
-            // capabilities. Only an exported span needs the name, so the hot path without
-            // export does not format it.
-            let name = if route.is_empty() {
-                request.method().to_string()
-            } else {
-                format!("{} {route}", request.method())
-            };
-            span.record("otel.name", name.as_str());
-        }
-        let trace_id = crate::telemetry::trace_request(&span, request.headers(), &request_id);
-        span.record("trace_id", trace_id.as_str());
-        span
+        request_span(
+            request.method(),
+            request.match_pattern().as_deref().unwrap_or_default(),
+            request.path(),
+            request.headers(),
+            &request_id,
+        )
     }
 
     fn on_request_end<B: actix_web::body::MessageBody>(
@@ -452,6 +429,46 @@ impl tracing_actix_web::RootSpanBuilder for RequestSpan {
 
 /// Logged at error level whenever a service answers a 5xx other than 503.
 pub const SERVER_ERROR_LOG: &str = "answered a server error";
+
+/// The span of one request, shared by [`RequestSpan`] and the requests served before actix (see
+/// [`crate::files`]). `path` is without the query.
+pub(crate) fn request_span(
+    method: &actix_web::http::Method,
+    route: &str,
+    path: &str,
+    headers: &header::HeaderMap,
+    request_id: &str,
+) -> tracing::Span {
+    let span = tracing::info_span!(
+        "http_request",
+        otel.name = tracing::field::Empty,
+        otel.kind = "server",
+        http.method = %method,
+        http.route = %route,
+        http.path = %path,
+        http.status_code = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        exception.message = tracing::field::Empty,
+        exception.details = tracing::field::Empty,
+        request_id = %request_id,
+        trace_id = tracing::field::Empty,
+    );
+    if crate::telemetry::exporting() {
+        // OpenTelemetry names a server span by method and route template; an unmatched
+        // request gets the method alone, since its path may carry identifiers or
+        // capabilities. Only an exported span needs the name, so the hot path without
+        // export does not format it.
+        let name = if route.is_empty() {
+            method.to_string()
+        } else {
+            format!("{method} {route}")
+        };
+        span.record("otel.name", name.as_str());
+    }
+    let trace_id = crate::telemetry::trace_request(&span, headers, request_id);
+    span.record("trace_id", trace_id.as_str());
+    span
+}
 
 /// The HTTP server every service runs: request tracing and metrics, the shared extractor
 /// settings, the probes, `/metrics`, the routes added by `configure`, and the contract's 404 for
@@ -590,6 +607,25 @@ pub fn server_with<F>(
 where
     F: Fn(&mut web::ServiceConfig) + Send + Clone + 'static,
 {
+    server_with_files(listener, readiness, metrics, limits, None, configure)
+}
+
+/// [`server_with`], with a route whose successful answers are files sent by `sendfile(2)`
+/// before actix sees the request (see [`crate::files`]); every other request, and every request
+/// of that route the [`FileRoute`](crate::files::FileRoute) declines, goes to the app.
+pub fn server_with_files<F>(
+    listener: std::net::TcpListener,
+    readiness: ReadinessProbe,
+    metrics: crate::metrics::ServiceMetrics,
+    limits: Limits,
+    files: Option<crate::files::FileRoute>,
+    configure: F,
+) -> std::io::Result<actix_web::dev::Server>
+where
+    F: Fn(&mut web::ServiceConfig) + Send + Clone + 'static,
+{
+    use actix_service::{IntoServiceFactory, ServiceFactoryExt, map_config};
+
     crate::metrics::init_process_metrics();
     let metrics = web::Data::new(metrics);
     let workers = std::thread::available_parallelism().map_or(2, usize::from);
@@ -599,31 +635,60 @@ where
             Err(error) => tracing::warn!(%error, "open files limit could not be raised"),
         }
     }
-    let server = actix_web::HttpServer::new(move || {
-        actix_web::App::new()
+    let addr = listener.local_addr()?;
+    let builder = actix_server::Server::build();
+    let shutdown = builder.graceful_shutdown_signal();
+    // What actix-web's HttpServer does for a listener, with its defaults, plus the look at each
+    // connection's first request that the file route needs.
+    let builder = builder
+        .shutdown_timeout(10)
+        .workers(workers)
+        // actix counts per worker; MAX_CONNECTIONS is per process.
+        .max_concurrent_connections(limits.max_connections.div_ceil(workers));
+    // Each worker has its own blocking pool; the limit is per process.
+    let builder = match limits.blocking_threads {
+        Some(total) => builder.worker_max_blocking_threads(total.div_ceil(workers).max(1)),
+        None => builder,
+    };
+    let builder = builder.listen("http", listener, move || {
+        let configure = configure.clone();
+        let readiness = Arc::clone(&readiness);
+        let app = actix_web::App::new()
             .wrap(actix_web::middleware::from_fn(body_deadline))
             .wrap(tracing_actix_web::TracingLogger::<RequestSpan>::new())
             .wrap(actix_web::middleware::from_fn(crate::metrics::record))
             .app_data(web::Data::new(limits))
-            .app_data(web::Data::new(Arc::clone(&readiness)))
+            .app_data(web::Data::new(readiness))
             .app_data(metrics.clone())
             .configure(extractor_config)
             .configure(probes)
             .route("/metrics", web::get().to(crate::metrics::handler))
-            .configure(configure.clone())
-            .default_service(web::to(not_found))
-    })
-    .shutdown_timeout(10)
-    .workers(workers)
-    // actix counts per worker; MAX_CONNECTIONS is per process.
-    .max_connections(limits.max_connections.div_ceil(workers));
-    // Each worker has its own blocking pool; the limit is per process.
-    let server = match limits.blocking_threads {
-        Some(total) => server.worker_max_blocking_threads(total.div_ceil(workers).max(1)),
-        None => server,
-    };
-    Ok(server.listen(listener)?.run())
+            .configure(configure)
+            .default_service(web::to(not_found));
+        let shutdown = shutdown.clone();
+        let http = actix_http::HttpService::build()
+            .graceful_shutdown_signal(move || {
+                let signal = shutdown.clone();
+                async move { signal.notified().await }
+            })
+            .keep_alive(actix_http::KeepAlive::default())
+            .client_request_timeout(CLIENT_REQUEST_TIMEOUT)
+            .client_disconnect_timeout(Duration::from_secs(1))
+            .h1_allow_half_closed(true)
+            .local_addr(addr)
+            .finish(map_config(
+                app.into_factory()
+                    .map_err(|err: actix_web::Error| err.error_response()),
+                |_| actix_web::dev::AppConfig::default(),
+            ))
+            .tcp();
+        crate::files::front(http, files.clone(), metrics.clone())
+    })?;
+    Ok(builder.run())
 }
+
+/// How long a new connection may take to send its first request head (actix-web's default).
+pub(crate) const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod files;
 pub mod fixed;
 pub mod http;
 pub mod metrics;

@@ -333,16 +333,50 @@ pub async fn record(
         Ok(resp) => resp.status().as_u16(),
         Err(err) => err.as_response_error().status_code().as_u16(),
     };
+    observe(
+        &method,
+        &route,
+        status,
+        started,
+        metrics.as_ref().map(|m| m.get_ref()),
+    );
+    result
+}
+
+/// Counts one answered request, for [`record`] and for the requests served before actix (see
+/// [`crate::files`]), so that both show up alike on `/metrics`.
+pub(crate) fn observe(
+    method: &str,
+    route: &str,
+    status: u16,
+    started: Instant,
+    metrics: Option<&ServiceMetrics>,
+) {
     REQUESTS
-        .with_label_values(&[method.as_str(), route.as_str(), &status.to_string()])
+        .with_label_values(&[method, route, &status.to_string()])
         .inc();
     DURATION
-        .with_label_values(&[method.as_str(), route.as_str()])
+        .with_label_values(&[method, route])
         .observe(started.elapsed().as_secs_f64());
     if let Some(metrics) = metrics {
-        metrics.count_outcome(&route, status);
+        metrics.count_outcome(route, status);
     }
-    result
+}
+
+/// Counts a request in flight for as long as it lives.
+pub(crate) struct InFlight;
+
+impl InFlight {
+    pub(crate) fn start() -> Self {
+        IN_FLIGHT.inc();
+        Self
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.dec();
+    }
 }
 
 /// `GET /metrics` in the Prometheus text format.

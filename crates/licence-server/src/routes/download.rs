@@ -4,10 +4,11 @@
 
 use actix_web::body::SizedStream;
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use futures_util::{StreamExt, stream};
 use serde::Deserialize;
+use service_kit::files::{FileReply, FileRequest, FileRoute};
 
 use super::AppState;
 use crate::error::ApiError;
@@ -31,54 +32,14 @@ pub async fn download(
     req: HttpRequest,
     query: web::Query<Query>,
 ) -> Result<HttpResponse, ApiError> {
-    let Query { file, expires, sig } = query.into_inner();
-    let (Some(file), Some(expires), Some(sig)) = (file, expires, sig) else {
-        return Err(ApiError::InvalidDownloadSignature);
-    };
-    let expires: i64 = expires
-        .parse()
-        .map_err(|_| ApiError::InvalidDownloadSignature)?;
-    let secret = state.settings.download_signing_secret.expose().as_bytes();
-    if !signing::verify_download(secret, &file, expires, &sig, state.clock.now()) {
-        return Err(ApiError::InvalidDownloadSignature);
+    let plan = plan(&state, query.into_inner(), req.headers()).await?;
+    let f = std::sync::Arc::new(plan.open()?);
+    let mut resp = HttpResponse::build(plan.status);
+    for header in plan.headers {
+        resp.insert_header(header);
     }
-    let builds = state.builds.clone();
-    let info = web::block(move || builds.listed_file(&file))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::ReleasesUnavailable)?
-        .ok_or(ApiError::FileNotFound)?;
-
-    let etag = format!("\"{}\"", info.sha256);
-    let size = info.size;
-    let range = match req.headers().get(header::RANGE) {
-        Some(value) if if_range_allows(&req, &etag) => parse_range(value, size)?,
-        _ => None,
-    };
-    let (status, start, len) = match range {
-        Some((start, end)) => (StatusCode::PARTIAL_CONTENT, start, end - start + 1),
-        None => (StatusCode::OK, 0, size),
-    };
-
-    let mut resp = HttpResponse::build(status);
-    resp.insert_header((header::CONTENT_TYPE, "application/octet-stream"))
-        .insert_header((header::ACCEPT_RANGES, "bytes"))
-        .insert_header((header::ETAG, etag))
-        .insert_header((header::CACHE_CONTROL, "private, no-transform"))
-        .insert_header((
-            header::CONTENT_DISPOSITION,
-            content_disposition(info.path.file_name().and_then(|n| n.to_str())),
-        ));
-    if status == StatusCode::PARTIAL_CONTENT {
-        resp.insert_header((
-            header::CONTENT_RANGE,
-            format!("bytes {start}-{}/{size}", start + len - 1),
-        ));
-    }
-    let f =
-        std::sync::Arc::new(std::fs::File::open(&info.path).map_err(|_| ApiError::FileNotFound)?);
     let spare = Spare::default();
-    let end = start + len;
+    let (start, end) = (plan.start, plan.start + plan.len);
     let chunk = u64::try_from(CHUNK).unwrap_or(u64::MAX);
     let offsets = std::iter::successors(Some(start), move |at| Some(at + chunk))
         .take_while(move |at| *at < end);
@@ -99,7 +60,109 @@ pub async fn download(
         })
         .buffered(2);
     // Sized, so that Content-Length is sent and HEAD answers carry it without a body.
-    Ok(resp.body(SizedStream::new(len, body)))
+    Ok(resp.body(SizedStream::new(plan.len, body)))
+}
+
+/// The same answers as [`download`], sent with `sendfile(2)` before actix parses the request
+/// (see `service_kit::files`); every refusal is left to [`download`].
+pub fn file_route(state: AppState) -> FileRoute {
+    FileRoute::new("/api/download", move |request: FileRequest| {
+        let state = state.clone();
+        async move {
+            let query = web::Query::<Query>::from_query(&request.query)
+                .ok()?
+                .into_inner();
+            let plan = plan(&state, query, &request.headers).await.ok()?;
+            let file = plan.open().ok()?;
+            Some(FileReply {
+                status: plan.status,
+                headers: plan.headers,
+                file,
+                start: plan.start,
+                len: plan.len,
+            })
+        }
+    })
+}
+
+/// What a valid download asks for: the answer's status and headers, and which bytes of which
+/// file follow them.
+struct Plan {
+    status: StatusCode,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    path: std::path::PathBuf,
+    start: u64,
+    len: u64,
+}
+
+impl Plan {
+    fn open(&self) -> Result<std::fs::File, ApiError> {
+        std::fs::File::open(&self.path).map_err(|_| ApiError::FileNotFound)
+    }
+}
+
+/// Checks the signed address and the range headers of a download.
+async fn plan(state: &AppState, query: Query, headers: &HeaderMap) -> Result<Plan, ApiError> {
+    let Query { file, expires, sig } = query;
+    let (Some(file), Some(expires), Some(sig)) = (file, expires, sig) else {
+        return Err(ApiError::InvalidDownloadSignature);
+    };
+    let expires: i64 = expires
+        .parse()
+        .map_err(|_| ApiError::InvalidDownloadSignature)?;
+    let secret = state.settings.download_signing_secret.expose().as_bytes();
+    if !signing::verify_download(secret, &file, expires, &sig, state.clock.now()) {
+        return Err(ApiError::InvalidDownloadSignature);
+    }
+    let builds = state.builds.clone();
+    let info = web::block(move || builds.listed_file(&file))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::ReleasesUnavailable)?
+        .ok_or(ApiError::FileNotFound)?;
+
+    let etag = format!("\"{}\"", info.sha256);
+    let size = info.size;
+    let range = match headers.get(header::RANGE) {
+        Some(value) if if_range_allows(headers, &etag) => parse_range(value, size)?,
+        _ => None,
+    };
+    let (status, start, len) = match range {
+        Some((start, end)) => (StatusCode::PARTIAL_CONTENT, start, end - start + 1),
+        None => (StatusCode::OK, 0, size),
+    };
+    let text = |value: String| HeaderValue::try_from(value).map_err(ApiError::internal);
+    let mut out = vec![
+        (
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        ),
+        (header::ACCEPT_RANGES, HeaderValue::from_static("bytes")),
+        (header::ETAG, text(etag)?),
+        (
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("private, no-transform"),
+        ),
+        (
+            header::CONTENT_DISPOSITION,
+            text(content_disposition(
+                info.path.file_name().and_then(|n| n.to_str()),
+            ))?,
+        ),
+    ];
+    if status == StatusCode::PARTIAL_CONTENT {
+        out.push((
+            header::CONTENT_RANGE,
+            text(format!("bytes {start}-{}/{size}", start + len - 1))?,
+        ));
+    }
+    Ok(Plan {
+        status,
+        headers: out,
+        path: info.path,
+        start,
+        len,
+    })
 }
 
 /// The read buffers of one download that actix has finished with. A chunk's buffer comes back
@@ -166,8 +229,8 @@ fn read_chunk(
 
 /// `If-Range` with the current ETag (or absent) lets the range apply; anything else (an old
 /// ETag, a date, which a strong validator never matches) asks for the whole, changed file.
-fn if_range_allows(req: &HttpRequest, etag: &str) -> bool {
-    match req.headers().get(header::IF_RANGE) {
+fn if_range_allows(headers: &HeaderMap, etag: &str) -> bool {
+    match headers.get(header::IF_RANGE) {
         None => true,
         Some(v) => v.to_str().ok().map(str::trim) == Some(etag),
     }

@@ -285,3 +285,90 @@ async fn nothing_outside_the_manifest_or_the_directory_is_served() {
     assert_eq!(ok.status().as_u16(), 200);
     let _ = json!(null);
 }
+
+/// One request on `io`, written by hand; its answer as the status line, the headers but `date`
+/// (sorted, as the two paths may order them differently) and the body.
+async fn raw_exchange(
+    io: &mut tokio::net::TcpStream,
+    request: &str,
+) -> (String, Vec<String>, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    io.write_all(request.as_bytes()).await.expect("send");
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.push(io.read_u8().await.expect("an answer"));
+    }
+    let head = String::from_utf8(head).expect("text");
+    let mut lines = head.lines();
+    let status = lines.next().expect("status line").to_owned();
+    let mut headers: Vec<String> = lines
+        .filter(|l| !l.is_empty() && !l.to_ascii_lowercase().starts_with("date:"))
+        .map(str::to_ascii_lowercase)
+        .collect();
+    headers.sort();
+    let length: usize = headers
+        .iter()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .map_or(0, |l| l.parse().expect("a length"));
+    let mut body = vec![
+        0;
+        if request.starts_with("HEAD") {
+            0
+        } else {
+            length
+        }
+    ];
+    io.read_exact(&mut body).await.expect("the body");
+    (status, headers, body)
+}
+
+/// A download asked first on a new connection is sent by sendfile before actix parses it; the
+/// same request after another one on a connection goes through actix. Both give the same
+/// answer, to the byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_is_the_same_whichever_path_serves_it() {
+    let app = spawn_app().await;
+    let mac = std::fs::read(app.builds.path().join(MAC_BUILD)).expect("build");
+    let b = licensed_latest(&app).await;
+    let path = path_of(b["files"][0]["url"].as_str().expect("url"));
+    let etag = format!("\"{}\"", sha256_hex(&mac));
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let cases = [
+        ("GET", String::new()),
+        ("HEAD", String::new()),
+        ("GET", "Range: bytes=1000-1999\r\n".to_owned()),
+        ("GET", "Range: bytes=-100\r\n".to_owned()),
+        (
+            "GET",
+            format!("Range: bytes=299000-\r\nIf-Range: {etag}\r\n"),
+        ),
+        (
+            "GET",
+            "Range: bytes=0-9\r\nIf-Range: \"old\"\r\n".to_owned(),
+        ),
+        ("GET", format!("Range: bytes={}-\r\n", mac.len())),
+        ("HEAD", "Range: bytes=5-14\r\n".to_owned()),
+    ];
+    for (method, extra) in cases {
+        let request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}\r\n");
+        let mut fresh = tokio::net::TcpStream::connect(&addr)
+            .await
+            .expect("connect");
+        let first = raw_exchange(&mut fresh, &request).await;
+        let mut used = tokio::net::TcpStream::connect(&addr)
+            .await
+            .expect("connect");
+        let health = format!("GET /api/health HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        assert!(raw_exchange(&mut used, &health).await.0.contains(" 200 "));
+        let after = raw_exchange(&mut used, &request).await;
+        assert_eq!(first.0, after.0, "{method} {extra}");
+        assert_eq!(first.1, after.1, "{method} {extra}");
+        assert!(first.2 == after.2, "the bodies of {method} {extra} differ");
+    }
+    // And it is the file.
+    let mut fresh = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let whole = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    assert!(raw_exchange(&mut fresh, &whole).await.2 == mac);
+}
