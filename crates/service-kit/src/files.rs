@@ -451,20 +451,6 @@ mod tests {
         assert!(parse(many.as_bytes(), PATH).is_none());
     }
 
-    /// The bytes of the served file: not a repeating pattern, so that a piece sent twice or
-    /// out of place shows.
-    fn content(len: usize) -> Vec<u8> {
-        let mut x: u32 = 0x9e37_79b9;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                x.to_le_bytes()[0]
-            })
-            .collect()
-    }
-
     struct NoCheck;
     impl crate::http::Readiness for NoCheck {
         fn check(&self) -> Result<(), String> {
@@ -477,7 +463,7 @@ mod tests {
     /// (Each test has its own route, as the request counts are the process's.)
     fn start(len: usize, route: &'static str) -> (u16, std::path::PathBuf, Vec<u8>) {
         let path = std::env::temp_dir().join(format!("front-{}", uuid::Uuid::new_v4()));
-        let bytes = content(len);
+        let bytes = testkit::build_bytes(len, 1);
         std::fs::write(&path, &bytes).expect("write the file");
         let file = path.clone();
         let files = FileRoute::new(route, move |request: FileRequest| {
@@ -527,29 +513,9 @@ mod tests {
             .expect("connect")
     }
 
-    /// Sends `request` and reads one answer: its head, and a body of its Content-Length (none
-    /// for a HEAD).
     async fn exchange(io: &mut TcpStream, request: &str) -> (String, Vec<u8>) {
-        io.write_all(request.as_bytes()).await.expect("send");
-        let mut head = Vec::new();
-        while !head.ends_with(b"\r\n\r\n") {
-            head.push(io.read_u8().await.expect("a head"));
-        }
-        let head = String::from_utf8(head).expect("text").to_ascii_lowercase();
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length: "))
-            .map_or(0, |l| l.trim().parse().expect("a length"));
-        let mut body = vec![
-            0;
-            if request.starts_with("HEAD") {
-                0
-            } else {
-                length
-            }
-        ];
-        io.read_exact(&mut body).await.expect("the body");
-        (head, body)
+        let answer = testkit::http::raw_exchange(io, request).await;
+        (answer.head, answer.body)
     }
 
     fn requests_counted(metrics: &str, status: u16) -> u64 {

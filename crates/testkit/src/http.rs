@@ -38,3 +38,56 @@ pub async fn wait_for_status(url: &str, status: u16, timeout: Duration) -> Optio
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// One answer read off a connection by hand: its head, lower-cased, and its body.
+pub struct RawAnswer {
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl RawAnswer {
+    pub fn status_line(&self) -> &str {
+        self.head.lines().next().unwrap_or_default()
+    }
+
+    /// The header lines but `date`, sorted: what two servers' answers to one request share.
+    pub fn fields_but_date(&self) -> Vec<&str> {
+        let mut fields: Vec<&str> = self
+            .head
+            .lines()
+            .skip(1)
+            .filter(|l| !l.is_empty() && !l.starts_with("date:"))
+            .collect();
+        fields.sort_unstable();
+        fields
+    }
+}
+
+/// Writes `request` on `io` as it is and reads one answer: the head, then a body of its
+/// Content-Length (none when the request is a HEAD). For what a client library would not send
+/// or would hide: several requests on one chosen connection, a head byte for byte.
+pub async fn raw_exchange(io: &mut tokio::net::TcpStream, request: &str) -> RawAnswer {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    io.write_all(request.as_bytes()).await.expect("send");
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.push(io.read_u8().await.expect("an answer"));
+    }
+    let head = String::from_utf8(head)
+        .expect("a text head")
+        .to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map_or(0, |l| l.trim().parse().expect("a length"));
+    let mut body = vec![
+        0;
+        if request.starts_with("HEAD") {
+            0
+        } else {
+            length
+        }
+    ];
+    io.read_exact(&mut body).await.expect("the body");
+    RawAnswer { head, body }
+}

@@ -100,3 +100,17 @@ pub fn socket_addr_of(url: &str) -> anyhow::Result<std::net::SocketAddr> {
         .ok_or_else(|| anyhow::anyhow!("{host} does not resolve"))?;
     Ok(addr)
 }
+
+/// Deterministic bytes that do not repeat, so that a misplaced or doubled piece of a file
+/// changes what arrives.
+pub fn build_bytes(len: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761).max(1);
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x.to_le_bytes()[0]
+        })
+        .collect()
+}

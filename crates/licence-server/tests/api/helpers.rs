@@ -146,18 +146,7 @@ fn write_builds(dir: &Path) -> std::path::PathBuf {
     outside
 }
 
-/// Deterministic, non-repeating content, so that a misplaced byte changes the digest.
-pub fn build_bytes(len: usize, seed: u32) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(2_654_435_761).max(1);
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x.to_le_bytes()[0]
-        })
-        .collect()
-}
+pub use testkit::build_bytes;
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     licence_server::signing::to_hex(&sha2::Sha256::digest(bytes))
