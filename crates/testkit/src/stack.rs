@@ -30,12 +30,22 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
-/// A port that was free a moment ago on 127.0.0.1.
+/// A port that was free a moment ago on 127.0.0.1, for a process started later to bind.
+///
+/// It is drawn below the kernel's ephemeral range (32768 and up on Linux), from which every
+/// server of a test bound to port 0, and every outgoing connection, takes its port: a port the
+/// kernel handed out and took back at once could be handed to another test's server before the
+/// process meant for it binds it, and requests meant for one service would reach another.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+    use rand::Rng;
+    let mut rng = rand::rng();
+    for _ in 0..1000 {
+        let port = rng.random_range(20_000..32_000);
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port between 20000 and 32000 on 127.0.0.1")
 }
 
 /// A scratch directory removed on drop.
