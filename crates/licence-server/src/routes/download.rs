@@ -1,6 +1,10 @@
 //! `GET /api/download?file=&expires=&sig=`: a signed address of a manifest file, streamed with
 //! `Range` (one range; several are answered with the whole file, as RFC 9110 allows), a strong
 //! `ETag` (the file's SHA-256, identical on every replica) and `If-Range`.
+//!
+//! A file answer is sent by `sendfile(2)` before actix parses the request ([`file_route`]) when
+//! the request is the first of its connection or follows other downloads; otherwise, and for
+//! every refusal, [`download`] answers through actix. Both take their answer from `plan`.
 
 use actix_web::body::SizedStream;
 use actix_web::http::StatusCode;
