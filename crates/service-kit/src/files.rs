@@ -165,8 +165,17 @@ async fn serve(
         };
         let seen = match tokio::time::timeout(wait, io.peek(&mut buf)).await {
             Ok(Ok(n)) if n > 0 => n,
-            // Nothing, an error or the end: actix answers a new connection as it always does;
-            // one that has had its answers is done.
+            // A new connection that sent no request in time gets actix's answer to it, at the
+            // moment actix would give it, rather than a second wait in actix.
+            Err(_) if !served => {
+                let timeout = head_of(StatusCode::REQUEST_TIMEOUT, &[], 0, true);
+                if stalled(io.write_all(&timeout)).await.is_ok() {
+                    linger(io).await;
+                }
+                return None;
+            }
+            // An error or the end: actix deals with a new connection as it always does; one
+            // that has had its answers is done.
             _ => return (!served).then_some(io),
         };
         let Some(head) = parse(&buf[..seen], route.path) else {
@@ -248,20 +257,30 @@ async fn answer(
 }
 
 fn response_head(reply: &FileReply, close: bool) -> Vec<u8> {
+    head_of(reply.status, &reply.headers, reply.len, close)
+}
+
+/// A response head: the status line, `headers`, then `Content-Length: len`, `Date` and, when
+/// `close`, `Connection: close`.
+fn head_of(
+    status: StatusCode,
+    headers: &[(HeaderName, HeaderValue)],
+    len: u64,
+    close: bool,
+) -> Vec<u8> {
     let mut head = Vec::with_capacity(512);
     head.extend_from_slice(b"HTTP/1.1 ");
-    head.extend_from_slice(reply.status.as_str().as_bytes());
+    head.extend_from_slice(status.as_str().as_bytes());
     head.push(b' ');
-    head.extend_from_slice(reply.status.canonical_reason().unwrap_or("").as_bytes());
+    head.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
     head.extend_from_slice(b"\r\n");
     let date = httpdate::fmt_http_date(SystemTime::now());
-    let length = reply.len.to_string();
+    let length = len.to_string();
     let own = [
         (header::CONTENT_LENGTH.as_str(), length.as_bytes()),
         (header::DATE.as_str(), date.as_bytes()),
     ];
-    let fields = reply
-        .headers
+    let fields = headers
         .iter()
         .map(|(name, value)| (name.as_str(), value.as_bytes()))
         .chain(own)
@@ -603,6 +622,32 @@ mod tests {
         assert_eq!(
             requests_counted(&after, 206) - requests_counted(&before, 206),
             1
+        );
+        let _ = std::fs::remove_file(path);
+    }
+
+    /// A connection that sends nothing is answered 408 and closed after the request timeout,
+    /// as actix does, and not held for a second timeout in actix.
+    #[actix_web::test]
+    async fn a_silent_connection_gets_a_408_after_the_request_timeout() {
+        let (port, path, _) = start(10, "/h");
+        let mut io = connect(port).await;
+        let started = Instant::now();
+        let mut answer = Vec::new();
+        io.read_to_end(&mut answer).await.expect("read to the end");
+        let waited = started.elapsed();
+        let answer = String::from_utf8(answer)
+            .expect("text")
+            .to_ascii_lowercase();
+        assert!(
+            answer.starts_with("http/1.1 408 request timeout\r\n"),
+            "{answer}"
+        );
+        assert!(answer.contains("connection: close\r\n"), "{answer}");
+        let timeout = crate::http::CLIENT_REQUEST_TIMEOUT;
+        assert!(
+            waited >= timeout && waited < timeout * 3 / 2,
+            "answered after {waited:?}"
         );
         let _ = std::fs::remove_file(path);
     }
