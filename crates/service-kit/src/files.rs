@@ -39,7 +39,6 @@ use crate::metrics::{InFlight, ServiceMetrics};
 /// A request the front offers to a [`FileRoute`]: a GET or HEAD of its path, without a body.
 #[derive(Debug)]
 pub struct FileRequest {
-    pub method: Method,
     /// The query string, without the `?`.
     pub query: String,
     pub headers: HeaderMap,
@@ -140,7 +139,6 @@ where
 struct Head {
     len: usize,
     method: Method,
-    path: String,
     query: String,
     headers: HeaderMap,
     /// The client asked to close after the answer (`Connection: close`, or HTTP/1.0 without
@@ -183,7 +181,6 @@ async fn serve(
         };
         let started = Instant::now();
         let request = FileRequest {
-            method: head.method.clone(),
             query: head.query,
             headers: head.headers,
         };
@@ -192,14 +189,16 @@ async fn serve(
             return Some(io);
         };
         let _in_flight = InFlight::start();
+        // The front takes only requests whose path is the route's.
         let span = crate::http::request_span(
             &head.method,
             route.path,
-            &head.path,
+            route.path,
             &headers,
             &uuid::Uuid::new_v4().to_string(),
         );
-        span.record("http.status_code", reply.status.as_u16());
+        let status = reply.status;
+        span.record("http.status_code", status.as_u16());
         span.record("otel.status_code", "OK");
         let sent = answer(&mut io, &mut buf, head.len, &head.method, head.close, reply)
             .instrument(span)
@@ -207,11 +206,11 @@ async fn serve(
         crate::metrics::observe(
             head.method.as_str(),
             route.path,
-            sent.status.as_u16(),
+            status.as_u16(),
             started,
             Some(metrics),
         );
-        match sent.outcome {
+        match sent {
             Ok(()) if !head.close => {}
             Ok(()) => {
                 linger(io).await;
@@ -228,11 +227,6 @@ async fn serve(
     }
 }
 
-struct Sent {
-    status: StatusCode,
-    outcome: io::Result<()>,
-}
-
 /// Consumes the request head (`head_len` bytes, already seen) and writes the answer.
 async fn answer(
     io: &mut TcpStream,
@@ -241,19 +235,14 @@ async fn answer(
     method: &Method,
     close: bool,
     reply: FileReply,
-) -> Sent {
-    let status = reply.status;
-    let outcome = async {
-        io.read_exact(&mut buf[..head_len]).await?;
-        let head = response_head(&reply, close);
-        stalled(io.write_all(&head)).await?;
-        if *method != Method::HEAD {
-            send_file(io, &reply.file, reply.start, reply.start + reply.len).await?;
-        }
-        Ok(())
+) -> io::Result<()> {
+    io.read_exact(&mut buf[..head_len]).await?;
+    let head = response_head(&reply, close);
+    stalled(io.write_all(&head)).await?;
+    if *method != Method::HEAD {
+        send_file(io, &reply.file, reply.start, reply.start + reply.len).await?;
     }
-    .await;
-    Sent { status, outcome }
+    Ok(())
 }
 
 fn response_head(reply: &FileReply, close: bool) -> Vec<u8> {
@@ -407,7 +396,6 @@ fn parse(bytes: &[u8], path: &str) -> Option<Head> {
     Some(Head {
         len,
         method,
-        path: target_path.to_owned(),
         query: query.to_owned(),
         headers,
         close,

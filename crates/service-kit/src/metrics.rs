@@ -326,9 +326,9 @@ pub async fn record(
         .unwrap_or_else(|| UNMATCHED_ROUTE.to_owned());
     let method = req.method().as_str().to_owned();
     let metrics = req.app_data::<web::Data<ServiceMetrics>>().cloned();
-    IN_FLIGHT.inc();
+    let in_flight = InFlight::start();
     let result = next.call(req).await;
-    IN_FLIGHT.dec();
+    drop(in_flight);
     let status = match &result {
         Ok(resp) => resp.status().as_u16(),
         Err(err) => err.as_response_error().status_code().as_u16(),
