@@ -1,11 +1,13 @@
 -- sysbench script: the database work of one licence request and nothing else, from a C client,
 -- on the database the service has just been measured on. It shows how much of the baseline the
 -- statements alone leave, before any HTTP, token or signature:
---   validate  the rate-limit count of the request's address (MEMORY table) and the licence
---             with the installation's seat and the seat count (two statements);
+--   validate  the licence with the installation's seat and the seat count, and once in 64
+--             requests a block of the address's rate-limit window (licence_rate_take on the
+--             MEMORY table): what a busy address costs the service once its blocks are as large
+--             as they get (routes/limits.rs, MAX_BLOCK);
 --   consume   the licence with the seat, taking the unit in the same statement through
 --             licence_usage_take (one statement, activations.rs's SEAT_AND_TAKE);
---   seat      validate's second statement alone: a validate without the per-address count,
+--   seat      validate's seat statement alone: a validate without the per-address count,
 --             the least database work any validate of a seat can do.
 -- The statements are those of crates/licence-server/src/repo (rate_limit.rs, activations.rs),
 -- prepared once per connection as the service keeps them.
@@ -25,10 +27,7 @@ local SEAT = [[SELECT l.id, l.license_key, l.status, l.plan, l.customer_email, l
   FROM licence l LEFT JOIN activation a ON a.licence_id = l.id AND a.instance_id = ?
   WHERE l.id = ? LIMIT 1]]
 
-local COUNT = [[UPDATE licence_rate_limit SET
-  hits = IF(window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND, 1, hits + 1),
-  window_start = IF(hits = 1, UTC_TIMESTAMP(6), window_start)
-  WHERE bucket = ? AND (hits < ? OR window_start <= UTC_TIMESTAMP(6) - INTERVAL ? SECOND)]]
+local TAKE = [[SELECT licence_rate_take(?, ?, ?, ?) AS taken]]
 
 -- The quotas bound in the order of the CASE (basic, pro, premium, annual) are the service's;
 -- the run's licences are all Premium, and the day is one of the benchmark's own.
@@ -81,15 +80,15 @@ function thread_init()
     end
     take_args[7]:set("bench-pc")
   elseif sysbench.opt.route == "validate" then
-    count = con:prepare(COUNT)
-    count_args = {count:bind_create(sysbench.sql.type.INT),
-                  count:bind_create(sysbench.sql.type.VARCHAR, 64),
+    count = con:prepare(TAKE)
+    count_args = {count:bind_create(sysbench.sql.type.VARCHAR, 64),
+                  count:bind_create(sysbench.sql.type.INT),
                   count:bind_create(sysbench.sql.type.INT),
                   count:bind_create(sysbench.sql.type.INT)}
     count:bind_param(unpack(count_args))
-    count_args[1]:set(60)
-    count_args[3]:set(1000000000)
-    count_args[4]:set(60)
+    count_args[2]:set(1000000000)
+    count_args[3]:set(60)
+    count_args[4]:set(64)
   end
 end
 
@@ -99,8 +98,8 @@ function event()
     take_args[8]:set(ids[i])
     take:execute()
   else
-    if count then
-      count_args[2]:set(string.format("licence:10.%d.%d.%d",
+    if count and sysbench.rand.uniform(1, 64) == 1 then
+      count_args[1]:set(string.format("licence:10.%d.%d.%d",
         math.floor(i / 65536) % 256, math.floor(i / 256) % 256, i % 256))
       count:execute()
     end

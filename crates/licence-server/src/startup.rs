@@ -87,6 +87,7 @@ impl Application {
             pool: pool.clone(),
             clock: options.clock,
             mail: mailer.clone(),
+            permits: Arc::default(),
         };
         let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let metrics = service_kit::metrics::ServiceMetrics::new();

@@ -100,7 +100,7 @@ mod tests {
         let squeezed = |sql: &str| sql.split_whitespace().collect::<String>();
         for (name, sql) in [
             ("SEAT", super::activations::SEAT_BY_ID),
-            ("COUNT", super::rate_limit::COUNT),
+            ("TAKE", super::rate_limit::TAKE),
             ("SEAT_AND_TAKE", super::activations::SEAT_AND_TAKE),
         ] {
             let opening = format!("local {name} = [[");

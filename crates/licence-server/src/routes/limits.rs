@@ -3,8 +3,22 @@
 //! that replicas agree. The address is the peer's, or, behind a proxy listed in
 //! `TRUSTED_PROXIES`, the first address of `X-Forwarded-For` from the right that is not a proxy;
 //! an IPv6 address counts as its /64.
+//!
+//! Each replica takes an address's requests from the shared counter in blocks ([`Permits`]) and
+//! spends them in memory: an address's first request in a window takes one, and each time the
+//! replica comes back for the same address it asks for twice as many as before, up to
+//! [`MAX_BLOCK`], while the database hands out at most an eighth of what is left of the limit
+//! at a time. A client that asks once in a while costs one statement per request, as with a
+//! plain counter; a busy client or a flood costs one per block, and once the window is spent
+//! the replica refuses it without the database until the window ends. The limit holds across
+//! replicas exactly as an upper bound: no window hands out more than the limit. A client that
+//! spreads its last requests of a window over several replicas can be refused by one while
+//! another still holds a few of its requests (the blocks near the limit are single requests).
 
+use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use actix_web::HttpRequest;
 use ipnet::IpNet;
@@ -12,10 +26,21 @@ use rand::Rng;
 
 use super::AppState;
 use crate::error::ApiError;
-use crate::repo::rate_limit::{self, Hit};
+use crate::repo::rate_limit::{self, Take};
 
 /// The counting window of every limit.
 pub const WINDOW_SECS: u32 = 60;
+
+/// The most requests of one address a replica asks for at once.
+pub const MAX_BLOCK: u32 = 64;
+
+/// How many addresses a replica holds requests for; beyond, new addresses take single requests
+/// and hold nothing, so that a flood from many addresses cannot grow the replica's memory.
+const CAPACITY: usize = 16_384;
+
+/// Held requests are given up this long before the database's window ends, so that none is
+/// spent after the window it was counted in, whatever the round trip took.
+const MARGIN: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone, Copy)]
 pub enum Bucket {
@@ -27,7 +52,127 @@ pub enum Bucket {
 /// Counts the request; 429 `RATE_LIMITED` with `Retry-After` beyond the limit.
 pub async fn check(state: &AppState, req: &HttpRequest, bucket: Bucket) -> Result<(), ApiError> {
     let limit = Limit::of(state, req, bucket);
+    if let Some(settled) = limit.settled() {
+        return settled;
+    }
     service_kit::db::run(&state.pool, move |conn| limit.hit(conn)).await
+}
+
+/// What this replica alone could say of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Local {
+    /// One of the requests the replica held: counted already.
+    Spent,
+    /// The window is spent; it ends in this long.
+    Refused(Duration),
+    /// Ask the shared counter for this many.
+    Ask(u32),
+}
+
+#[derive(Debug)]
+struct Held {
+    /// Requests taken and not yet spent.
+    left: u32,
+    /// When they lapse (or the refusal ends).
+    until: Instant,
+    refused: bool,
+    /// How many to ask for next time.
+    want: u32,
+}
+
+#[derive(Debug, Default)]
+struct Book {
+    held: HashMap<String, Held>,
+    pruned: Option<Instant>,
+}
+
+/// The requests this replica holds of each address's current window.
+#[derive(Debug, Default)]
+pub struct Permits {
+    book: Mutex<Book>,
+}
+
+impl Permits {
+    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
+        // The book holds no invariant a panicking holder could break half-way.
+        self.book
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn spend(&self, key: &str, now: Instant) -> Local {
+        let mut book = self.book();
+        let Some(held) = book.held.get_mut(key) else {
+            return Local::Ask(1);
+        };
+        if now >= held.until {
+            return Local::Ask(held.want);
+        }
+        if held.left > 0 {
+            held.left -= 1;
+            return Local::Spent;
+        }
+        if held.refused {
+            return Local::Refused(held.until - now);
+        }
+        Local::Ask(held.want)
+    }
+
+    /// Keeps what the shared counter answered to a request that asked for `asked`: the
+    /// requests granted beyond the one the request spends, or the refusal.
+    fn record(&self, key: &str, asked: u32, take: &Take, received: Instant) {
+        let (left, until, refused) = match *take {
+            Take::Granted { requests, left } => (
+                requests.saturating_sub(1),
+                received + left.saturating_sub(MARGIN),
+                false,
+            ),
+            Take::Refused { left } => (0, received + left, true),
+            Take::Full => return,
+        };
+        let want = asked.saturating_mul(2).clamp(1, MAX_BLOCK);
+        let mut book = self.book();
+        if !book.held.contains_key(key) && book.held.len() >= CAPACITY {
+            let recently = book
+                .pruned
+                .is_some_and(|at| received.saturating_duration_since(at) < Duration::from_secs(1));
+            if recently {
+                return;
+            }
+            book.held.retain(|_, h| h.until > received);
+            book.pruned = Some(received);
+            if book.held.len() >= CAPACITY {
+                return;
+            }
+        }
+        match book.held.get_mut(key) {
+            // Still live, so of the same window as the answer: what it holds adds up.
+            Some(held) if held.until > received && !held.refused && !refused => {
+                held.left = held.left.saturating_add(left);
+                held.until = held.until.min(until);
+                held.want = held.want.max(want);
+            }
+            Some(held) => {
+                *held = Held {
+                    left,
+                    until,
+                    refused,
+                    want: held.want.max(want),
+                };
+            }
+            None => {
+                book.held.insert(
+                    key.to_owned(),
+                    Held {
+                        left,
+                        until,
+                        refused,
+                        want,
+                    },
+                );
+            }
+        }
+    }
 }
 
 /// One request's count in its bucket, settled before the blocking call so that a handler can
@@ -38,6 +183,8 @@ pub struct Limit {
     key: String,
     max: u32,
     prune: bool,
+    local: Local,
+    permits: Arc<Permits>,
 }
 
 impl Limit {
@@ -49,27 +196,51 @@ impl Limit {
             Bucket::Licence => ("licence", state.settings.licence_rate_limit),
             Bucket::Webhook => ("webhook", state.settings.webhook_rate_limit),
         };
+        let key = format!("{name}:{ip}");
+        let local = state.permits.spend(&key, Instant::now());
         Self {
             name,
-            key: format!("{name}:{ip}"),
+            key,
             max,
             prune: rand::rng().random_ratio(1, 1000),
+            local,
+            permits: Arc::clone(&state.permits),
+        }
+    }
+
+    /// The answer when this replica could give it alone, without the database.
+    pub fn settled(&self) -> Option<Result<(), ApiError>> {
+        match self.local {
+            Local::Spent => Some(Ok(())),
+            Local::Refused(left) => Some(Err(self.refused(left))),
+            Local::Ask(_) => None,
+        }
+    }
+
+    fn refused(&self, left: Duration) -> ApiError {
+        tracing::warn!(bucket = self.name, "rate limit reached");
+        // Rounded up: a client waiting the advertised time finds the window over.
+        let retry_after_secs = left.as_millis().div_ceil(1000).max(1);
+        ApiError::RateLimited {
+            retry_after_secs: u64::try_from(retry_after_secs).unwrap_or(u64::MAX),
         }
     }
 
     /// Counts the request; 429 `RATE_LIMITED` with `Retry-After` beyond the limit.
     pub fn hit(&self, conn: &mut diesel::MysqlConnection) -> Result<(), ApiError> {
+        let Local::Ask(want) = self.local else {
+            return self.settled().unwrap_or(Ok(()));
+        };
         if self.prune {
             rate_limit::prune(conn)?;
         }
-        match rate_limit::hit(conn, &self.key, self.max, WINDOW_SECS)? {
-            Hit::Within => Ok(()),
-            Hit::Refused(retry_after_secs) => {
-                tracing::warn!(bucket = self.name, "rate limit reached");
-                Err(ApiError::RateLimited { retry_after_secs })
-            }
+        let take = rate_limit::take(conn, &self.key, self.max, WINDOW_SECS, want)?;
+        self.permits.record(&self.key, want, &take, Instant::now());
+        match take {
+            Take::Granted { .. } => Ok(()),
+            Take::Refused { left } => Err(self.refused(left)),
             // Refused rather than let through uncounted: counting is what stops a guesser.
-            Hit::Full => Err(ApiError::DatabaseUnavailable(
+            Take::Full => Err(ApiError::DatabaseUnavailable(
                 "every rate-limit counter is in use".to_owned(),
             )),
         }
@@ -98,4 +269,99 @@ pub fn client_ip(req: &HttpRequest, trusted: &[IpNet]) -> Option<IpAddr> {
         }
     }
     Some(peer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn granted(requests: u32, secs: u64) -> Take {
+        Take::Granted {
+            requests,
+            left: Duration::from_secs(secs),
+        }
+    }
+
+    #[test]
+    fn a_replica_spends_what_it_took_and_asks_for_more_each_time() {
+        let permits = Permits::default();
+        let t = Instant::now();
+        assert_eq!(permits.spend("a", t), Local::Ask(1));
+        permits.record("a", 1, &granted(1, 60), t);
+        assert_eq!(permits.spend("a", t), Local::Ask(2));
+        permits.record("a", 2, &granted(2, 59), t);
+        assert_eq!(permits.spend("a", t), Local::Spent);
+        assert_eq!(permits.spend("a", t), Local::Ask(4));
+        permits.record("a", 4, &granted(3, 59), t);
+        assert_eq!(permits.spend("a", t), Local::Spent);
+        assert_eq!(permits.spend("a", t), Local::Spent);
+        assert_eq!(permits.spend("a", t), Local::Ask(8));
+        assert_eq!(permits.spend("b", t), Local::Ask(1), "addresses apart");
+    }
+
+    #[test]
+    fn the_block_size_stops_at_the_maximum() {
+        let permits = Permits::default();
+        let t = Instant::now();
+        permits.record("a", MAX_BLOCK, &granted(1, 60), t);
+        assert_eq!(permits.spend("a", t), Local::Ask(MAX_BLOCK));
+    }
+
+    #[test]
+    fn held_requests_lapse_before_the_window_ends() {
+        let permits = Permits::default();
+        let t = Instant::now();
+        permits.record("a", 8, &granted(8, 10), t);
+        assert_eq!(
+            permits.spend("a", t + Duration::from_millis(9_800)),
+            Local::Spent
+        );
+        assert_eq!(
+            permits.spend("a", t + Duration::from_millis(9_950)),
+            Local::Ask(16),
+            "within the margin of the window's end"
+        );
+    }
+
+    #[test]
+    fn a_spent_window_is_refused_until_it_ends() {
+        let permits = Permits::default();
+        let t = Instant::now();
+        permits.record(
+            "a",
+            4,
+            &Take::Refused {
+                left: Duration::from_secs(20),
+            },
+            t,
+        );
+        assert_eq!(
+            permits.spend("a", t + Duration::from_secs(5)),
+            Local::Refused(Duration::from_secs(15))
+        );
+        assert_eq!(
+            permits.spend("a", t + Duration::from_secs(20)),
+            Local::Ask(8)
+        );
+    }
+
+    #[test]
+    fn nothing_is_held_for_a_full_table_or_beyond_the_capacity() {
+        let permits = Permits::default();
+        let t = Instant::now();
+        permits.record("a", 1, &Take::Full, t);
+        assert_eq!(permits.spend("a", t), Local::Ask(1));
+        for i in 0..CAPACITY {
+            permits.record(&format!("k{i}"), 1, &granted(2, 60), t);
+        }
+        permits.record("late", 1, &granted(2, 60), t);
+        assert_eq!(permits.spend("late", t), Local::Ask(1), "no room");
+        let later = t + Duration::from_secs(61);
+        permits.record("late", 1, &granted(2, 60), later);
+        assert_eq!(
+            permits.spend("late", later),
+            Local::Spent,
+            "lapsed blocks made room"
+        );
+    }
 }

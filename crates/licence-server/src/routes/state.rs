@@ -19,4 +19,6 @@ pub struct AppState {
     pub builds: Builds,
     /// The e-mail sender, woken after a purchase queues a mail.
     pub mail: mailer::Mailer,
+    /// The requests this replica holds of each address's rate-limit window.
+    pub permits: Arc<super::limits::Permits>,
 }

@@ -167,6 +167,69 @@ async fn licence_routes_are_rate_limited_per_address_across_replicas() {
     assert_eq!(resp.status().as_u16(), 429);
 }
 
+/// Each replica takes an address's requests from the shared counter in blocks and spends them
+/// without the database. Under a parallel flood on two replicas the window must still let
+/// through exactly its limit, every refusal must say when to come back, and the shared counter
+/// must show no more than the limit handed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parallel_flood_on_two_replicas_gets_exactly_the_limit() {
+    use diesel::RunQueryDsl;
+    const LIMIT: usize = 80;
+    let app = spawn_app().await;
+    let settings = [
+        ("LICENCE_RATE_LIMIT_PER_MINUTE", "80"),
+        ("TRUSTED_PROXIES", "127.0.0.1/32"),
+    ];
+    let replicas = [
+        app.start_instance_with(&settings).await,
+        app.start_instance_with(&settings).await,
+    ];
+    let flood = (0..3 * LIMIT).map(|i| {
+        let base = replicas[i % 2].clone();
+        let client = app.client.clone();
+        async move { validate_from(&base, &client, "198.51.100.7").await }
+    });
+    let answers = futures_util::future::join_all(flood).await;
+    let through = answers.iter().filter(|(s, _)| *s == 404).count();
+    let refused: Vec<&Option<String>> = answers
+        .iter()
+        .filter(|(s, _)| *s == 429)
+        .map(|(_, retry)| retry)
+        .collect();
+    assert_eq!(through, LIMIT, "let through");
+    assert_eq!(through + refused.len(), answers.len(), "only 404 and 429");
+    for retry in refused {
+        let secs: u64 = retry
+            .as_deref()
+            .expect("Retry-After")
+            .parse()
+            .expect("secs");
+        assert!((1..=60).contains(&secs), "{secs}");
+    }
+    let mut conn = app.conn();
+    let counted: Vec<Hits> = diesel::sql_query(
+        "SELECT hits FROM licence_rate_limit WHERE bucket = 'licence:198.51.100.7'",
+    )
+    .load(&mut conn)
+    .expect("counter");
+    assert_eq!(counted.len(), 1);
+    assert_eq!(usize::try_from(counted[0].hits).ok(), Some(LIMIT));
+
+    // Another address is counted on its own.
+    assert_eq!(
+        validate_from(&replicas[1], &app.client, "198.51.100.8")
+            .await
+            .0,
+        404
+    );
+}
+
+#[derive(diesel::QueryableByName)]
+struct Hits {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    hits: i32,
+}
+
 /// Validates an unknown key from `address` (through the trusted proxy on 127.0.0.1).
 async fn validate_from(
     base: &str,

@@ -1,0 +1,1 @@
+DROP FUNCTION IF EXISTS licence_rate_take;
