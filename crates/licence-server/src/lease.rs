@@ -6,10 +6,11 @@
 //! key is published at `GET /api/license/public-keys`. To rotate, put the new key first and keep
 //! the old one until every app build pinning it is retired.
 
+use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
-use ed25519_dalek::{Signer, SigningKey};
+use ed25519_dalek::SigningKey;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -21,6 +22,32 @@ pub const SIGNATURE_HEADER: &str = "licence-signature";
 pub struct LeaseKey {
     pub kid: String,
     pub signing: SigningKey,
+    /// The same key for signing: AWS-LC signs in about half the time ed25519-dalek takes, and
+    /// every licence answer is signed, most of them twice.
+    signer: std::sync::Arc<Ed25519KeyPair>,
+}
+
+impl LeaseKey {
+    /// The key of `seed` under `kid`.
+    pub fn new(kid: String, seed: &[u8; 32]) -> Self {
+        let signing = SigningKey::from_bytes(seed);
+        // A 32-byte seed is all the key pair needs; AWS-LC refuses nothing else.
+        let signer = Ed25519KeyPair::from_seed_unchecked(seed)
+            .unwrap_or_else(|_| unreachable!("every 32-byte seed is an Ed25519 key"));
+        debug_assert_eq!(
+            signer.public_key().as_ref(),
+            signing.verifying_key().as_bytes()
+        );
+        Self {
+            kid,
+            signing,
+            signer: std::sync::Arc::new(signer),
+        }
+    }
+
+    fn sign(&self, message: &[u8]) -> Vec<u8> {
+        self.signer.sign(message).as_ref().to_vec()
+    }
 }
 
 impl std::fmt::Debug for LeaseKey {
@@ -107,11 +134,8 @@ impl SigningRing {
             URL_SAFE_NO_PAD.encode(header.to_string()),
             URL_SAFE_NO_PAD.encode(payload)
         );
-        let sig = key.signing.sign(input.as_bytes());
-        Some(format!(
-            "{input}.{}",
-            URL_SAFE_NO_PAD.encode(sig.to_bytes())
-        ))
+        let sig = key.sign(input.as_bytes());
+        Some(format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig)))
     }
 
     /// The `Licence-Signature` value of an answer to `method path`, sent with `date` and `body`.
@@ -123,13 +147,11 @@ impl SigningRing {
         body: &[u8],
     ) -> Option<String> {
         let key = self.signer()?;
-        let sig = key
-            .signing
-            .sign(signed_message(method, path, date, body).as_bytes());
+        let sig = key.sign(signed_message(method, path, date, body).as_bytes());
         Some(format!(
             "kid=\"{}\", alg=\"ed25519\", sig=\"{}\"",
             key.kid,
-            URL_SAFE_NO_PAD.encode(sig.to_bytes())
+            URL_SAFE_NO_PAD.encode(sig)
         ))
     }
 }
@@ -175,10 +197,7 @@ pub fn parse_keys(raw: &str) -> Result<Vec<LeaseKey>, String> {
         if keys.iter().any(|k| k.kid == kid) {
             return Err(format!("kid `{kid}` appears twice"));
         }
-        keys.push(LeaseKey {
-            kid: kid.to_owned(),
-            signing: SigningKey::from_bytes(&seed),
-        });
+        keys.push(LeaseKey::new(kid.to_owned(), &seed));
     }
     if keys.is_empty() {
         return Err("must hold at least one kid:base64-seed pair".into());
