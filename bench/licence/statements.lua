@@ -22,8 +22,7 @@ sysbench.cmdline.options = {
 local SEAT = [[SELECT l.id, l.license_key, l.status, l.plan, l.customer_email, l.customer_name,
   l.order_id, l.subscription_id, l.variant_id, l.subscription_synced_at, l.expires_at,
   l.disabled_at, l.created_at, l.updated_at, a.id AS a_id, a.instance_name AS a_instance_name,
-  a.created_at AS a_created_at, a.last_validated_at AS a_last_validated_at,
-  (SELECT COUNT(*) FROM activation s WHERE s.licence_id = l.id) AS seats
+  a.created_at AS a_created_at, a.last_validated_at AS a_last_validated_at, l.seats
   FROM licence l LEFT JOIN activation a ON a.licence_id = l.id AND a.instance_id = ?
   WHERE l.id = ? LIMIT 1]]
 

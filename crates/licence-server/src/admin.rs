@@ -139,7 +139,13 @@ fn execute(conn: &mut MysqlConnection, command: AdminCommand) -> Result<Value, A
         }
         AdminCommand::Release { key, instance_id } => {
             let licence = by_key(conn, &key)?;
-            if activations::delete(conn, &licence.id, &instance_id)? == 0 {
+            // The licence row first, as activate and deactivate lock it: the trigger that
+            // counts the seat updates that row, and the same order everywhere deadlocks nowhere.
+            let released = conn.transaction(|conn| {
+                licences::find_by_key_for_update(conn, &licence.license_key)?;
+                activations::delete(conn, &licence.id, &instance_id)
+            })?;
+            if released == 0 {
                 return Err(AdminError::NoInstance(licence.license_key, instance_id));
             }
             describe(conn, &licence)

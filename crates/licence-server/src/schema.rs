@@ -17,6 +17,7 @@ diesel::table! {
         disabled_at -> Nullable<Datetime>,
         created_at -> Datetime,
         updated_at -> Datetime,
+        seats -> Integer,
     }
 }
 

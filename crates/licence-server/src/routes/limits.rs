@@ -65,9 +65,14 @@ enum Local {
     Spent,
     /// The window is spent; it ends in this long.
     Refused(Duration),
-    /// Ask the shared counter for this many.
+    /// Ask the shared counter for this many; more than one only for the one request of an
+    /// address that asks for a block at a time.
     Ask(u32),
 }
+
+/// How long a block's asker may take before another request may ask for a block in its place
+/// (its statement failed, or it never came back).
+const ASKING_FOR: Duration = Duration::from_secs(5);
 
 #[derive(Debug)]
 struct Held {
@@ -78,6 +83,10 @@ struct Held {
     refused: bool,
     /// How many to ask for next time.
     want: u32,
+    /// Since when a request of this address has been asking for a block. Only one asks at a
+    /// time: requests that arrive meanwhile ask for one each, so that a burst that arrives all
+    /// at once does not take a block per request and leave most of them unspent.
+    asking: Option<Instant>,
 }
 
 #[derive(Debug, Default)]
@@ -105,22 +114,29 @@ impl Permits {
         let Some(held) = book.held.get_mut(key) else {
             return Local::Ask(1);
         };
-        if now >= held.until {
-            return Local::Ask(held.want);
-        }
-        if held.left > 0 {
+        let live = now < held.until;
+        if live && held.left > 0 {
             held.left -= 1;
             return Local::Spent;
         }
-        if held.refused {
+        if live && held.refused {
             return Local::Refused(held.until - now);
         }
+        let someone_asks = held
+            .asking
+            .is_some_and(|since| now.saturating_duration_since(since) < ASKING_FOR);
+        if someone_asks || held.want <= 1 {
+            return Local::Ask(1);
+        }
+        held.asking = Some(now);
         Local::Ask(held.want)
     }
 
     /// Keeps what the shared counter answered to a request that asked for `asked`: the
-    /// requests granted beyond the one the request spends, or the refusal.
-    fn record(&self, key: &str, asked: u32, take: &Take, received: Instant) {
+    /// requests granted beyond the one the request spends, or the refusal. Whether the request
+    /// is let through: a refused one still is when the replica holds a request of the window
+    /// that another request's block brought in meanwhile.
+    fn record(&self, key: &str, asked: u32, take: &Take, received: Instant) -> bool {
         let (left, until, refused) = match *take {
             Take::Granted { requests, left } => (
                 requests.saturating_sub(1),
@@ -128,7 +144,7 @@ impl Permits {
                 false,
             ),
             Take::Refused { left } => (0, received + left, true),
-            Take::Full => return,
+            Take::Full => return false,
         };
         let want = asked.saturating_mul(2).clamp(1, MAX_BLOCK);
         let mut book = self.book();
@@ -137,28 +153,34 @@ impl Permits {
                 .pruned
                 .is_some_and(|at| received.saturating_duration_since(at) < Duration::from_secs(1));
             if recently {
-                return;
+                return !refused;
             }
             book.held.retain(|_, h| h.until > received);
             book.pruned = Some(received);
             if book.held.len() >= CAPACITY {
-                return;
+                return !refused;
             }
         }
         match book.held.get_mut(key) {
-            // Still live, so of the same window as the answer: what it holds adds up.
-            Some(held) if held.until > received && !held.refused && !refused => {
-                held.left = held.left.saturating_add(left);
-                held.until = held.until.min(until);
-                held.want = held.want.max(want);
-            }
             Some(held) => {
-                *held = Held {
-                    left,
-                    until,
-                    refused,
-                    want: held.want.max(want),
-                };
+                if asked > 1 {
+                    held.asking = None;
+                }
+                let live = held.until > received && !held.refused;
+                if refused && live && held.left > 0 {
+                    held.left -= 1;
+                    return true;
+                }
+                held.want = held.want.max(want);
+                if live && !refused {
+                    // Still live, so of the same window as the answer: what it holds adds up.
+                    held.left = held.left.saturating_add(left);
+                    held.until = held.until.min(until);
+                } else {
+                    held.left = left;
+                    held.until = until;
+                    held.refused = refused;
+                }
             }
             None => {
                 book.held.insert(
@@ -168,10 +190,12 @@ impl Permits {
                         until,
                         refused,
                         want,
+                        asking: None,
                     },
                 );
             }
         }
+        !refused
     }
 }
 
@@ -235,9 +259,10 @@ impl Limit {
             rate_limit::prune(conn)?;
         }
         let take = rate_limit::take(conn, &self.key, self.max, WINDOW_SECS, want)?;
-        self.permits.record(&self.key, want, &take, Instant::now());
+        let through = self.permits.record(&self.key, want, &take, Instant::now());
         match take {
             Take::Granted { .. } => Ok(()),
+            Take::Refused { .. } if through => Ok(()),
             Take::Refused { left } => Err(self.refused(left)),
             // Refused rather than let through uncounted: counting is what stops a guesser.
             Take::Full => Err(ApiError::DatabaseUnavailable(
@@ -282,21 +307,68 @@ mod tests {
         }
     }
 
+    fn refused(secs: u64) -> Take {
+        Take::Refused {
+            left: Duration::from_secs(secs),
+        }
+    }
+
     #[test]
     fn a_replica_spends_what_it_took_and_asks_for_more_each_time() {
         let permits = Permits::default();
         let t = Instant::now();
         assert_eq!(permits.spend("a", t), Local::Ask(1));
-        permits.record("a", 1, &granted(1, 60), t);
+        assert!(permits.record("a", 1, &granted(1, 60), t));
         assert_eq!(permits.spend("a", t), Local::Ask(2));
-        permits.record("a", 2, &granted(2, 59), t);
+        assert!(permits.record("a", 2, &granted(2, 59), t));
         assert_eq!(permits.spend("a", t), Local::Spent);
         assert_eq!(permits.spend("a", t), Local::Ask(4));
-        permits.record("a", 4, &granted(3, 59), t);
+        assert!(permits.record("a", 4, &granted(3, 59), t));
         assert_eq!(permits.spend("a", t), Local::Spent);
         assert_eq!(permits.spend("a", t), Local::Spent);
         assert_eq!(permits.spend("a", t), Local::Ask(8));
         assert_eq!(permits.spend("b", t), Local::Ask(1), "addresses apart");
+    }
+
+    #[test]
+    fn one_request_at_a_time_asks_for_a_block() {
+        let permits = Permits::default();
+        let t = Instant::now();
+        assert!(permits.record("a", 1, &granted(1, 60), t));
+        assert_eq!(permits.spend("a", t), Local::Ask(2));
+        assert_eq!(
+            permits.spend("a", t),
+            Local::Ask(1),
+            "a block is on its way"
+        );
+        assert!(permits.record("a", 1, &granted(1, 60), t));
+        assert!(permits.record("a", 2, &granted(2, 60), t));
+        assert_eq!(permits.spend("a", t), Local::Spent);
+        assert_eq!(permits.spend("a", t), Local::Ask(4), "the asker is back");
+        assert_eq!(
+            permits.spend("a", t + ASKING_FOR),
+            Local::Ask(4),
+            "an asker that never came back is replaced"
+        );
+    }
+
+    #[test]
+    fn a_refused_request_takes_what_another_block_brought_in() {
+        let permits = Permits::default();
+        let t = Instant::now();
+        assert!(permits.record("a", 1, &granted(1, 60), t));
+        assert_eq!(permits.spend("a", t), Local::Ask(2));
+        assert_eq!(permits.spend("a", t), Local::Ask(1));
+        assert!(permits.record("a", 2, &granted(2, 60), t));
+        assert!(
+            permits.record("a", 1, &refused(60), t),
+            "the block's second request"
+        );
+        assert!(!permits.record("a", 1, &refused(60), t), "nothing left");
+        assert_eq!(
+            permits.spend("a", t),
+            Local::Refused(Duration::from_secs(60))
+        );
     }
 
     #[test]
@@ -327,14 +399,7 @@ mod tests {
     fn a_spent_window_is_refused_until_it_ends() {
         let permits = Permits::default();
         let t = Instant::now();
-        permits.record(
-            "a",
-            4,
-            &Take::Refused {
-                left: Duration::from_secs(20),
-            },
-            t,
-        );
+        assert!(!permits.record("a", 4, &refused(20), t));
         assert_eq!(
             permits.spend("a", t + Duration::from_secs(5)),
             Local::Refused(Duration::from_secs(15))
@@ -349,12 +414,12 @@ mod tests {
     fn nothing_is_held_for_a_full_table_or_beyond_the_capacity() {
         let permits = Permits::default();
         let t = Instant::now();
-        permits.record("a", 1, &Take::Full, t);
+        assert!(!permits.record("a", 1, &Take::Full, t));
         assert_eq!(permits.spend("a", t), Local::Ask(1));
         for i in 0..CAPACITY {
             permits.record(&format!("k{i}"), 1, &granted(2, 60), t);
         }
-        permits.record("late", 1, &granted(2, 60), t);
+        assert!(permits.record("late", 1, &granted(2, 60), t));
         assert_eq!(permits.spend("late", t), Local::Ask(1), "no room");
         let later = t + Duration::from_secs(61);
         permits.record("late", 1, &granted(2, 60), later);

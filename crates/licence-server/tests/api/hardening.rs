@@ -168,11 +168,12 @@ async fn licence_routes_are_rate_limited_per_address_across_replicas() {
 }
 
 /// Each replica takes an address's requests from the shared counter in blocks and spends them
-/// without the database. Under a parallel flood on two replicas the window must still let
-/// through exactly its limit, every refusal must say when to come back, and the shared counter
-/// must show no more than the limit handed out.
+/// without the database. Under a parallel flood on two replicas the window must never let
+/// through more than its limit, nor fewer than the limit less one block per replica (a block
+/// is at most an eighth of what is left), every refusal must say when to come back, and the
+/// shared counter must have handed out the whole limit and no more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_parallel_flood_on_two_replicas_gets_exactly_the_limit() {
+async fn a_parallel_flood_on_two_replicas_gets_the_limit_and_no_more() {
     use diesel::RunQueryDsl;
     const LIMIT: usize = 80;
     let app = spawn_app().await;
@@ -196,7 +197,10 @@ async fn a_parallel_flood_on_two_replicas_gets_exactly_the_limit() {
         .filter(|(s, _)| *s == 429)
         .map(|(_, retry)| retry)
         .collect();
-    assert_eq!(through, LIMIT, "let through");
+    assert!(
+        (LIMIT - 2 * (LIMIT / 8)..=LIMIT).contains(&through),
+        "let through: {through}"
+    );
     assert_eq!(through + refused.len(), answers.len(), "only 404 and 429");
     for retry in refused {
         let secs: u64 = retry

@@ -142,6 +142,63 @@ async fn twenty_concurrent_activations_take_exactly_three_slots() {
         .count();
     assert_eq!((ok, refused), (3, 17), "{results:?}");
     assert_eq!(app.count("activation"), 3);
+    // The licence's seat count, kept by triggers, agrees with the rows, and validate reports it.
+    let winner = results
+        .iter()
+        .position(|(s, _)| *s == 200)
+        .map(|i| format!("machine-{i}"))
+        .expect("a winner");
+    let (s, b) = app
+        .post(
+            "/api/license/validate",
+            &json!({"licenseKey": key, "instanceId": winner}),
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["license"]["activationUsage"], 3);
+}
+
+/// Validate reads the seat count from the licence row, which triggers keep with every insert and
+/// delete of an activation: after activations, a deactivation and another activation it must
+/// equal the rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_counts_the_seats_every_change_left() {
+    let app = spawn_app().await;
+    let key = app.licence("pro", "active");
+    let usage = |b: &serde_json::Value| b["license"]["activationUsage"].clone();
+    let validate = |instance: &'static str| {
+        let app = &app;
+        let key = key.clone();
+        async move {
+            let (s, b) = app
+                .post(
+                    "/api/license/validate",
+                    &json!({"licenseKey": key, "instanceId": instance}),
+                    None,
+                )
+                .await;
+            assert_eq!(s, 200, "{b}");
+            b
+        }
+    };
+    app.token(&key, "a").await;
+    assert_eq!(usage(&validate("a").await), 1);
+    app.token(&key, "b").await;
+    app.token(&key, "c").await;
+    assert_eq!(usage(&validate("a").await), 3);
+    let (s, b) = app
+        .post(
+            "/api/license/deactivate",
+            &json!({"licenseKey": key, "instanceId": "b"}),
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(usage(&validate("c").await), 2);
+    app.token(&key, "d").await;
+    assert_eq!(usage(&validate("d").await), 3);
+    assert_eq!(app.count("activation"), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
