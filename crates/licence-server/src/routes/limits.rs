@@ -8,7 +8,9 @@
 //! spends them in memory: an address's first request in a window takes one, and each time the
 //! replica comes back for the same address it asks for twice as many as before, up to
 //! [`MAX_BLOCK`], while the database hands out at most an eighth of what is left of the limit
-//! at a time. A client that asks once in a while costs one statement per request, as with a
+//! at a time. One request of an address asks for a block at a time; requests that find none in
+//! hand meanwhile ask for one each, and one that the database refuses still goes through if a
+//! block brought in a request of the window in the meantime. A client that asks once in a while costs one statement per request, as with a
 //! plain counter; a busy client or a flood costs one per block, and once the window is spent
 //! the replica refuses it without the database until the window ends. The limit holds across
 //! replicas exactly as an upper bound: no window hands out more than the limit. A client that
