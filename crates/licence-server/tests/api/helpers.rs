@@ -264,6 +264,20 @@ impl TestApp {
         .await
     }
 
+    /// The seat count (`activationUsage`) a validation of `key` by `instance` reports; the
+    /// validation must succeed.
+    pub async fn seats_seen_by_validate(&self, key: &str, instance: &str) -> Value {
+        let (status, body) = self
+            .post(
+                "/api/license/validate",
+                &json!({"licenseKey": key, "instanceId": instance}),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["license"]["activationUsage"].clone()
+    }
+
     /// A token for a fresh activation of `key` on `instance`.
     pub async fn token(&self, key: &str, instance: &str) -> String {
         let (status, body) = self.activate(key, instance).await;

@@ -148,15 +148,7 @@ async fn twenty_concurrent_activations_take_exactly_three_slots() {
         .position(|(s, _)| *s == 200)
         .map(|i| format!("machine-{i}"))
         .expect("a winner");
-    let (s, b) = app
-        .post(
-            "/api/license/validate",
-            &json!({"licenseKey": key, "instanceId": winner}),
-            None,
-        )
-        .await;
-    assert_eq!(s, 200, "{b}");
-    assert_eq!(b["license"]["activationUsage"], 3);
+    assert_eq!(app.seats_seen_by_validate(&key, &winner).await, 3);
 }
 
 /// Validate reads the seat count from the licence row, which triggers keep with every insert and
@@ -166,27 +158,11 @@ async fn twenty_concurrent_activations_take_exactly_three_slots() {
 async fn validate_counts_the_seats_every_change_left() {
     let app = spawn_app().await;
     let key = app.licence("pro", "active");
-    let usage = |b: &serde_json::Value| b["license"]["activationUsage"].clone();
-    let validate = |instance: &'static str| {
-        let app = &app;
-        let key = key.clone();
-        async move {
-            let (s, b) = app
-                .post(
-                    "/api/license/validate",
-                    &json!({"licenseKey": key, "instanceId": instance}),
-                    None,
-                )
-                .await;
-            assert_eq!(s, 200, "{b}");
-            b
-        }
-    };
     app.token(&key, "a").await;
-    assert_eq!(usage(&validate("a").await), 1);
+    assert_eq!(app.seats_seen_by_validate(&key, "a").await, 1);
     app.token(&key, "b").await;
     app.token(&key, "c").await;
-    assert_eq!(usage(&validate("a").await), 3);
+    assert_eq!(app.seats_seen_by_validate(&key, "a").await, 3);
     let (s, b) = app
         .post(
             "/api/license/deactivate",
@@ -195,9 +171,9 @@ async fn validate_counts_the_seats_every_change_left() {
         )
         .await;
     assert_eq!(s, 200, "{b}");
-    assert_eq!(usage(&validate("c").await), 2);
+    assert_eq!(app.seats_seen_by_validate(&key, "c").await, 2);
     app.token(&key, "d").await;
-    assert_eq!(usage(&validate("d").await), 3);
+    assert_eq!(app.seats_seen_by_validate(&key, "d").await, 3);
     assert_eq!(app.count("activation"), 3);
 }
 
