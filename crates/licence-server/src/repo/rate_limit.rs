@@ -37,7 +37,7 @@ pub enum Take {
     Full,
 }
 
-/// Asks for up to `want` requests of `bucket`'s window, at most `max` per `window_secs`.
+/// Binds: the bucket, the limit, the window's seconds, how many requests are wanted.
 pub(super) const TAKE: &str = "SELECT licence_rate_take(?, ?, ?, ?) AS taken";
 
 /// Asks for up to `want` (at least one) of `bucket`'s requests, at most `max` per `window_secs`.

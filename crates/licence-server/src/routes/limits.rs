@@ -10,9 +10,10 @@
 //! [`MAX_BLOCK`], while the database hands out at most an eighth of what is left of the limit
 //! at a time. One request of an address asks for a block at a time; requests that find none in
 //! hand meanwhile ask for one each, and one that the database refuses still goes through if a
-//! block brought in a request of the window in the meantime. A client that asks once in a while costs one statement per request, as with a
-//! plain counter; a busy client or a flood costs one per block, and once the window is spent
-//! the replica refuses it without the database until the window ends. The limit holds across
+//! block brought in a request of the window in the meantime. A client that asks once in a while
+//! costs one statement per request, as with a plain counter; a busy client or a flood costs one
+//! per block, and once the window is spent the replica refuses it without the database until
+//! the window ends. The limit holds across
 //! replicas exactly as an upper bound: no window hands out more than the limit. A client that
 //! spreads its last requests of a window over several replicas can be refused by one while
 //! another still holds a few of its requests (the blocks near the limit are single requests).
@@ -127,7 +128,7 @@ impl Permits {
         let someone_asks = held
             .asking
             .is_some_and(|since| now.saturating_duration_since(since) < ASKING_FOR);
-        if someone_asks || held.want <= 1 {
+        if someone_asks {
             return Local::Ask(1);
         }
         held.asking = Some(now);
