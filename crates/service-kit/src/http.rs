@@ -504,10 +504,20 @@ pub struct Limits {
     /// connections, requests beyond that queue as tasks instead, at no cost. `None` keeps
     /// actix's default (512 per process).
     pub blocking_threads: Option<usize>,
+    /// HTTP worker threads. One per core suits a service whose workers only ever wait on
+    /// sockets; one that runs short statements on its workers (licence-server) needs more,
+    /// so that a core has another worker to run while one waits for the database.
+    pub workers: std::num::NonZeroUsize,
 }
 
 pub const REQUEST_BODY_TIMEOUT_SECS: &str = "REQUEST_BODY_TIMEOUT_SECS";
 pub const MAX_CONNECTIONS: &str = "MAX_CONNECTIONS";
+pub const HTTP_WORKERS: &str = "HTTP_WORKERS";
+
+/// The machine's cores, as the process may use them.
+pub fn cores() -> std::num::NonZeroUsize {
+    std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN)
+}
 
 impl Default for Limits {
     fn default() -> Self {
@@ -515,13 +525,20 @@ impl Default for Limits {
             body_idle_timeout: Duration::from_secs(15),
             max_connections: 4096,
             blocking_threads: None,
+            workers: cores(),
         }
     }
 }
 
 impl Limits {
     pub fn from_env(env: &crate::Env) -> Result<Self, crate::ConfigError> {
-        let default = Self::default();
+        Self::from_env_or(env, Self::default())
+    }
+
+    /// [`Limits::from_env`] with the service's own defaults for what the environment leaves
+    /// unset.
+    pub fn from_env_or(env: &crate::Env, default: Self) -> Result<Self, crate::ConfigError> {
+        let workers = env.number(HTTP_WORKERS, default.workers.get(), 1, 256)?;
         Ok(Self {
             body_idle_timeout: Duration::from_secs(env.number(
                 REQUEST_BODY_TIMEOUT_SECS,
@@ -531,6 +548,7 @@ impl Limits {
             )?),
             max_connections: env.number(MAX_CONNECTIONS, default.max_connections, 16, 1_000_000)?,
             blocking_threads: default.blocking_threads,
+            workers: std::num::NonZeroUsize::new(workers).unwrap_or(default.workers),
         })
     }
 }
@@ -628,7 +646,7 @@ where
 
     crate::metrics::init_process_metrics();
     let metrics = web::Data::new(metrics);
-    let workers = std::thread::available_parallelism().map_or(2, usize::from);
+    let workers = limits.workers.get();
     if let Some(limit) = crate::cli::open_files_limit() {
         match limit {
             Ok((soft, hard)) => tracing::info!(soft, hard, "open files limit"),
@@ -693,6 +711,28 @@ pub(crate) const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workers_come_from_the_service_unless_http_workers_says() {
+        let env = |pairs: &[(&str, &str)]| crate::Env::from_pairs(pairs.iter().copied());
+        let eight = Limits {
+            workers: std::num::NonZeroUsize::new(8).expect("8"),
+            ..Limits::default()
+        };
+        assert_eq!(Limits::from_env(&env(&[])).map(|l| l.workers), Ok(cores()));
+        assert_eq!(Limits::from_env_or(&env(&[]), eight), Ok(eight));
+        let three =
+            Limits::from_env_or(&env(&[(HTTP_WORKERS, "3")]), eight).map(|l| l.workers.get());
+        assert_eq!(three, Ok(3));
+        for bad in ["0", "257", "four"] {
+            let refused = Limits::from_env_or(&env(&[(HTTP_WORKERS, bad)]), eight);
+            assert_eq!(
+                refused.map_err(|e| e.var),
+                Err(HTTP_WORKERS.to_owned()),
+                "{bad}"
+            );
+        }
+    }
 
     /// A log writer the test can read back.
     #[derive(Clone, Default)]

@@ -28,7 +28,8 @@ pub async fn consume(
     let prune = rand::random_ratio(1, 1000);
     // One checkout. Without a key, one statement reads the licence with the installation's
     // seat and, when the licence is plainly active, takes the unit too.
-    let consumed = service_kit::db::run(&state.pool, move |conn| {
+    let inline = key.is_none() && !prune;
+    let work = move |conn: &mut diesel::MysqlConnection| {
         if prune {
             idempotency::prune(conn, day - chrono::Days::new(1))?;
         }
@@ -60,8 +61,15 @@ pub async fn consume(
             &key,
             plan,
         )?)
-    })
-    .await?;
+    };
+    // The plain consumption is one short statement and runs on the worker; a key's transaction
+    // can wait on the lock of a concurrent request with the same key, and the pruning deletes
+    // many rows, so both go to the blocking pool.
+    let consumed = if inline {
+        service_kit::db::run_inline(&state.pool, work).await?
+    } else {
+        service_kit::db::run(&state.pool, work).await?
+    };
     let report = UsageReport::new(consumed.plan, consumed.used, now);
     if consumed.taken {
         Ok(web::Json(report))

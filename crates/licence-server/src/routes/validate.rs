@@ -50,7 +50,7 @@ pub async fn validate(
     })();
     // One checkout, at most three statements: the rate-limit count, the licence with the
     // installation's seat and the seat count, the seat's validation time.
-    let (licence, instance_id, license) = service_kit::db::run(&state.pool, move |conn| {
+    let (licence, instance_id, license) = service_kit::db::run_inline(&state.pool, move |conn| {
         limit.hit(conn)?;
         let (licence, activation, usage) = match by? {
             By::Token(id, iid) => {
