@@ -87,14 +87,11 @@ pub struct Variants {
 /// worker per core a core idles while its worker waits. On 2 cores, 2, 4 and 8 workers answered
 /// validate at about 0.14, 0.22 and 0.19–0.21 × a point select measured in the same run; each
 /// worker holds about 150 KiB.
-pub const WORKERS_PER_CORE: usize = 2;
+pub const WORKERS_PER_CORE: std::num::NonZeroUsize = std::num::NonZeroUsize::new(2).unwrap();
 
 fn http_defaults() -> service_kit::http::Limits {
-    let cores = service_kit::http::cores();
     service_kit::http::Limits {
-        workers: cores.saturating_mul(
-            std::num::NonZeroUsize::new(WORKERS_PER_CORE).unwrap_or(std::num::NonZeroUsize::MIN),
-        ),
+        workers: service_kit::http::cores().saturating_mul(WORKERS_PER_CORE),
         ..service_kit::http::Limits::default()
     }
 }

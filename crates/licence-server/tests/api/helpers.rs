@@ -264,6 +264,16 @@ impl TestApp {
         .await
     }
 
+    /// Deactivates `instance` on `key` by the key; the answer.
+    pub async fn deactivate(&self, key: &str, instance: &str) -> (u16, Value) {
+        self.post(
+            "/api/license/deactivate",
+            &json!({"licenseKey": key, "instanceId": instance}),
+            None,
+        )
+        .await
+    }
+
     /// The seat count (`activationUsage`) a validation of `key` by `instance` reports; the
     /// validation must succeed.
     pub async fn seats_seen_by_validate(&self, key: &str, instance: &str) -> Value {

@@ -163,13 +163,7 @@ async fn validate_counts_the_seats_every_change_left() {
     app.token(&key, "b").await;
     app.token(&key, "c").await;
     assert_eq!(app.seats_seen_by_validate(&key, "a").await, 3);
-    let (s, b) = app
-        .post(
-            "/api/license/deactivate",
-            &json!({"licenseKey": key, "instanceId": "b"}),
-            None,
-        )
-        .await;
+    let (s, b) = app.deactivate(&key, "b").await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(app.seats_seen_by_validate(&key, "c").await, 2);
     app.token(&key, "d").await;
@@ -313,13 +307,7 @@ async fn deactivation_frees_the_slot() {
     app.token(&key, "c").await;
     assert_eq!(app.activate(&key, "d").await.0, 409);
 
-    let (s, b) = app
-        .post(
-            "/api/license/deactivate",
-            &json!({"licenseKey": key, "instanceId": "b"}),
-            None,
-        )
-        .await;
+    let (s, b) = app.deactivate(&key, "b").await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["deactivated"], true);
     assert_eq!(b["license"]["activationUsage"], 2);

@@ -143,13 +143,7 @@ async fn consuming_needs_an_active_licence_and_installation() {
     let app = spawn_app().await;
     let key = app.licence("pro", "active");
     let token = app.token(&key, "pc").await;
-    let (s, _) = app
-        .post(
-            "/api/license/deactivate",
-            &json!({"licenseKey": key, "instanceId": "pc"}),
-            None,
-        )
-        .await;
+    let (s, _) = app.deactivate(&key, "pc").await;
     assert_eq!(s, 200);
     let (s, b, _) = consume(&app, &token).await;
     assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
