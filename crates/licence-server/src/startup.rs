@@ -1,7 +1,7 @@
 //! Building the HTTP server: the same code path for `main` and for tests, which pass port 0.
 
 use std::net::TcpListener;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use actix_web::dev::Server;
@@ -79,6 +79,19 @@ impl Application {
         });
 
         let limits = settings.http;
+        LazyLock::force(&crate::direct::DIRECT);
+        LazyLock::force(&crate::direct::POOL);
+        let per_worker = usize::try_from(settings.pool_size)
+            .unwrap_or(1)
+            .div_ceil(limits.workers.get());
+        let direct =
+            match crate::direct::Target::for_url(settings.database_url.expose(), per_worker) {
+                Ok(target) => Some(target),
+                Err(why) => {
+                    tracing::info!(%why, "validate and consume use the pool only");
+                    None
+                }
+            };
         let state = AppState {
             keys: Arc::new(KeyRing::new(&settings.jwt_keys)),
             signing: Arc::new(SigningRing::new(settings.signing_keys.clone())),
@@ -111,6 +124,8 @@ impl Application {
             Some(files),
             move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
+                    // Called on each worker's thread: its connections are its own.
+                    .app_data(web::Data::new(crate::direct::Direct::new(direct.as_ref())))
                     // The desktop app's historical probe; same meaning as /ready.
                     .service(
                         routes::resource("/api/health")

@@ -96,17 +96,20 @@ macro_rules! seat_sql {
     };
 }
 
-pub(super) const SEAT_BY_ID: &str = seat_sql!("l.id = ?");
-const SEAT_BY_KEY: &str = seat_sql!("l.license_key = ?");
+pub(crate) const SEAT_BY_ID: &str = seat_sql!("l.id = ?");
+pub(crate) const SEAT_BY_KEY: &str = seat_sql!("l.license_key = ?");
 
-/// What a request from an installation needs to know, read in one statement: the licence,
-/// the installation's activation on it (`None` when it holds no seat) and how many seats the
-/// licence has taken. `None` when there is no such licence.
+/// The licence, the installation's activation on it (`None` when it holds no seat) and how many
+/// seats the licence has taken.
+pub type SeatFound = (LicenceRow, Option<ActivationRow>, u32);
+
+/// What a request from an installation needs to know, read in one statement. `None` when there
+/// is no such licence.
 pub fn seat(
     conn: &mut MysqlConnection,
     by: LicenceBy<'_>,
     instance_id: &str,
-) -> QueryResult<Option<(LicenceRow, Option<ActivationRow>, u32)>> {
+) -> QueryResult<Option<SeatFound>> {
     let (sql, value) = match by {
         LicenceBy::Id(id) => (SEAT_BY_ID, id),
         LicenceBy::Key(key) => (SEAT_BY_KEY, key),
@@ -144,7 +147,7 @@ pub struct SeatAndTake {
 // The plans' names are the only values the column's CHECK constraint admits; the quotas
 // come from `Plan::daily_quota`, bound in the order of `Plan::ALL` (a test holds the two
 // lists together). Any other name takes nothing here.
-pub(super) const SEAT_AND_TAKE: &str = concat!(
+pub(crate) const SEAT_AND_TAKE: &str = concat!(
     "SELECT ",
     seat_columns!(),
     ", IF(a.id IS NOT NULL AND l.status = 'active' AND l.disabled_at IS NULL \
@@ -171,16 +174,7 @@ pub fn seat_and_take(
     day: chrono::NaiveDate,
     now: NaiveDateTime,
 ) -> QueryResult<Option<SeatAndTake>> {
-    // Placeholders are filled in the order of the text: the select list's, the join's, then
-    // the filter's.
-    let mut binds = vec![Bind::Datetime(now), Bind::Date(day)];
-    binds.extend(
-        Plan::ALL
-            .iter()
-            .map(|plan| Bind::Int(i32::try_from(plan.daily_quota()).unwrap_or(i32::MAX))),
-    );
-    binds.push(Bind::Text(instance_id.to_owned()));
-    binds.push(Bind::Text(licence_id.to_owned()));
+    let binds = seat_and_take_binds(licence_id, instance_id, day, now);
     let row: Option<SeatTakeRow> = fixed(SEAT_AND_TAKE, binds).get_result(conn).optional()?;
     Ok(row.map(|r| {
         let (licence, activation) = r.seat.split(instance_id);
@@ -192,44 +186,65 @@ pub fn seat_and_take(
     }))
 }
 
+/// The values of [`SEAT_AND_TAKE`]'s placeholders.
+pub(crate) fn seat_and_take_binds(
+    licence_id: &str,
+    instance_id: &str,
+    day: chrono::NaiveDate,
+    now: NaiveDateTime,
+) -> Vec<Bind> {
+    // Placeholders are filled in the order of the text: the select list's, the join's, then
+    // the filter's.
+    let mut binds = vec![Bind::Datetime(now), Bind::Date(day)];
+    binds.extend(
+        Plan::ALL
+            .iter()
+            .map(|plan| Bind::Int(i32::try_from(plan.daily_quota()).unwrap_or(i32::MAX))),
+    );
+    binds.push(Bind::Text(instance_id.to_owned()));
+    binds.push(Bind::Text(licence_id.to_owned()));
+    binds
+}
+
+/// The columns of [`seat_columns`], in its order (the direct path reads them by position).
 #[derive(QueryableByName)]
-struct SeatCols {
+pub(crate) struct SeatCols {
     #[diesel(sql_type = Text)]
-    id: String,
+    pub(crate) id: String,
     #[diesel(sql_type = Text)]
-    license_key: String,
+    pub(crate) license_key: String,
     #[diesel(sql_type = Text)]
-    status: String,
+    pub(crate) status: String,
     #[diesel(sql_type = Text)]
-    plan: String,
+    pub(crate) plan: String,
     #[diesel(sql_type = Text)]
-    customer_email: String,
+    pub(crate) customer_email: String,
     #[diesel(sql_type = Nullable<Text>)]
-    customer_name: Option<String>,
+    pub(crate) customer_name: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
-    order_id: Option<String>,
+    pub(crate) order_id: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
-    subscription_id: Option<String>,
+    pub(crate) subscription_id: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
-    variant_id: Option<String>,
+    pub(crate) variant_id: Option<String>,
     #[diesel(sql_type = Nullable<Datetime>)]
-    subscription_synced_at: Option<NaiveDateTime>,
+    pub(crate) subscription_synced_at: Option<NaiveDateTime>,
     #[diesel(sql_type = Nullable<Datetime>)]
-    expires_at: Option<NaiveDateTime>,
+    pub(crate) expires_at: Option<NaiveDateTime>,
     #[diesel(sql_type = Nullable<Datetime>)]
-    disabled_at: Option<NaiveDateTime>,
+    pub(crate) disabled_at: Option<NaiveDateTime>,
     #[diesel(sql_type = Datetime)]
-    created_at: NaiveDateTime,
+    pub(crate) created_at: NaiveDateTime,
     #[diesel(sql_type = Datetime)]
-    updated_at: NaiveDateTime,
+    pub(crate) updated_at: NaiveDateTime,
     #[diesel(sql_type = Nullable<Text>)]
-    a_id: Option<String>,
+    pub(crate) a_id: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
-    a_instance_name: Option<String>,
+    pub(crate) a_instance_name: Option<String>,
     #[diesel(sql_type = Nullable<Datetime>)]
-    a_created_at: Option<NaiveDateTime>,
+    pub(crate) a_created_at: Option<NaiveDateTime>,
     #[diesel(sql_type = Nullable<Datetime>)]
-    a_last_validated_at: Option<NaiveDateTime>,
+    pub(crate) a_last_validated_at: Option<NaiveDateTime>,
 }
 
 #[derive(QueryableByName)]
@@ -249,7 +264,7 @@ struct SeatTakeRow {
 }
 
 impl SeatCols {
-    fn split(self, instance_id: &str) -> (LicenceRow, Option<ActivationRow>) {
+    pub(crate) fn split(self, instance_id: &str) -> (LicenceRow, Option<ActivationRow>) {
         let activation = match (self.a_id, self.a_created_at, self.a_last_validated_at) {
             (Some(id), Some(created_at), Some(last_validated_at)) => Some(ActivationRow {
                 id,
@@ -281,13 +296,12 @@ impl SeatCols {
     }
 }
 
+/// Binds: the time, the activation's id.
+pub(crate) const TOUCH: &str = "UPDATE activation SET last_validated_at = ? WHERE id = ?";
+
 /// Records a successful validation.
 pub fn touch(conn: &mut MysqlConnection, id: &str, at: NaiveDateTime) -> QueryResult<()> {
-    fixed(
-        "UPDATE activation SET last_validated_at = ? WHERE id = ?",
-        vec![Bind::Datetime(at), Bind::Text(id.to_owned())],
-    )
-    .execute(conn)?;
+    fixed(TOUCH, vec![Bind::Datetime(at), Bind::Text(id.to_owned())]).execute(conn)?;
     Ok(())
 }
 

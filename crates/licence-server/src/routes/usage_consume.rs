@@ -3,6 +3,7 @@ use actix_web::{HttpRequest, web};
 use chrono::SubsecRound;
 
 use super::{AppState, Claims, authorise_on, check};
+use crate::direct::{Direct, Sent};
 use crate::error::ApiError;
 use crate::repo::idempotency::{self, Consumed};
 use crate::repo::{activations, usage};
@@ -18,18 +19,48 @@ pub const MAX_IDEMPOTENCY_KEY: usize = 64;
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn consume(
     state: web::Data<AppState>,
+    direct: web::Data<Direct>,
     req: HttpRequest,
     Claims(claims): Claims,
 ) -> Result<web::Json<UsageReport>, ApiError> {
     let key = idempotency_key(&req)?;
     let now = state.clock.now();
-    let day = domain::licensing::quota_day(now);
     // Keys only mean something on their own day; old ones are dropped now and then.
     let prune = rand::random_ratio(1, 1000);
-    // One checkout. Without a key, one statement reads the licence with the installation's
-    // seat and, when the licence is plainly active, takes the unit too.
-    let inline = key.is_none() && !prune;
-    let work = move |conn: &mut diesel::MysqlConnection| {
+    // Without a key, one statement reads the licence with the installation's seat and, when
+    // the licence is plainly active, takes the unit too; it runs on the worker. A key's
+    // transaction can wait on the lock of a concurrent request with the same key, and the
+    // pruning deletes many rows, so both go to the blocking pool.
+    let consumed = if key.is_none() && !prune {
+        match take_direct(&state, &direct, &claims, now).await? {
+            Some(consumed) => consumed,
+            None => {
+                crate::direct::POOL.inc();
+                let work = on_pool(claims, None, false, now);
+                service_kit::db::run_inline(&state.pool, work).await?
+            }
+        }
+    } else {
+        service_kit::db::run(&state.pool, on_pool(claims, key, prune, now)).await?
+    };
+    let report = UsageReport::new(consumed.plan, consumed.used, now);
+    if consumed.taken {
+        Ok(web::Json(report))
+    } else {
+        Err(ApiError::QuotaExceeded(report))
+    }
+}
+
+/// The consumption on one checkout of the pool: with `key`, once per key; `prune` first drops
+/// the keys of days gone.
+fn on_pool(
+    claims: crate::tokens::Claims,
+    key: Option<String>,
+    prune: bool,
+    now: chrono::DateTime<chrono::Utc>,
+) -> impl FnOnce(&mut diesel::MysqlConnection) -> Result<Consumed, ApiError> + Send + 'static {
+    let day = domain::licensing::quota_day(now);
+    move |conn| {
         if prune {
             idempotency::prune(conn, day - chrono::Days::new(1))?;
         }
@@ -50,7 +81,7 @@ pub async fn consume(
                 Some(outcome) => outcome,
                 None => usage::consume(conn, &auth.licence.id, day, plan.daily_quota())?,
             };
-            return Ok::<_, ApiError>(Consumed { taken, used, plan });
+            return Ok(Consumed { taken, used, plan });
         };
         let auth = authorise_on(conn, &claims, now)?;
         let plan = auth.licence.plan();
@@ -61,21 +92,45 @@ pub async fn consume(
             &key,
             plan,
         )?)
-    };
-    // The plain consumption is one short statement and runs on the worker; a key's transaction
-    // can wait on the lock of a concurrent request with the same key, and the pruning deletes
-    // many rows, so both go to the blocking pool.
-    let consumed = if inline {
-        service_kit::db::run_inline(&state.pool, work).await?
-    } else {
-        service_kit::db::run(&state.pool, work).await?
-    };
-    let report = UsageReport::new(consumed.plan, consumed.used, now);
-    if consumed.taken {
-        Ok(web::Json(report))
-    } else {
-        Err(ApiError::QuotaExceeded(report))
     }
+}
+
+/// The plain consumption over the worker's own connections: `None` when the statement could not
+/// be sent that way and the pool must run it. One that was sent and then failed is not run again,
+/// since its unit may have been taken: it answers 503 as the pool would.
+async fn take_direct(
+    state: &AppState,
+    direct: &Direct,
+    claims: &crate::tokens::Claims,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<Consumed>, ApiError> {
+    let day = domain::licensing::quota_day(now);
+    // As in the pool's path: cut to MariaDB's microseconds, never rounded up.
+    let at = now.naive_utc().trunc_subsecs(6);
+    let found = match direct
+        .seat_and_take(&claims.sub, &claims.iid, day, at)
+        .await
+    {
+        Sent::Answered(found) => found.ok_or(ApiError::InvalidToken)?,
+        Sent::NotSent => return Ok(None),
+        Sent::Failed(cause) => return Err(ApiError::DatabaseUnavailable(cause)),
+    };
+    let auth = check(found.licence, found.activation, now)?;
+    let plan = auth.licence.plan();
+    let (taken, used) = match found.taken {
+        Some(outcome) => outcome,
+        // A licence with access on other grounds takes its unit with a statement of its own.
+        None => {
+            crate::direct::POOL.inc();
+            let id = auth.licence.id.clone();
+            let quota = plan.daily_quota();
+            service_kit::db::run_inline(&state.pool, move |conn| {
+                usage::consume(conn, &id, day, quota).map_err(ApiError::from)
+            })
+            .await?
+        }
+    };
+    Ok(Some(Consumed { taken, used, plan }))
 }
 
 /// The `Idempotency-Key` header: 1 to 64 visible ASCII characters, or 400 naming it.

@@ -5,6 +5,7 @@ use super::limits::{Bucket, Limit};
 use super::{
     AppState, Authorised, KeyAndInstance, OptionalBody, bearer, check, claims, issue, issue_lease,
 };
+use crate::direct::{Direct, Sent};
 use crate::error::ApiError;
 use crate::repo::activations::{self, LicenceBy};
 use crate::wire::{IssuedLease, IssuedToken, LicenceView};
@@ -22,6 +23,7 @@ pub struct Answer {
 }
 
 /// Licence id and instance from a token, or key and instance from the body.
+#[derive(Clone)]
 enum By {
     Token(String, String),
     Key(String, String),
@@ -32,13 +34,14 @@ enum By {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn validate(
     state: web::Data<AppState>,
+    direct: web::Data<Direct>,
     req: HttpRequest,
     body: OptionalBody,
 ) -> Result<web::Json<Answer>, ApiError> {
     let limit = Limit::of(&state, &req, Bucket::Licence);
     let now = state.clock.now();
-    // Who is asking, settled before the blocking call below. A refusal here is answered only
-    // after the request was counted, so that a guesser pays for every try.
+    // Who is asking. A refusal here is answered only after the request was counted, so that a
+    // guesser pays for every try.
     let by = (|| -> Result<By, ApiError> {
         if bearer(&req)?.is_some() {
             let c = claims(&state, &req)?;
@@ -48,28 +51,53 @@ pub async fn validate(
         let (key, instance_id) = body.checked()?;
         Ok(By::Key(key.as_str().to_owned(), instance_id.into_string()))
     })();
-    // One checkout, at most three statements: the rate-limit count, the licence with the
-    // installation's seat and the seat count, the seat's validation time.
-    let (licence, instance_id, license) = service_kit::db::run_inline(&state.pool, move |conn| {
-        limit.hit(conn)?;
-        let (licence, activation, usage) = match by? {
-            By::Token(id, iid) => {
-                activations::seat(conn, LicenceBy::Id(&id), &iid)?.ok_or(ApiError::InvalidToken)?
-            }
-            By::Key(key, iid) => activations::seat(conn, LicenceBy::Key(&key), &iid)?
-                .ok_or(ApiError::LicenceNotFound)?,
-        };
-        let Authorised {
-            licence,
-            activation,
-        } = check(licence, activation, now)?;
-        if needs_touch(activation.last_validated_at, now.naive_utc()) {
-            activations::touch(conn, &activation.id, now.naive_utc())?;
+    // Counted first, so that a refusal below comes after the count. Only an address whose
+    // requests this replica holds none of costs a statement here.
+    match limit.settled() {
+        Some(settled) => settled?,
+        None => service_kit::db::run_inline(&state.pool, move |conn| limit.hit(conn)).await?,
+    }
+    let by = by?;
+    let found = match &by {
+        By::Token(id, iid) => direct.seat(LicenceBy::Id(id), iid).await,
+        By::Key(key, iid) => direct.seat(LicenceBy::Key(key), iid).await,
+    };
+    let found = match found {
+        Sent::Answered(found) => found,
+        // A read: whatever became of the direct attempt, the pool may run it again.
+        Sent::NotSent | Sent::Failed(_) => {
+            crate::direct::POOL.inc();
+            let by = by.clone();
+            service_kit::db::run_inline(&state.pool, move |conn| {
+                let found = match &by {
+                    By::Token(id, iid) => activations::seat(conn, LicenceBy::Id(id), iid),
+                    By::Key(key, iid) => activations::seat(conn, LicenceBy::Key(key), iid),
+                };
+                found.map_err(ApiError::from)
+            })
+            .await?
         }
-        let view = LicenceView::new(&licence, usage);
-        Ok::<_, ApiError>((licence, activation.instance_id, view))
-    })
-    .await?;
+    };
+    let (licence, activation, usage) = found.ok_or(match by {
+        By::Token(..) => ApiError::InvalidToken,
+        By::Key(..) => ApiError::LicenceNotFound,
+    })?;
+    let Authorised {
+        licence,
+        activation,
+    } = check(licence, activation, now)?;
+    if needs_touch(activation.last_validated_at, now.naive_utc()) {
+        let (id, at) = (activation.id.clone(), now.naive_utc());
+        if !direct.touch(&id, at).await {
+            crate::direct::POOL.inc();
+            service_kit::db::run_inline(&state.pool, move |conn| {
+                activations::touch(conn, &id, at).map_err(ApiError::from)
+            })
+            .await?;
+        }
+    }
+    let license = LicenceView::new(&licence, usage);
+    let instance_id = activation.instance_id;
     let token = issue(&state, &licence, &instance_id)?;
     let lease = issue_lease(&state, &licence, &instance_id)?;
     Ok(web::Json(Answer {

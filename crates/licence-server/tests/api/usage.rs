@@ -371,3 +371,73 @@ fn units_taken_with_the_seat_at_once_keep_the_quota() {
         );
     }
 }
+
+/// The value of `licence_statements_total` for `path` in the service's metrics.
+async fn statements(app: &TestApp, path: &str) -> f64 {
+    let text = app
+        .client
+        .get(format!("{}/metrics", app.base))
+        .send()
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    let series = format!("licence_statements_total{{path=\"{path}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&series))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in the metrics:\n{text}"))
+}
+
+/// validate and consume send their statements over the worker's own connections; when those
+/// are lost, a request either answers 503 or is answered through the pool, and every unit a
+/// consumption reported taken is counted exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workers_own_connections_serve_validate_and_consume_and_losing_them_loses_no_unit() {
+    let app = spawn_app().await;
+    let key = app.licence("premium", "active");
+    let token = app.token(&key, "pc").await;
+    let before = statements(&app, "direct").await;
+    for _ in 0..3 {
+        let (s, b) = app.post("/api/license/validate", &json!({}), Some(&token)).await;
+        assert_eq!(s, 200, "{b}");
+        let (s, b, _) = consume(&app, &token).await;
+        assert_eq!(s, 200, "{b}");
+    }
+    assert!(
+        statements(&app, "direct").await - before >= 6.0,
+        "three validates and three consumes took the direct path"
+    );
+
+    // Every connection to the database drops, as when it restarts.
+    app.proxy.cut();
+    app.proxy.restore();
+    let mut taken = 3;
+    let mut validated = false;
+    for _ in 0..40 {
+        let (s, b, _) = consume(&app, &token).await;
+        match s {
+            200 => {
+                taken += 1;
+                assert_eq!(b["used"], taken, "{b}");
+            }
+            503 => assert_eq!(b["code"], "DATABASE_UNAVAILABLE", "{b}"),
+            _ => panic!("consume after the connections dropped: {s} {b}"),
+        }
+        let (s, b) = app.post("/api/license/validate", &json!({}), Some(&token)).await;
+        match s {
+            200 => validated = true,
+            503 => assert_eq!(b["code"], "DATABASE_UNAVAILABLE", "{b}"),
+            _ => panic!("validate after the connections dropped: {s} {b}"),
+        }
+        if validated && taken >= 8 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(validated && taken >= 8, "the service recovers: {taken} units");
+    let (s, b) = app.get("/api/usage/status", Some(&token)).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["used"], taken, "each unit counted once: {b}");
+}

@@ -1,0 +1,330 @@
+//! The statements of validate and consume over asynchronous MariaDB connections owned by each
+//! worker thread.
+//!
+//! diesel's client is synchronous: a statement run on the worker blocks the worker's thread until
+//! MariaDB answers, and the kernel switches to another thread and back for every request, which
+//! on a small machine costs about as much CPU as the statement. The two routes a desktop app
+//! calls most instead send their one statement from the worker that parsed the request over a
+//! connection whose socket that worker's own event loop drives: while MariaDB works, the worker
+//! parses and answers other requests. Each worker has a small pool of its own (a MariaDB
+//! connection runs one statement at a time), so no connection is ever shared between threads.
+//!
+//! This path only accelerates. Whenever it cannot send a statement (not configured, no
+//! connection to be had, a recent failure), the request goes the usual way through the diesel
+//! pool, which also owns every error answer. A read that fails after it was sent goes the usual
+//! way too; a consumption that fails after it was sent does not, because the unit may have been
+//! taken: it answers 503 like the pool would.
+//!
+//! It is used only where it connects exactly as libmariadb would for the same `DATABASE_URL`: a
+//! TCP host and no options. libmariadb takes the host `localhost` to mean its Unix socket, and
+//! reads options this client does not know (TLS among them); for such a URL [`Target::for_url`]
+//! says why and both routes stay on the pool.
+
+use std::cell::Cell;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+use chrono::{NaiveDate, NaiveDateTime};
+use mysql_async::prelude::{FromValue, Queryable};
+use mysql_async::{Conn, Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts, Row, Value};
+use service_kit::metrics::prometheus::{IntCounter, IntCounterVec};
+
+use crate::repo::activations::{LicenceBy, TOUCH};
+use crate::repo::activations::{
+    SEAT_AND_TAKE, SEAT_BY_ID, SEAT_BY_KEY, SeatAndTake, SeatCols, SeatFound,
+};
+
+/// validate's and consume's statements by the way they went: over the worker's connections or
+/// through the pool.
+static STATEMENTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    service_kit::metrics::counter_vec(
+        "licence_statements_total",
+        "validate and consume statements, by the way they went: direct (the worker's own \
+         connections) or pool.",
+        &["path"],
+    )
+});
+pub static DIRECT: LazyLock<IntCounter> =
+    LazyLock::new(|| STATEMENTS.with_label_values(&["direct"]));
+pub static POOL: LazyLock<IntCounter> = LazyLock::new(|| STATEMENTS.with_label_values(&["pool"]));
+
+/// Longest wait for a connection, opened or idle.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// After a failure, requests use the pool for this long before this path is tried again.
+const RETRY_AFTER: Duration = Duration::from_secs(2);
+/// Longest wait for a statement's answer.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
+/// An idle connection beyond the first is closed after this long, as the pool's are.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Where and how to connect: shared by every worker thread.
+#[derive(Debug, Clone)]
+pub struct Target {
+    opts: Opts,
+}
+
+impl Target {
+    /// The target for `url` with `per_worker` connections in each worker, when this client
+    /// connects to it exactly as libmariadb would; otherwise the reason it would not.
+    pub fn for_url(url: &str, per_worker: usize) -> Result<Self, String> {
+        // The parser's messages may quote the URL, password included: they are not passed on.
+        let parsed =
+            url::Url::parse(url).map_err(|_| "DATABASE_URL is not a URL this client reads")?;
+        if parsed.query().is_some() {
+            return Err("DATABASE_URL has options only libmariadb understands".into());
+        }
+        match parsed.host_str() {
+            None | Some("") => return Err("DATABASE_URL names no host".into()),
+            Some(host) if host.eq_ignore_ascii_case("localhost") => {
+                return Err("libmariadb reaches localhost over its Unix socket".into());
+            }
+            Some(_) => {}
+        }
+        if parsed.username().is_empty() {
+            return Err("DATABASE_URL names no user: libmariadb would take the system's".into());
+        }
+        let opts =
+            Opts::from_url(url).map_err(|_| "DATABASE_URL is not a URL this client reads")?;
+        let pool = PoolOpts::new()
+            .with_constraints(PoolConstraints::new(0, per_worker.max(1)).unwrap_or_default())
+            .with_inactive_connection_ttl(IDLE_TIMEOUT)
+            // A reset on every return to the pool would cost a round trip per request and drop
+            // the prepared statements; the routes leave no session state behind.
+            .with_reset_connection(false);
+        let opts = OptsBuilder::from_opts(opts)
+            .pool_opts(pool)
+            // Over TCP as asked, like libmariadb, not over a socket found after connecting.
+            .prefer_socket(false)
+            .init(vec!["SET time_zone = '+00:00'"])
+            .into();
+        Ok(Self { opts })
+    }
+}
+
+/// What sending a statement came to.
+pub enum Sent<T> {
+    Answered(T),
+    /// Never sent: the pool must do it.
+    NotSent,
+    /// Sent, and then the connection failed or the answer did not come: whether it took effect
+    /// is unknown.
+    Failed(String),
+}
+
+/// One worker thread's connections. Not `Send`: made in and used from one worker only.
+pub struct Direct {
+    pool: Option<Pool>,
+    resting_until: Cell<Option<Instant>>,
+}
+
+impl Direct {
+    /// `None` keeps every request on the diesel pool.
+    pub fn new(target: Option<&Target>) -> Self {
+        Self {
+            pool: target.map(|t| Pool::new(t.opts.clone())),
+            resting_until: Cell::new(None),
+        }
+    }
+
+    async fn conn(&self) -> Option<Conn> {
+        let pool = self.pool.as_ref()?;
+        if let Some(until) = self.resting_until.get() {
+            if Instant::now() < until {
+                return None;
+            }
+            self.resting_until.set(None);
+        }
+        match tokio::time::timeout(CONNECT_TIMEOUT, pool.get_conn()).await {
+            Ok(Ok(conn)) => Some(conn),
+            Ok(Err(error)) => {
+                self.rest(&error.to_string());
+                None
+            }
+            Err(_) => {
+                self.rest("no connection within the timeout");
+                None
+            }
+        }
+    }
+
+    fn rest(&self, error: &str) {
+        tracing::warn!(%error, "direct MariaDB statement failed; using the pool");
+        self.resting_until.set(Some(Instant::now() + RETRY_AFTER));
+    }
+
+    /// Runs `sql` with `params` and decodes its one row, if any, with `decode`.
+    async fn first<T>(
+        &self,
+        sql: &'static str,
+        params: Vec<Value>,
+        decode: impl FnOnce(Row) -> Result<T, String>,
+    ) -> Sent<Option<T>> {
+        let Some(mut conn) = self.conn().await else {
+            return Sent::NotSent;
+        };
+        let answer = tokio::time::timeout(
+            QUERY_TIMEOUT,
+            conn.exec_first::<Row, _, _>(sql, Params::Positional(params)),
+        )
+        .await;
+        let error = match answer {
+            Ok(Ok(row)) => match row.map(decode).transpose() {
+                Ok(found) => {
+                    DIRECT.inc();
+                    return Sent::Answered(found);
+                }
+                Err(error) => format!("unexpected row: {error}"),
+            },
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => format!("no answer within {QUERY_TIMEOUT:?}"),
+        };
+        // The connection may be half-way through an answer: it is closed, not pooled again.
+        actix_web::rt::spawn(async move {
+            let _ = conn.disconnect().await;
+        });
+        self.rest(&error);
+        Sent::Failed(error)
+    }
+
+    /// [`crate::repo::activations::seat`] over this worker's connections.
+    pub async fn seat(&self, by: LicenceBy<'_>, instance_id: &str) -> Sent<Option<SeatFound>> {
+        let (sql, value) = match by {
+            LicenceBy::Id(id) => (SEAT_BY_ID, id),
+            LicenceBy::Key(key) => (SEAT_BY_KEY, key),
+        };
+        let params = vec![Value::from(instance_id), Value::from(value)];
+        self.first(sql, params, |mut row| {
+            let seat = seat_cols(&mut row)?;
+            let seats: i32 = take(&mut row, SEAT_COLUMNS)?;
+            let (licence, activation) = seat.split(instance_id);
+            Ok((
+                licence,
+                activation,
+                u32::try_from(seats).unwrap_or(u32::MAX),
+            ))
+        })
+        .await
+    }
+
+    /// [`crate::repo::activations::seat_and_take`] over this worker's connections.
+    pub async fn seat_and_take(
+        &self,
+        licence_id: &str,
+        instance_id: &str,
+        day: NaiveDate,
+        now: NaiveDateTime,
+    ) -> Sent<Option<SeatAndTake>> {
+        let params =
+            crate::repo::activations::seat_and_take_binds(licence_id, instance_id, day, now)
+                .into_iter()
+                .map(value_of)
+                .collect();
+        self.first(SEAT_AND_TAKE, params, |mut row| {
+            let seat = seat_cols(&mut row)?;
+            let taken: Option<i64> = take(&mut row, SEAT_COLUMNS)?;
+            let (licence, activation) = seat.split(instance_id);
+            Ok(SeatAndTake {
+                licence,
+                activation,
+                taken: taken.map(crate::repo::usage::outcome),
+            })
+        })
+        .await
+    }
+
+    /// [`crate::repo::activations::touch`] over this worker's connections; whether it was done.
+    pub async fn touch(&self, id: &str, at: NaiveDateTime) -> bool {
+        let Some(mut conn) = self.conn().await else {
+            return false;
+        };
+        let params = Params::Positional(vec![Value::from(at), Value::from(id)]);
+        match tokio::time::timeout(QUERY_TIMEOUT, conn.exec_drop(TOUCH, params)).await {
+            Ok(Ok(())) => {
+                DIRECT.inc();
+                true
+            }
+            Ok(Err(error)) => {
+                self.rest(&error.to_string());
+                false
+            }
+            Err(_) => {
+                actix_web::rt::spawn(async move {
+                    let _ = conn.disconnect().await;
+                });
+                self.rest("no answer within the timeout");
+                false
+            }
+        }
+    }
+}
+
+/// How many columns [`SeatCols`] reads, the first of the row.
+const SEAT_COLUMNS: usize = 18;
+
+fn take<T: FromValue>(row: &mut Row, index: usize) -> Result<T, String> {
+    match row.take_opt::<T, usize>(index) {
+        Some(Ok(value)) => Ok(value),
+        Some(Err(error)) => Err(format!("column {index}: {error}")),
+        None => Err(format!("column {index} is missing")),
+    }
+}
+
+/// The seat's columns, in the order of the statements' select list.
+fn seat_cols(row: &mut Row) -> Result<SeatCols, String> {
+    Ok(SeatCols {
+        id: take(row, 0)?,
+        license_key: take(row, 1)?,
+        status: take(row, 2)?,
+        plan: take(row, 3)?,
+        customer_email: take(row, 4)?,
+        customer_name: take(row, 5)?,
+        order_id: take(row, 6)?,
+        subscription_id: take(row, 7)?,
+        variant_id: take(row, 8)?,
+        subscription_synced_at: take(row, 9)?,
+        expires_at: take(row, 10)?,
+        disabled_at: take(row, 11)?,
+        created_at: take(row, 12)?,
+        updated_at: take(row, 13)?,
+        a_id: take(row, 14)?,
+        a_instance_name: take(row, 15)?,
+        a_created_at: take(row, 16)?,
+        a_last_validated_at: take(row, 17)?,
+    })
+}
+
+fn value_of(bind: crate::repo::fixed::Bind) -> Value {
+    use crate::repo::fixed::Bind;
+    match bind {
+        Bind::Text(v) => Value::from(v),
+        Bind::Int(v) => Value::from(v),
+        Bind::Datetime(v) => Value::from(v),
+        Bind::Date(v) => Value::from(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_urls_libmariadb_reads_the_same_way() {
+        assert!(Target::for_url("mysql://app:pw@127.0.0.1:3306/licensing", 4).is_ok());
+        assert!(Target::for_url("mysql://app:p%40ss@db.internal/licensing", 4).is_ok());
+        for (url, why) in [
+            ("mysql://app:pw@localhost/licensing", "Unix socket"),
+            (
+                "mysql://app:pw@127.0.0.1/licensing?ssl_mode=required",
+                "options",
+            ),
+            ("mysql://127.0.0.1/licensing", "no user"),
+        ] {
+            let err = Target::for_url(url, 4).expect_err(url);
+            assert!(err.contains(why), "{url}: {err}");
+            assert!(
+                !err.contains("pw"),
+                "{url}: the message quotes the password"
+            );
+        }
+    }
+}
