@@ -19,9 +19,8 @@ sysbench.cmdline.options = {
   day = {"the day consume counts on (a day of its own, apart from the service's)", "2100-01-01"},
 }
 
-local SEAT = [[SELECT l.id, l.license_key, l.status, l.plan, l.customer_email, l.customer_name,
-  l.order_id, l.subscription_id, l.variant_id, l.subscription_synced_at, l.expires_at,
-  l.disabled_at, l.created_at, l.updated_at, a.id AS a_id, a.instance_name AS a_instance_name,
+local SEAT = [[SELECT l.id, l.license_key, l.status, l.plan, l.expires_at, l.disabled_at,
+  a.id AS a_id, a.instance_name AS a_instance_name,
   a.created_at AS a_created_at, a.last_validated_at AS a_last_validated_at, l.seats
   FROM licence l LEFT JOIN activation a ON a.licence_id = l.id AND a.instance_id = ?
   WHERE l.id = ? LIMIT 1]]
@@ -30,9 +29,8 @@ local TAKE = [[SELECT licence_rate_take(?, ?, ?, ?) AS taken]]
 
 -- The quotas bound in the order of the CASE (basic, pro, premium, annual) are the service's;
 -- the run's licences are all Premium, and the day is one of the benchmark's own.
-local SEAT_AND_TAKE = [[SELECT l.id, l.license_key, l.status, l.plan, l.customer_email,
-  l.customer_name, l.order_id, l.subscription_id, l.variant_id, l.subscription_synced_at,
-  l.expires_at, l.disabled_at, l.created_at, l.updated_at, a.id AS a_id,
+local SEAT_AND_TAKE = [[SELECT l.id, l.license_key, l.status, l.plan, l.expires_at,
+  l.disabled_at, a.id AS a_id,
   a.instance_name AS a_instance_name, a.created_at AS a_created_at,
   a.last_validated_at AS a_last_validated_at,
   IF(a.id IS NOT NULL AND l.status = 'active' AND l.disabled_at IS NULL

@@ -259,7 +259,7 @@ impl Direct {
 }
 
 /// How many columns [`SeatCols`] reads, the first of the row.
-const SEAT_COLUMNS: usize = 18;
+const SEAT_COLUMNS: usize = 10;
 
 fn take<T: FromValue>(row: &mut Row, index: usize) -> Result<T, String> {
     match row.take_opt::<T, usize>(index) {
@@ -276,20 +276,12 @@ fn seat_cols(row: &mut Row) -> Result<SeatCols, String> {
         license_key: take(row, 1)?,
         status: take(row, 2)?,
         plan: take(row, 3)?,
-        customer_email: take(row, 4)?,
-        customer_name: take(row, 5)?,
-        order_id: take(row, 6)?,
-        subscription_id: take(row, 7)?,
-        variant_id: take(row, 8)?,
-        subscription_synced_at: take(row, 9)?,
-        expires_at: take(row, 10)?,
-        disabled_at: take(row, 11)?,
-        created_at: take(row, 12)?,
-        updated_at: take(row, 13)?,
-        a_id: take(row, 14)?,
-        a_instance_name: take(row, 15)?,
-        a_created_at: take(row, 16)?,
-        a_last_validated_at: take(row, 17)?,
+        expires_at: take(row, 4)?,
+        disabled_at: take(row, 5)?,
+        a_id: take(row, 6)?,
+        a_instance_name: take(row, 7)?,
+        a_created_at: take(row, 8)?,
+        a_last_validated_at: take(row, 9)?,
     })
 }
 

@@ -11,7 +11,6 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 /// The name of the answer signature header.
 pub const SIGNATURE_HEADER: &str = "licence-signature";
@@ -156,7 +155,7 @@ impl SigningRing {
 pub fn signed_message(method: &str, path: &str, date: &str, body: &[u8]) -> String {
     format!(
         "{method} {path}\n{date}\n{}",
-        URL_SAFE_NO_PAD.encode(Sha256::digest(body))
+        URL_SAFE_NO_PAD.encode(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, body))
     )
 }
 

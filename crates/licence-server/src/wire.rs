@@ -5,7 +5,7 @@ use domain::licensing::{self, ACTIVATION_LIMIT, Plan};
 use serde::Serialize;
 
 use crate::clock::rfc3339;
-use crate::repo::licences::LicenceRow;
+use crate::repo::licences::LicenceAccess;
 
 /// `license` in the answers of activate, validate and deactivate.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -27,7 +27,7 @@ pub struct LicenceView {
 }
 
 impl LicenceView {
-    pub fn new(licence: &LicenceRow, activation_usage: u32) -> Self {
+    pub fn new(licence: &LicenceAccess, activation_usage: u32) -> Self {
         let plan = licence.plan();
         Self {
             key: licence.license_key.clone(),

@@ -8,7 +8,7 @@ use domain::licensing::{ACTIVATION_LIMIT, Plan};
 use diesel::sql_types::{BigInt, Datetime, Integer, Nullable, Text};
 
 use super::fixed::{Bind, fixed};
-use super::licences::{self, LicenceRow};
+use super::licences::{self, LicenceAccess, LicenceRow};
 use crate::schema::activation;
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -62,9 +62,7 @@ pub enum LicenceBy<'a> {
 /// installation's activation on it (all `NULL` when it holds no seat).
 macro_rules! seat_columns {
     () => {
-        "l.id, l.license_key, l.status, l.plan, l.customer_email, l.customer_name, \
-         l.order_id, l.subscription_id, l.variant_id, l.subscription_synced_at, \
-         l.expires_at, l.disabled_at, l.created_at, l.updated_at, \
+        "l.id, l.license_key, l.status, l.plan, l.expires_at, l.disabled_at, \
          a.id AS a_id, a.instance_name AS a_instance_name, \
          a.created_at AS a_created_at, a.last_validated_at AS a_last_validated_at"
     };
@@ -101,7 +99,7 @@ pub(crate) const SEAT_BY_KEY: &str = seat_sql!("l.license_key = ?");
 
 /// The licence, the installation's activation on it (`None` when it holds no seat) and how many
 /// seats the licence has taken.
-pub type SeatFound = (LicenceRow, Option<ActivationRow>, u32);
+pub type SeatFound = (LicenceAccess, Option<ActivationRow>, u32);
 
 /// What a request from an installation needs to know, read in one statement. `None` when there
 /// is no such licence.
@@ -136,7 +134,7 @@ pub fn seat(
 /// What [`seat_and_take`] read, and the unit it took on the way.
 #[derive(Debug)]
 pub struct SeatAndTake {
-    pub licence: LicenceRow,
+    pub licence: LicenceAccess,
     pub activation: Option<ActivationRow>,
     /// Whether a unit was taken and the day's count, when the statement could decide on its own
     /// that the installation may consume (see [`seat_and_take`]); `None` when it left the count
@@ -217,26 +215,10 @@ pub(crate) struct SeatCols {
     pub(crate) status: String,
     #[diesel(sql_type = Text)]
     pub(crate) plan: String,
-    #[diesel(sql_type = Text)]
-    pub(crate) customer_email: String,
-    #[diesel(sql_type = Nullable<Text>)]
-    pub(crate) customer_name: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    pub(crate) order_id: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    pub(crate) subscription_id: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    pub(crate) variant_id: Option<String>,
-    #[diesel(sql_type = Nullable<Datetime>)]
-    pub(crate) subscription_synced_at: Option<NaiveDateTime>,
     #[diesel(sql_type = Nullable<Datetime>)]
     pub(crate) expires_at: Option<NaiveDateTime>,
     #[diesel(sql_type = Nullable<Datetime>)]
     pub(crate) disabled_at: Option<NaiveDateTime>,
-    #[diesel(sql_type = Datetime)]
-    pub(crate) created_at: NaiveDateTime,
-    #[diesel(sql_type = Datetime)]
-    pub(crate) updated_at: NaiveDateTime,
     #[diesel(sql_type = Nullable<Text>)]
     pub(crate) a_id: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
@@ -264,7 +246,7 @@ struct SeatTakeRow {
 }
 
 impl SeatCols {
-    pub(crate) fn split(self, instance_id: &str) -> (LicenceRow, Option<ActivationRow>) {
+    pub(crate) fn split(self, instance_id: &str) -> (LicenceAccess, Option<ActivationRow>) {
         let activation = match (self.a_id, self.a_created_at, self.a_last_validated_at) {
             (Some(id), Some(created_at), Some(last_validated_at)) => Some(ActivationRow {
                 id,
@@ -276,21 +258,13 @@ impl SeatCols {
             }),
             _ => None,
         };
-        let licence = LicenceRow {
+        let licence = LicenceAccess {
             id: self.id,
             license_key: self.license_key,
             status: self.status,
             plan: self.plan,
-            customer_email: self.customer_email,
-            customer_name: self.customer_name,
-            order_id: self.order_id,
-            subscription_id: self.subscription_id,
-            variant_id: self.variant_id,
-            subscription_synced_at: self.subscription_synced_at,
             expires_at: self.expires_at,
             disabled_at: self.disabled_at,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
         };
         (licence, activation)
     }

@@ -30,24 +30,83 @@ impl LicenceRow {
     /// The plan. The table's CHECK constraint admits only known names; were it ever bypassed,
     /// the least generous plan is assumed.
     pub fn plan(&self) -> Plan {
-        self.plan.parse().unwrap_or(Plan::Basic)
+        plan_named(&self.plan)
     }
 
     /// The status; an unknown value (impossible under the CHECK constraint) grants nothing.
     pub fn status(&self) -> Status {
-        self.status.parse().unwrap_or(Status::Expired)
+        status_named(&self.status)
     }
 
     pub fn has_access(&self, now: DateTime<Utc>) -> bool {
-        licensing::has_access(
-            AccessFacts {
-                status: self.status(),
-                expires_at: self.expires_at.map(|t| t.and_utc()),
-                disabled: self.disabled_at.is_some(),
-            },
-            now,
-        )
+        access_now(self.status(), self.expires_at, self.disabled_at, now)
     }
+
+    /// The columns an installation's requests read.
+    pub fn access(&self) -> LicenceAccess {
+        LicenceAccess {
+            id: self.id.clone(),
+            license_key: self.license_key.clone(),
+            status: self.status.clone(),
+            plan: self.plan.clone(),
+            expires_at: self.expires_at,
+            disabled_at: self.disabled_at,
+        }
+    }
+}
+
+/// What the requests of an installation (validate, consume, the seat list, the usage report,
+/// the latest release) read of a licence: whether it grants access, and what their answers show.
+/// The buyer's columns stay in the database: reading them cost validate's statement about a
+/// tenth of MariaDB's time.
+#[derive(Debug, Clone)]
+pub struct LicenceAccess {
+    pub id: String,
+    pub license_key: String,
+    pub status: String,
+    pub plan: String,
+    pub expires_at: Option<NaiveDateTime>,
+    pub disabled_at: Option<NaiveDateTime>,
+}
+
+impl LicenceAccess {
+    /// See [`LicenceRow::plan`].
+    pub fn plan(&self) -> Plan {
+        plan_named(&self.plan)
+    }
+
+    /// See [`LicenceRow::status`].
+    pub fn status(&self) -> Status {
+        status_named(&self.status)
+    }
+
+    pub fn has_access(&self, now: DateTime<Utc>) -> bool {
+        access_now(self.status(), self.expires_at, self.disabled_at, now)
+    }
+}
+
+fn plan_named(name: &str) -> Plan {
+    name.parse().unwrap_or(Plan::Basic)
+}
+
+fn status_named(name: &str) -> Status {
+    name.parse().unwrap_or(Status::Expired)
+}
+
+fn access_now(
+    status: Status,
+    expires_at: Option<NaiveDateTime>,
+    disabled_at: Option<NaiveDateTime>,
+    now: DateTime<Utc>,
+) -> bool {
+    licensing::has_access(
+        AccessFacts {
+            status,
+            expires_at: expires_at.map(|t| t.and_utc()),
+            disabled: disabled_at.is_some(),
+        },
+        now,
+    )
 }
 
 #[derive(Debug, Clone, Insertable)]

@@ -6,14 +6,14 @@ use super::AppState;
 use crate::error::ApiError;
 use crate::lease::{LeaseClaims, lease_expiry};
 use crate::repo::activations::{self, ActivationRow, LicenceBy};
-use crate::repo::licences::LicenceRow;
+use crate::repo::licences::LicenceAccess;
 use crate::tokens::Claims;
 use crate::wire::{IssuedLease, IssuedToken, LicenceView};
 
 /// A licence and one of its activations, both checked: the licence grants access now and the
 /// installation still holds its slot.
 pub struct Authorised {
-    pub licence: LicenceRow,
+    pub licence: LicenceAccess,
     pub activation: ActivationRow,
 }
 
@@ -40,7 +40,7 @@ pub fn authorise_on(
 /// The access rules on a licence and the installation's activation as read together by
 /// [`activations::seat`].
 pub fn check(
-    licence: LicenceRow,
+    licence: LicenceAccess,
     activation: Option<ActivationRow>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Authorised, ApiError> {
@@ -57,7 +57,7 @@ pub fn check(
 /// A fresh token for an activation.
 pub fn issue(
     state: &AppState,
-    licence: &LicenceRow,
+    licence: &LicenceAccess,
     instance_id: &str,
 ) -> Result<IssuedToken, ApiError> {
     let (token, expires) = state
@@ -78,7 +78,7 @@ pub fn issue(
 /// A fresh offline lease for an activation: the plan and its features, valid for the grace.
 pub fn issue_lease(
     state: &AppState,
-    licence: &LicenceRow,
+    licence: &LicenceAccess,
     instance_id: &str,
 ) -> Result<IssuedLease, ApiError> {
     let now = state.clock.now();
@@ -111,7 +111,7 @@ pub fn issue_lease(
 /// The `license` object with the current activation count.
 pub fn licence_view(
     conn: &mut diesel::MysqlConnection,
-    licence: &LicenceRow,
+    licence: &LicenceAccess,
 ) -> Result<LicenceView, ApiError> {
     Ok(LicenceView::new(
         licence,

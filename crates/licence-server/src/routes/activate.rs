@@ -78,7 +78,7 @@ pub async fn activate(
                 licence,
                 activation,
                 usage,
-            } => Ok((*licence, activation, usage)),
+            } => Ok((licence.access(), activation, usage)),
             Activated::LicenceNotFound => Err(ApiError::LicenceNotFound),
             Activated::Inactive => Err(ApiError::LicenceInactive),
             Activated::LimitReached => Err(ApiError::ActivationLimitReached {

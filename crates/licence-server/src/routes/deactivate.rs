@@ -84,7 +84,7 @@ pub async fn deactivate(
             now,
         )?;
         match outcome {
-            Deactivated::Done(licence) => licence_view(conn, &licence),
+            Deactivated::Done(licence) => licence_view(conn, &licence.access()),
             Deactivated::NotFound => Err(ApiError::InstanceNotFound),
             Deactivated::CallerNotActive => Err(ApiError::InstanceNotActive),
             Deactivated::Limited { retry_after_secs } => {

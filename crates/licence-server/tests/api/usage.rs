@@ -400,7 +400,9 @@ async fn the_workers_own_connections_serve_validate_and_consume_and_losing_them_
     let token = app.token(&key, "pc").await;
     let before = statements(&app, "direct").await;
     for _ in 0..3 {
-        let (s, b) = app.post("/api/license/validate", &json!({}), Some(&token)).await;
+        let (s, b) = app
+            .post("/api/license/validate", &json!({}), Some(&token))
+            .await;
         assert_eq!(s, 200, "{b}");
         let (s, b, _) = consume(&app, &token).await;
         assert_eq!(s, 200, "{b}");
@@ -425,7 +427,9 @@ async fn the_workers_own_connections_serve_validate_and_consume_and_losing_them_
             503 => assert_eq!(b["code"], "DATABASE_UNAVAILABLE", "{b}"),
             _ => panic!("consume after the connections dropped: {s} {b}"),
         }
-        let (s, b) = app.post("/api/license/validate", &json!({}), Some(&token)).await;
+        let (s, b) = app
+            .post("/api/license/validate", &json!({}), Some(&token))
+            .await;
         match s {
             200 => validated = true,
             503 => assert_eq!(b["code"], "DATABASE_UNAVAILABLE", "{b}"),
@@ -436,7 +440,10 @@ async fn the_workers_own_connections_serve_validate_and_consume_and_losing_them_
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    assert!(validated && taken >= 8, "the service recovers: {taken} units");
+    assert!(
+        validated && taken >= 8,
+        "the service recovers: {taken} units"
+    );
     let (s, b) = app.get("/api/usage/status", Some(&token)).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["used"], taken, "each unit counted once: {b}");
