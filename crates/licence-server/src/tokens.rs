@@ -2,17 +2,23 @@
 //!
 //! The key ring comes from `LICENCE_JWT_KEYS`: the first key signs, every key verifies, so a new
 //! key is put first and the old one stays in the ring until the tokens it signed have expired.
-//! Only HS256 with a kid of the ring is accepted: `alg: none` cannot even be parsed (the library
-//! has no such algorithm), any other algorithm and any unknown kid are refused before the
-//! signature is looked at.
+//! Only HS256 with a kid of the ring is accepted: any other algorithm (`none` included) and any
+//! unknown kid are refused before the signature is looked at, and the signature is compared in
+//! constant time (AWS-LC's HMAC).
+//!
+//! The tokens are made and checked here rather than by a JWT library: a validation on every
+//! validate and consume parsed the header twice and the claims twice and built its rules anew,
+//! which cost more than the HMAC itself. The tests check both directions against jsonwebtoken.
 //!
 //! Lifetime: [`TOKEN_LIFETIME`] (24 hours). The desktop app revalidates at least daily while
 //! online and may keep working offline for [`OFFLINE_GRACE`] (7 days) after `tokenExpiresAt`;
 //! past that it blocks until it can validate again. Expiry is checked against the service's clock
 //! with no leeway: the tokens are issued and checked by the same service.
 
+use aws_lc_rs::hmac;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
 use crate::settings::JwtKey;
@@ -35,8 +41,29 @@ pub struct Claims {
 
 struct RingKey {
     kid: String,
-    encoding: EncodingKey,
-    decoding: DecodingKey,
+    hmac: hmac::Key,
+    /// The token header this key signs with, base64url: the same in every token it issues.
+    header: String,
+}
+
+/// The fields of a token header that are looked at; others (`typ`) are ignored.
+#[derive(Deserialize)]
+struct JoseHeader {
+    alg: String,
+    kid: Option<String>,
+}
+
+#[derive(Serialize)]
+struct HeaderOut<'a> {
+    alg: &'static str,
+    typ: &'static str,
+    kid: &'a str,
+}
+
+/// The JSON value in a base64url segment of a token.
+fn segment<T: serde::de::DeserializeOwned>(part: &str) -> Option<T> {
+    let bytes = URL_SAFE_NO_PAD.decode(part).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 pub struct KeyRing {
@@ -72,10 +99,18 @@ impl KeyRing {
         Self {
             keys: keys
                 .iter()
-                .map(|k| RingKey {
-                    kid: k.kid.clone(),
-                    encoding: EncodingKey::from_secret(k.secret.expose().as_bytes()),
-                    decoding: DecodingKey::from_secret(k.secret.expose().as_bytes()),
+                .map(|k| {
+                    let header = serde_json::to_vec(&HeaderOut {
+                        alg: "HS256",
+                        typ: "JWT",
+                        kid: &k.kid,
+                    })
+                    .unwrap_or_default();
+                    RingKey {
+                        kid: k.kid.clone(),
+                        hmac: hmac::Key::new(hmac::HMAC_SHA256, k.secret.expose().as_bytes()),
+                        header: URL_SAFE_NO_PAD.encode(header),
+                    }
                 })
                 .collect(),
         }
@@ -101,11 +136,15 @@ impl KeyRing {
             iat: now.timestamp(),
             exp: expires.timestamp(),
         };
-        let mut header = Header::new(Algorithm::HS256);
-        header.kid = Some(signer.kid.clone());
-        header.typ = Some("JWT".to_owned());
-        let token = jsonwebtoken::encode(&header, &claims, &signer.encoding)
-            .map_err(|e| TokenError::Signing(e.to_string()))?;
+        let payload =
+            serde_json::to_vec(&claims).map_err(|e| TokenError::Signing(e.to_string()))?;
+        let mut token = String::with_capacity(signer.header.len() + payload.len() * 4 / 3 + 48);
+        token.push_str(&signer.header);
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(&payload, &mut token);
+        let tag = hmac::sign(&signer.hmac, token.as_bytes());
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(tag.as_ref(), &mut token);
         // The wire shows whole seconds; the claim is the truth.
         let expires = DateTime::from_timestamp(claims.exp, 0).unwrap_or(expires);
         Ok((token, expires))
@@ -113,8 +152,14 @@ impl KeyRing {
 
     /// The claims of a token this service issued with a key still in the ring, not expired at `now`.
     pub fn verify(&self, token: &str, now: DateTime<Utc>) -> Result<Claims, TokenError> {
-        let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Malformed)?;
-        if header.alg != Algorithm::HS256 {
+        let mut parts = token.split('.');
+        let (Some(head), Some(payload), Some(signature), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(TokenError::Malformed);
+        };
+        let header: JoseHeader = segment(head).ok_or(TokenError::Malformed)?;
+        if header.alg != "HS256" {
             return Err(TokenError::Algorithm);
         }
         let kid = header.kid.ok_or(TokenError::UnknownKid)?;
@@ -123,18 +168,18 @@ impl KeyRing {
             .iter()
             .find(|k| k.kid == kid)
             .ok_or(TokenError::UnknownKid)?;
-        let mut validation = Validation::new(Algorithm::HS256);
-        // Expiry is judged by the service's own clock below, so that it is one clock throughout.
-        validation.validate_exp = false;
-        validation.validate_aud = false;
-        validation.leeway = 0;
-        validation.set_required_spec_claims(&["exp", "sub"]);
-        let data = jsonwebtoken::decode::<Claims>(token, &key.decoding, &validation)
+        let tag = URL_SAFE_NO_PAD
+            .decode(signature)
             .map_err(|_| TokenError::Invalid)?;
-        if data.claims.exp <= now.timestamp() {
+        let signed = &token[..head.len() + 1 + payload.len()];
+        hmac::verify(&key.hmac, signed.as_bytes(), &tag).map_err(|_| TokenError::Invalid)?;
+        // Every claim is required: a token without `exp` or `sub` does not parse.
+        let claims: Claims = segment(payload).ok_or(TokenError::Invalid)?;
+        // Expiry is judged by the service's own clock, with no leeway.
+        if claims.exp <= now.timestamp() {
             return Err(TokenError::Expired);
         }
-        Ok(data.claims)
+        Ok(claims)
     }
 }
 
@@ -174,6 +219,69 @@ mod tests {
         assert!(matches!(
             retired.verify(&token, now()),
             Err(TokenError::UnknownKid)
+        ));
+    }
+
+    /// What this ring issues, a JWT library accepts, and the other way round; what it refuses
+    /// is refused for the right reason.
+    #[test]
+    fn tokens_agree_with_a_jwt_library() {
+        use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+        let ring = KeyRing::new(&[key("k1", A)]);
+        let (ours, _) = ring.issue("lic", "inst", "pro", now()).expect("sign");
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.validate_exp = false;
+        let theirs_read = jsonwebtoken::decode::<Claims>(
+            &ours,
+            &DecodingKey::from_secret(A.as_bytes()),
+            &validation,
+        )
+        .expect("the library accepts our token");
+        assert_eq!(theirs_read.header.typ.as_deref(), Some("JWT"));
+        let claims = theirs_read.claims;
+        assert_eq!(claims.exp - claims.iat, TOKEN_LIFETIME.num_seconds());
+        let signed = |alg: Algorithm, secret: &str| {
+            let header = Header {
+                kid: Some("k1".to_owned()),
+                ..Header::new(alg)
+            };
+            jsonwebtoken::encode(
+                &header,
+                &claims,
+                &EncodingKey::from_secret(secret.as_bytes()),
+            )
+            .expect("library signs")
+        };
+        let theirs = signed(Algorithm::HS256, A);
+        assert_eq!(ring.verify(&theirs, now()).expect("ours accepts"), claims);
+        assert!(matches!(
+            ring.verify(&signed(Algorithm::HS384, A), now()),
+            Err(TokenError::Algorithm)
+        ));
+        assert!(matches!(
+            ring.verify(&signed(Algorithm::HS256, B), now()),
+            Err(TokenError::Invalid)
+        ));
+        let parts: Vec<&str> = theirs.split('.').collect();
+        let none = URL_SAFE_NO_PAD.encode(br#"{"alg":"none","kid":"k1"}"#);
+        assert!(matches!(
+            ring.verify(&format!("{none}.{}.", parts[1]), now()),
+            Err(TokenError::Algorithm)
+        ));
+        let no_kid = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256"}"#);
+        assert!(matches!(
+            ring.verify(&format!("{no_kid}.{}.{}", parts[1], parts[2]), now()),
+            Err(TokenError::UnknownKid)
+        ));
+        let other_claims = URL_SAFE_NO_PAD
+            .encode(br#"{"sub":"other","iid":"inst","plan":"pro","iat":1,"exp":9999999999}"#);
+        assert!(matches!(
+            ring.verify(&format!("{}.{other_claims}.{}", parts[0], parts[2]), now()),
+            Err(TokenError::Invalid)
+        ));
+        assert!(matches!(
+            ring.verify(&format!("{theirs}.x"), now()),
+            Err(TokenError::Malformed)
         ));
     }
 
