@@ -152,6 +152,29 @@ impl Direct {
         self.resting_until.set(Some(Instant::now() + RETRY_AFTER));
     }
 
+    /// What a statement sent on `conn` came to. A connection whose statement failed or did not
+    /// answer may be half-way through an answer: it is closed, not pooled again, and the path
+    /// rests.
+    fn settle<T>(
+        &self,
+        conn: Conn,
+        answer: Result<Result<T, String>, tokio::time::error::Elapsed>,
+    ) -> Sent<T> {
+        let error = match answer {
+            Ok(Ok(value)) => {
+                DIRECT.inc();
+                return Sent::Answered(value);
+            }
+            Ok(Err(error)) => error,
+            Err(_) => format!("no answer within {QUERY_TIMEOUT:?}"),
+        };
+        actix_web::rt::spawn(async move {
+            let _ = conn.disconnect().await;
+        });
+        self.rest(&error);
+        Sent::Failed(error)
+    }
+
     /// Runs `sql` with `params` and decodes its one row, if any, with `decode`.
     async fn first<T>(
         &self,
@@ -166,24 +189,14 @@ impl Direct {
             QUERY_TIMEOUT,
             conn.exec_first::<Row, _, _>(sql, Params::Positional(params)),
         )
-        .await;
-        let error = match answer {
-            Ok(Ok(row)) => match row.map(decode).transpose() {
-                Ok(found) => {
-                    DIRECT.inc();
-                    return Sent::Answered(found);
-                }
-                Err(error) => format!("unexpected row: {error}"),
-            },
-            Ok(Err(error)) => error.to_string(),
-            Err(_) => format!("no answer within {QUERY_TIMEOUT:?}"),
-        };
-        // The connection may be half-way through an answer: it is closed, not pooled again.
-        actix_web::rt::spawn(async move {
-            let _ = conn.disconnect().await;
+        .await
+        .map(|sent| {
+            let row = sent.map_err(|e| e.to_string())?;
+            row.map(decode)
+                .transpose()
+                .map_err(|e| format!("unexpected row: {e}"))
         });
-        self.rest(&error);
-        Sent::Failed(error)
+        self.settle(conn, answer)
     }
 
     /// [`crate::repo::activations::seat`] over this worker's connections.
@@ -238,23 +251,10 @@ impl Direct {
             return false;
         };
         let params = Params::Positional(vec![Value::from(at), Value::from(id)]);
-        match tokio::time::timeout(QUERY_TIMEOUT, conn.exec_drop(TOUCH, params)).await {
-            Ok(Ok(())) => {
-                DIRECT.inc();
-                true
-            }
-            Ok(Err(error)) => {
-                self.rest(&error.to_string());
-                false
-            }
-            Err(_) => {
-                actix_web::rt::spawn(async move {
-                    let _ = conn.disconnect().await;
-                });
-                self.rest("no answer within the timeout");
-                false
-            }
-        }
+        let answer = tokio::time::timeout(QUERY_TIMEOUT, conn.exec_drop(TOUCH, params))
+            .await
+            .map(|sent| sent.map_err(|e| e.to_string()));
+        matches!(self.settle(conn, answer), Sent::Answered(()))
     }
 }
 

@@ -29,6 +29,24 @@ enum By {
     Key(String, String),
 }
 
+impl By {
+    /// How the seat's statement names the licence, and the installation.
+    fn seat(&self) -> (LicenceBy<'_>, &str) {
+        match self {
+            By::Token(id, iid) => (LicenceBy::Id(id), iid),
+            By::Key(key, iid) => (LicenceBy::Key(key), iid),
+        }
+    }
+
+    /// The answer when no licence is found: a token names one that is gone, a key a wrong one.
+    fn not_found(&self) -> ApiError {
+        match self {
+            By::Token(..) => ApiError::InvalidToken,
+            By::Key(..) => ApiError::LicenceNotFound,
+        }
+    }
+}
+
 /// `POST /api/license/validate`: by Bearer token (preferred when both are sent) or by
 /// `{licenseKey, instanceId}`; answers a fresh token.
 #[tracing::instrument(level = "debug", skip_all)]
@@ -58,30 +76,21 @@ pub async fn validate(
         None => service_kit::db::run_inline(&state.pool, move |conn| limit.hit(conn)).await?,
     }
     let by = by?;
-    let found = match &by {
-        By::Token(id, iid) => direct.seat(LicenceBy::Id(id), iid).await,
-        By::Key(key, iid) => direct.seat(LicenceBy::Key(key), iid).await,
-    };
-    let found = match found {
+    let (licence_by, instance) = by.seat();
+    let found = match direct.seat(licence_by, instance).await {
         Sent::Answered(found) => found,
         // A read: whatever became of the direct attempt, the pool may run it again.
         Sent::NotSent | Sent::Failed(_) => {
             crate::direct::POOL.inc();
             let by = by.clone();
             service_kit::db::run_inline(&state.pool, move |conn| {
-                let found = match &by {
-                    By::Token(id, iid) => activations::seat(conn, LicenceBy::Id(id), iid),
-                    By::Key(key, iid) => activations::seat(conn, LicenceBy::Key(key), iid),
-                };
-                found.map_err(ApiError::from)
+                let (licence_by, instance) = by.seat();
+                activations::seat(conn, licence_by, instance).map_err(ApiError::from)
             })
             .await?
         }
     };
-    let (licence, activation, usage) = found.ok_or(match by {
-        By::Token(..) => ApiError::InvalidToken,
-        By::Key(..) => ApiError::LicenceNotFound,
-    })?;
+    let (licence, activation, usage) = found.ok_or_else(|| by.not_found())?;
     let Authorised {
         licence,
         activation,
