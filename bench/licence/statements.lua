@@ -5,12 +5,12 @@
 --             requests a block of the address's rate-limit window (licence_rate_take on the
 --             MEMORY table): what a busy address costs the service once its blocks are as large
 --             as they get (routes/limits.rs, MAX_BLOCK);
---   consume   the licence with the seat, taking the unit in the same statement through
---             licence_usage_take (one statement, activations.rs's SEAT_AND_TAKE);
+--   consume   the unit taken in the statement that checks the licence and the seat
+--             (one statement, usage.rs's TAKE_ON_PLAN);
 --   seat      validate's seat statement alone: a validate without the per-address count,
 --             the least database work any validate of a seat can do.
--- The statements are those of crates/licence-server/src/repo (rate_limit.rs, activations.rs),
--- prepared once per connection as the service keeps them.
+-- The statements are those of crates/licence-server/src/repo (rate_limit.rs, activations.rs,
+-- usage.rs), prepared once per connection as the service keeps them.
 --
 --   sysbench bench/licence/statements.lua --route=validate|consume|seat [--mysql-* options] run
 
@@ -27,20 +27,19 @@ local SEAT = [[SELECT l.id, l.license_key, l.status, l.plan, l.expires_at, l.dis
 
 local TAKE = [[SELECT licence_rate_take(?, ?, ?, ?) AS taken]]
 
--- The quotas bound in the order of the CASE (basic, pro, premium, annual) are the service's;
--- the run's licences are all Premium, and the day is one of the benchmark's own.
-local SEAT_AND_TAKE = [[SELECT l.id, l.license_key, l.status, l.plan, l.expires_at,
-  l.disabled_at, a.id AS a_id,
-  a.instance_name AS a_instance_name, a.created_at AS a_created_at,
-  a.last_validated_at AS a_last_validated_at,
-  IF(a.id IS NOT NULL AND l.status = 'active' AND l.disabled_at IS NULL
-     AND (l.expires_at IS NULL OR l.expires_at > ?)
-     AND l.plan IN ('basic', 'pro', 'premium', 'annual'),
-   licence_usage_take(l.id, ?, CASE l.plan WHEN 'basic' THEN ? WHEN 'pro' THEN ?
-     WHEN 'premium' THEN ? WHEN 'annual' THEN ? END),
-   NULL) AS taken
-  FROM licence l LEFT JOIN activation a ON a.licence_id = l.id AND a.instance_id = ?
-  WHERE l.id = ? LIMIT 1]]
+-- The statement a consumption sends when its token's plan is the licence's: it takes the unit
+-- only if the licence plainly grants access on that plan, and answers the count. The run's
+-- licences are all Premium, and the day is one of the benchmark's own.
+local TAKE_ON_PLAN = [[INSERT INTO daily_usage (licence_id, day, used, updated_at)
+  SELECT l.id, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6)
+  FROM licence l JOIN activation a ON a.licence_id = l.id AND a.instance_id = ?
+  WHERE l.id = ? AND l.plan = ? AND l.status = 'active' AND l.disabled_at IS NULL
+  AND (l.expires_at IS NULL OR l.expires_at > ?)
+  ON DUPLICATE KEY UPDATE
+  daily_usage.used = IF(daily_usage.used < ?, LAST_INSERT_ID(daily_usage.used + 1),
+  daily_usage.used + 0 * LAST_INSERT_ID(0)),
+  daily_usage.updated_at = IF(LAST_INSERT_ID() > 0, VALUES(updated_at), daily_usage.updated_at)
+  RETURNING used, LAST_INSERT_ID() AS taken]]
 
 function thread_init()
   con = sysbench.sql.driver():connect()
@@ -60,22 +59,20 @@ function thread_init()
   seat:bind_param(unpack(seat_args))
   seat_args[1]:set("bench-pc")
   if sysbench.opt.route == "consume" then
-    take = con:prepare(SEAT_AND_TAKE)
-    take_args = {take:bind_create(sysbench.sql.type.VARCHAR, 26),
-                 take:bind_create(sysbench.sql.type.VARCHAR, 10)}
-    for _ = 1, 4 do
-      take_args[#take_args + 1] = take:bind_create(sysbench.sql.type.INT)
-    end
-    take_args[7] = take:bind_create(sysbench.sql.type.VARCHAR, 191)
-    take_args[8] = take:bind_create(sysbench.sql.type.VARCHAR, 36)
+    take = con:prepare(TAKE_ON_PLAN)
+    take_args = {take:bind_create(sysbench.sql.type.VARCHAR, 10),
+                 take:bind_create(sysbench.sql.type.VARCHAR, 191),
+                 take:bind_create(sysbench.sql.type.VARCHAR, 36),
+                 take:bind_create(sysbench.sql.type.VARCHAR, 16),
+                 take:bind_create(sysbench.sql.type.VARCHAR, 26),
+                 take:bind_create(sysbench.sql.type.INT)}
     take:bind_param(unpack(take_args))
-    take_args[1]:set("2000-01-01 00:00:00.000000")
-    take_args[2]:set(sysbench.opt.day)
+    take_args[1]:set(sysbench.opt.day)
+    take_args[2]:set("bench-pc")
+    take_args[4]:set("premium")
+    take_args[5]:set("2000-01-01 00:00:00.000000")
     -- No quota stops this measurement, as none stops the service's.
-    for q = 3, 6 do
-      take_args[q]:set(1000000000)
-    end
-    take_args[7]:set("bench-pc")
+    take_args[6]:set(1000000000)
   elseif sysbench.opt.route == "validate" then
     count = con:prepare(TAKE)
     count_args = {count:bind_create(sysbench.sql.type.VARCHAR, 64),
@@ -92,7 +89,7 @@ end
 function event()
   local i = sysbench.rand.uniform(1, #ids)
   if sysbench.opt.route == "consume" then
-    take_args[8]:set(ids[i])
+    take_args[3]:set(ids[i])
     take:execute()
   else
     if count and sysbench.rand.uniform(1, 64) == 1 then

@@ -29,10 +29,13 @@ use mysql_async::prelude::{FromValue, Queryable};
 use mysql_async::{Conn, Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts, Row, Value};
 use service_kit::metrics::prometheus::{IntCounter, IntCounterVec};
 
+use domain::licensing::Plan;
+
 use crate::repo::activations::{LicenceBy, TOUCH};
 use crate::repo::activations::{
     SEAT_AND_TAKE, SEAT_BY_ID, SEAT_BY_KEY, SeatAndTake, SeatCols, SeatFound,
 };
+use crate::repo::usage::{TAKE_ON_PLAN, take_on_plan_binds};
 
 /// validate's and consume's statements by the way they went: over the worker's connections or
 /// through the pool.
@@ -109,6 +112,28 @@ pub enum Sent<T> {
     /// Sent, and then the connection failed or the answer did not come: whether it took effect
     /// is unknown.
     Failed(String),
+    /// Sent and refused by MariaDB with an error (a deadlock, a lock wait that timed out): one
+    /// statement under autocommit that fails is undone as a whole, so it took no effect and the
+    /// pool may run the request's statements.
+    Refused(String),
+}
+
+/// Why a sent statement came to nothing.
+enum Fault {
+    /// MariaDB answered with an error: the statement took no effect, the connection is sound.
+    Refused(String),
+    /// The connection failed, or the answer was not what the statement answers: whether it
+    /// took effect is unknown, and the connection may be half-way through an answer.
+    Lost(String),
+}
+
+impl From<mysql_async::Error> for Fault {
+    fn from(error: mysql_async::Error) -> Self {
+        match error {
+            mysql_async::Error::Server(_) => Fault::Refused(error.to_string()),
+            _ => Fault::Lost(error.to_string()),
+        }
+    }
 }
 
 /// One worker thread's connections. Not `Send`: made in and used from one worker only.
@@ -152,20 +177,25 @@ impl Direct {
         self.resting_until.set(Some(Instant::now() + RETRY_AFTER));
     }
 
-    /// What a statement sent on `conn` came to. A connection whose statement failed or did not
-    /// answer may be half-way through an answer: it is closed, not pooled again, and the path
-    /// rests.
+    /// What a statement sent on `conn` came to. After any failure the path rests. A connection
+    /// whose statement was lost or did not answer may be half-way through an answer: it is
+    /// closed, not pooled again; one whose statement MariaDB refused goes back to the pool.
     fn settle<T>(
         &self,
         conn: Conn,
-        answer: Result<Result<T, String>, tokio::time::error::Elapsed>,
+        answer: Result<Result<T, Fault>, tokio::time::error::Elapsed>,
     ) -> Sent<T> {
         let error = match answer {
             Ok(Ok(value)) => {
                 DIRECT.inc();
                 return Sent::Answered(value);
             }
-            Ok(Err(error)) => error,
+            Ok(Err(Fault::Refused(error))) => {
+                drop(conn);
+                self.rest(&error);
+                return Sent::Refused(error);
+            }
+            Ok(Err(Fault::Lost(error))) => error,
             Err(_) => format!("no answer within {QUERY_TIMEOUT:?}"),
         };
         actix_web::rt::spawn(async move {
@@ -191,10 +221,10 @@ impl Direct {
         )
         .await
         .map(|sent| {
-            let row = sent.map_err(|e| e.to_string())?;
-            row.map(decode)
+            sent.map_err(Fault::from)?
+                .map(decode)
                 .transpose()
-                .map_err(|e| format!("unexpected row: {e}"))
+                .map_err(|e| Fault::Lost(format!("unexpected row: {e}")))
         });
         self.settle(conn, answer)
     }
@@ -245,6 +275,29 @@ impl Direct {
         .await
     }
 
+    /// One unit of `day`'s quota by [`TAKE_ON_PLAN`], over this worker's connections: whether it
+    /// was taken and the day's count, or `None` when the statement's guard did not hold (no such
+    /// licence or seat, no plain access, or the licence is no longer on `plan`).
+    pub async fn take_on_plan(
+        &self,
+        licence_id: &str,
+        instance_id: &str,
+        plan: Plan,
+        day: NaiveDate,
+        now: NaiveDateTime,
+    ) -> Sent<Option<(bool, u32)>> {
+        let params = take_on_plan_binds(licence_id, instance_id, plan, day, now)
+            .into_iter()
+            .map(value_of)
+            .collect();
+        self.first(TAKE_ON_PLAN, params, |mut row| {
+            let used: i64 = take(&mut row, 0)?;
+            let taken: u64 = take(&mut row, 1)?;
+            Ok((taken > 0, u32::try_from(used).unwrap_or(u32::MAX)))
+        })
+        .await
+    }
+
     /// [`crate::repo::activations::touch`] over this worker's connections; whether it was done.
     pub async fn touch(&self, id: &str, at: NaiveDateTime) -> bool {
         let Some(mut conn) = self.conn().await else {
@@ -253,7 +306,7 @@ impl Direct {
         let params = Params::Positional(vec![Value::from(at), Value::from(id)]);
         let answer = tokio::time::timeout(QUERY_TIMEOUT, conn.exec_drop(TOUCH, params))
             .await
-            .map(|sent| sent.map_err(|e| e.to_string()));
+            .map(|sent| sent.map_err(Fault::from));
         matches!(self.settle(conn, answer), Sent::Answered(()))
     }
 }

@@ -101,7 +101,7 @@ mod tests {
         for (name, sql) in [
             ("SEAT", super::activations::SEAT_BY_ID),
             ("TAKE", super::rate_limit::TAKE),
-            ("SEAT_AND_TAKE", super::activations::SEAT_AND_TAKE),
+            ("TAKE_ON_PLAN", super::usage::TAKE_ON_PLAN),
         ] {
             let opening = format!("local {name} = [[");
             let from = lua.find(&opening).expect(name) + opening.len();

@@ -51,6 +51,51 @@ pub(crate) fn outcome(n: i64) -> (bool, u32) {
     }
 }
 
+/// One unit of `day`'s quota for an installation whose token names the licence's plan, in one
+/// statement that is its own guard: the licence is `active`, not disabled, not past its
+/// `expires_at` at the bound instant, still on the token's plan, and the installation holds a
+/// seat on it. When all of that holds (which implies [`domain::licensing::has_access`], as in
+/// `SEAT_AND_TAKE`), the statement takes the unit as `licence_usage_take` does and answers one
+/// row: the day's count, and `taken`, the count again when this statement took the unit or 0
+/// when the plan's limit (the last placeholder) was already reached. When any of it does not
+/// hold, it inserts nothing and answers no row, and the caller asks the seat's statement why.
+///
+/// It is the function's `INSERT … ON DUPLICATE KEY UPDATE` with the seat's checks as its
+/// `SELECT`, without the call: MariaDB runs it about a third faster than the seat's statement
+/// calling the function (bench/licence/README.md). `LAST_INSERT_ID(expr)` marks what happened
+/// as in the function (migration `2026-11-25-000800_usage_take_function`), and `RETURNING`
+/// reads the row as the update left it, under the row's lock, so a refusal reports the count
+/// it was decided on. Only the worker's own client reads the answer of a prepared `INSERT …
+/// RETURNING`; diesel's (libmariadb) reports no columns for it, so the pool keeps the function.
+pub(crate) const TAKE_ON_PLAN: &str = "INSERT INTO daily_usage (licence_id, day, used, updated_at) \
+     SELECT l.id, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) \
+     FROM licence l JOIN activation a ON a.licence_id = l.id AND a.instance_id = ? \
+     WHERE l.id = ? AND l.plan = ? AND l.status = 'active' AND l.disabled_at IS NULL \
+     AND (l.expires_at IS NULL OR l.expires_at > ?) \
+     ON DUPLICATE KEY UPDATE \
+     daily_usage.used = IF(daily_usage.used < ?, LAST_INSERT_ID(daily_usage.used + 1), \
+     daily_usage.used + 0 * LAST_INSERT_ID(0)), \
+     daily_usage.updated_at = IF(LAST_INSERT_ID() > 0, VALUES(updated_at), daily_usage.updated_at) \
+     RETURNING used, LAST_INSERT_ID() AS taken";
+
+/// The values of [`TAKE_ON_PLAN`]'s placeholders, in the order of its text.
+pub(crate) fn take_on_plan_binds(
+    licence_id: &str,
+    instance_id: &str,
+    plan: domain::licensing::Plan,
+    day: NaiveDate,
+    now: chrono::NaiveDateTime,
+) -> Vec<Bind> {
+    vec![
+        Bind::Date(day),
+        Bind::Text(instance_id.to_owned()),
+        Bind::Text(licence_id.to_owned()),
+        Bind::Text(plan.as_str().to_owned()),
+        Bind::Datetime(now),
+        Bind::Int(i32::try_from(plan.daily_quota()).unwrap_or(i32::MAX)),
+    ]
+}
+
 /// Units used on `day` (0 when nothing was consumed).
 pub fn used(conn: &mut MysqlConnection, licence_id: &str, day: NaiveDate) -> QueryResult<u32> {
     let used: Option<i32> = daily_usage::table

@@ -3,6 +3,8 @@ use actix_web::{HttpRequest, web};
 use chrono::SubsecRound;
 
 use super::{AppState, Claims, authorise_on, check};
+use domain::licensing::Plan;
+
 use crate::direct::{Direct, Sent};
 use crate::error::ApiError;
 use crate::repo::idempotency::{self, Consumed};
@@ -95,9 +97,15 @@ fn on_pool(
     }
 }
 
-/// The plain consumption over the worker's own connections: `None` when the statement could not
-/// be sent that way and the pool must run it. One that was sent and then failed is not run again,
-/// since its unit may have been taken: it answers 503 as the pool would.
+/// The plain consumption over the worker's own connections: `None` when the statements could
+/// not be sent that way, or MariaDB refused one, and the pool must run them. One that was sent
+/// and then lost is not run again, since its unit may have been taken: it answers 503 as the
+/// pool would.
+///
+/// First the one statement that takes the unit if the licence plainly grants access on the
+/// token's plan, which is every consumption but a refused one or one whose licence changed plan
+/// since its token; when its guard does not hold, the seat's statement reads the licence and the
+/// seat, says why, and takes the unit when the licence has access on other grounds.
 async fn take_direct(
     state: &AppState,
     direct: &Direct,
@@ -107,12 +115,25 @@ async fn take_direct(
     let day = domain::licensing::quota_day(now);
     // As in the pool's path: cut to MariaDB's microseconds, never rounded up.
     let at = now.naive_utc().trunc_subsecs(6);
+    if let Ok(plan) = claims.plan.parse::<Plan>()
+        && plan.daily_quota() > 0
+    {
+        match direct
+            .take_on_plan(&claims.sub, &claims.iid, plan, day, at)
+            .await
+        {
+            Sent::Answered(Some((taken, used))) => return Ok(Some(Consumed { taken, used, plan })),
+            Sent::Answered(None) => {}
+            Sent::NotSent | Sent::Refused(_) => return Ok(None),
+            Sent::Failed(cause) => return Err(ApiError::DatabaseUnavailable(cause)),
+        }
+    }
     let found = match direct
         .seat_and_take(&claims.sub, &claims.iid, day, at)
         .await
     {
         Sent::Answered(found) => found.ok_or(ApiError::InvalidToken)?,
-        Sent::NotSent => return Ok(None),
+        Sent::NotSent | Sent::Refused(_) => return Ok(None),
         Sent::Failed(cause) => return Err(ApiError::DatabaseUnavailable(cause)),
     };
     let auth = check(found.licence, found.activation, now)?;

@@ -80,7 +80,7 @@ pub async fn validate(
     let found = match direct.seat(licence_by, instance).await {
         Sent::Answered(found) => found,
         // A read: whatever became of the direct attempt, the pool may run it again.
-        Sent::NotSent | Sent::Failed(_) => {
+        Sent::NotSent | Sent::Failed(_) | Sent::Refused(_) => {
             crate::direct::POOL.inc();
             let by = by.clone();
             service_kit::db::run_inline(&state.pool, move |conn| {

@@ -448,3 +448,114 @@ async fn the_workers_own_connections_serve_validate_and_consume_and_losing_them_
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["used"], taken, "each unit counted once: {b}");
 }
+
+/// A token names the plan its licence had when it was issued. A consumption is counted against
+/// the licence's plan at the time of the request, both ways: an upgrade since the token raises
+/// the limit at once, a downgrade lowers it, and the answer names the plan it was counted on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_from_before_a_plan_change_consumes_on_the_licence_s_plan() {
+    use diesel::prelude::*;
+    use licence_server::schema::licence;
+    let app = spawn_app_at(utc("2026-06-10T08:00:00Z")).await;
+    let mut conn = app.conn();
+    let set_plan = |conn: &mut diesel::MysqlConnection, key: &str, plan: &str| {
+        diesel::update(licence::table.filter(licence::license_key.eq(key)))
+            .set(licence::plan.eq(plan))
+            .execute(conn)
+            .expect("plan");
+    };
+
+    let key = app.licence("basic", "active");
+    let token = app.token(&key, "pc").await;
+    for n in 1..=10 {
+        let (s, b, _) = consume(&app, &token).await;
+        assert_eq!(
+            (s, &b["used"], &b["plan"]),
+            (200, &json!(n), &json!("basic")),
+            "{b}"
+        );
+    }
+    let (s, b, _) = consume(&app, &token).await;
+    assert_error(s, &b, 429, "DAILY_QUOTA_EXCEEDED");
+    set_plan(&mut conn, &key, "premium");
+    let (s, b, _) = consume(&app, &token).await;
+    assert_eq!(s, 200, "the upgrade counts at once: {b}");
+    assert_eq!(
+        (&b["used"], &b["limit"], &b["plan"]),
+        (&json!(11), &json!(150), &json!("premium")),
+        "{b}"
+    );
+
+    let key = app.licence("premium", "active");
+    let token = app.token(&key, "pc").await;
+    for n in 1..=12 {
+        let (s, b, _) = consume(&app, &token).await;
+        assert_eq!(
+            (s, &b["used"], &b["limit"]),
+            (200, &json!(n), &json!(150)),
+            "{b}"
+        );
+    }
+    set_plan(&mut conn, &key, "basic");
+    let (s, b, _) = consume(&app, &token).await;
+    assert_error(s, &b, 429, "DAILY_QUOTA_EXCEEDED");
+    assert_eq!(
+        (&b["used"], &b["limit"], &b["plan"]),
+        (&json!(12), &json!(10), &json!("basic")),
+        "the downgrade counts at once and takes nothing: {b}"
+    );
+    let (s, b) = app.get("/api/usage/status", Some(&token)).await;
+    assert_eq!((s, &b["used"]), (200, &json!(12)), "{b}");
+}
+
+/// A statement MariaDB refuses with an error (here a trigger that refuses the first write of the
+/// day's count, as a deadlock or a lock wait that timed out would) took no effect, so the
+/// consumption is answered through the pool instead of with a 503, and takes its unit once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_refused_on_the_workers_connection_is_answered_through_the_pool() {
+    use diesel::connection::SimpleConnection;
+    use diesel::prelude::*;
+    let app = spawn_app_at(utc("2026-06-10T08:00:00Z")).await;
+    let key = app.licence("pro", "active");
+    let token = app.token(&key, "pc").await;
+    let mut conn = app.conn();
+    // A MEMORY table keeps its row whatever becomes of the statement that changed it, so the
+    // trigger refuses once and then lets every write through.
+    conn.batch_execute(
+        "CREATE TABLE refuse_once (refused INT NOT NULL) ENGINE = MEMORY;
+         INSERT INTO refuse_once VALUES (0);
+         CREATE TRIGGER daily_usage_refuse_once BEFORE INSERT ON daily_usage FOR EACH ROW
+         BEGIN
+           IF (SELECT refused FROM refuse_once) = 0 THEN
+             UPDATE refuse_once SET refused = 1;
+             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused once';
+           END IF;
+         END",
+    )
+    .expect("trigger");
+    let (direct, pool) = (
+        statements(&app, "direct").await,
+        statements(&app, "pool").await,
+    );
+    let (s, b, _) = consume(&app, &token).await;
+    assert_eq!((s, &b["used"]), (200, &json!(1)), "{b}");
+    let refused: i32 = diesel::sql_query("SELECT refused FROM refuse_once")
+        .load::<Refused>(&mut conn)
+        .expect("flag")[0]
+        .refused;
+    assert_eq!(refused, 1, "the worker's statement was refused");
+    assert_eq!(
+        statements(&app, "direct").await,
+        direct,
+        "nothing was answered directly"
+    );
+    assert!(statements(&app, "pool").await > pool, "the pool answered");
+    let (s, b) = app.get("/api/usage/status", Some(&token)).await;
+    assert_eq!((s, &b["used"]), (200, &json!(1)), "one unit: {b}");
+}
+
+#[derive(diesel::QueryableByName)]
+struct Refused {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    refused: i32,
+}
