@@ -5,7 +5,8 @@
 //! UPDATE used = IF(used < limit, used + 1, used)`, which InnoDB runs under the row's exclusive
 //! lock, so that however many requests arrive at once the count never passes the limit. The
 //! function hands back the new count (or the count that stopped it) in the same round trip, and
-//! its statement commits like any other under autocommit.
+//! its statement commits like any other under autocommit. Over the worker's own connections, a
+//! consumption sends the same update as [`TAKE_ON_PLAN`], without the function.
 
 use chrono::NaiveDate;
 use diesel::mysql::MysqlConnection;
