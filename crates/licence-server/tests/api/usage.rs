@@ -13,9 +13,17 @@ fn utc(s: &str) -> DateTime<Utc> {
 }
 
 async fn consume(app: &TestApp, token: &str) -> (u16, serde_json::Value, Option<String>) {
-    let resp = app
-        .client
-        .post(format!("{}/api/usage/consume", app.base))
+    consume_at(&app.client, &app.base, token).await
+}
+
+/// A consumption sent to the replica at `base`.
+async fn consume_at(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+) -> (u16, serde_json::Value, Option<String>) {
+    let resp = client
+        .post(format!("{base}/api/usage/consume"))
         .bearer_auth(token)
         .send()
         .await
@@ -558,4 +566,35 @@ async fn a_statement_refused_on_the_workers_connection_is_answered_through_the_p
 struct Refused {
     #[diesel(sql_type = diesel::sql_types::Integer)]
     refused: i32,
+}
+
+/// Two replicas take units of one licence at once, each over its workers' own connections: the
+/// quota holds across them, each unit is answered once, and every refusal reports the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_consuming_at_once_take_exactly_the_quota() {
+    let app = spawn_app_at(utc("2026-06-10T08:00:00Z")).await;
+    let key = app.licence("basic", "active");
+    let token = app.token(&key, "pc").await;
+    let replicas = [app.base.clone(), app.start_instance_with(&[]).await];
+    let direct = statements(&app, "direct").await;
+    let results =
+        join_all((0..40).map(|i| consume_at(&app.client, &replicas[i % 2], &token))).await;
+    let mut used: Vec<u64> = results
+        .iter()
+        .filter(|r| r.0 == 200)
+        .filter_map(|r| r.1["used"].as_u64())
+        .collect();
+    used.sort_unstable();
+    assert_eq!(used, (1..=10).collect::<Vec<u64>>(), "{results:?}");
+    for (s, b, _) in results.iter().filter(|r| r.0 != 200) {
+        assert_error(*s, b, 429, "DAILY_QUOTA_EXCEEDED");
+        assert_eq!(b["used"], 10, "{b}");
+    }
+    // The replicas run in this one process and count into the same metrics.
+    assert!(
+        statements(&app, "direct").await - direct >= 40.0,
+        "every consumption was answered over a worker's own connection"
+    );
+    let (s, b) = app.get("/api/usage/status", Some(&token)).await;
+    assert_eq!((s, &b["used"]), (200, &json!(10)), "{b}");
 }
