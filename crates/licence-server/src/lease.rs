@@ -21,6 +21,8 @@ pub const SIGNATURE_HEADER: &str = "licence-signature";
 pub struct LeaseKey {
     pub kid: String,
     signer: std::sync::Arc<Ed25519KeyPair>,
+    /// The lease header this key signs with, base64url: the same in every lease it issues.
+    header: std::sync::Arc<str>,
 }
 
 impl LeaseKey {
@@ -29,7 +31,9 @@ impl LeaseKey {
         // A 32-byte seed is all the key pair needs; AWS-LC refuses nothing else.
         let signer = Ed25519KeyPair::from_seed_unchecked(seed)
             .unwrap_or_else(|_| unreachable!("every 32-byte seed is an Ed25519 key"));
+        let header = serde_json::json!({"alg": "EdDSA", "typ": "JWT", "kid": kid});
         Self {
+            header: URL_SAFE_NO_PAD.encode(header.to_string()).into(),
             kid,
             signer: std::sync::Arc::new(signer),
         }
@@ -122,13 +126,8 @@ impl SigningRing {
     /// A compact JWS of `claims`, signed by the first key.
     pub fn lease(&self, claims: &LeaseClaims<'_>) -> Option<String> {
         let key = self.signer()?;
-        let header = serde_json::json!({"alg": "EdDSA", "typ": "JWT", "kid": key.kid});
         let payload = serde_json::to_vec(claims).ok()?;
-        let input = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(header.to_string()),
-            URL_SAFE_NO_PAD.encode(payload)
-        );
+        let input = format!("{}.{}", key.header, URL_SAFE_NO_PAD.encode(payload));
         let sig = key.sign(input.as_bytes());
         Some(format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig)))
     }

@@ -115,27 +115,28 @@ async fn take_direct(
     let day = domain::licensing::quota_day(now);
     // As in the pool's path: cut to MariaDB's microseconds, never rounded up.
     let at = now.naive_utc().trunc_subsecs(6);
+    // The statement creates a day's row with its first unit without comparing it to the limit,
+    // so a plan whose quota is nothing leaves it to the seat's statement.
     if let Ok(plan) = claims.plan.parse::<Plan>()
         && plan.daily_quota() > 0
     {
-        match direct
+        let sent = direct
             .take_on_plan(&claims.sub, &claims.iid, plan, day, at)
-            .await
-        {
-            Sent::Answered(Some((taken, used))) => return Ok(Some(Consumed { taken, used, plan })),
-            Sent::Answered(None) => {}
-            Sent::NotSent | Sent::Refused(_) => return Ok(None),
-            Sent::Failed(cause) => return Err(ApiError::DatabaseUnavailable(cause)),
+            .await;
+        let Some(taken) = answered(sent)? else {
+            return Ok(None);
+        };
+        if let Some((taken, used)) = taken {
+            return Ok(Some(Consumed { taken, used, plan }));
         }
     }
-    let found = match direct
+    let sent = direct
         .seat_and_take(&claims.sub, &claims.iid, day, at)
-        .await
-    {
-        Sent::Answered(found) => found.ok_or(ApiError::InvalidToken)?,
-        Sent::NotSent | Sent::Refused(_) => return Ok(None),
-        Sent::Failed(cause) => return Err(ApiError::DatabaseUnavailable(cause)),
+        .await;
+    let Some(found) = answered(sent)? else {
+        return Ok(None);
     };
+    let found = found.ok_or(ApiError::InvalidToken)?;
     let auth = check(found.licence, found.activation, now)?;
     let plan = auth.licence.plan();
     let (taken, used) = match found.taken {
@@ -152,6 +153,17 @@ async fn take_direct(
         }
     };
     Ok(Some(Consumed { taken, used, plan }))
+}
+
+/// What a consumption's statement on the worker's connection came to: its answer, `None` when
+/// the pool must run the request (never sent, or refused and so without effect), or 503 when it
+/// was lost after it was sent, since its unit may have been taken.
+fn answered<T>(sent: Sent<T>) -> Result<Option<T>, ApiError> {
+    match sent {
+        Sent::Answered(answer) => Ok(Some(answer)),
+        Sent::NotSent | Sent::Refused(_) => Ok(None),
+        Sent::Failed(cause) => Err(ApiError::DatabaseUnavailable(cause)),
+    }
 }
 
 /// The `Idempotency-Key` header: 1 to 64 visible ASCII characters, or 400 naming it.
