@@ -20,8 +20,9 @@
 //! reads options this client does not know (TLS among them); for such a URL [`Target::for_url`]
 //! says why and both routes stay on the pool.
 
-use std::cell::Cell;
-use std::sync::LazyLock;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use chrono::{NaiveDate, NaiveDateTime};
@@ -35,7 +36,7 @@ use crate::repo::activations::{LicenceBy, TOUCH};
 use crate::repo::activations::{
     SEAT_AND_TAKE, SEAT_BY_ID, SEAT_BY_KEY, SeatAndTake, SeatCols, SeatFound,
 };
-use crate::repo::usage::{TAKE_ON_PLAN, take_on_plan_binds};
+use crate::repo::usage::{MAX_TAKEN_AT_ONCE, TAKE_ON_PLAN, TAKE_ON_PLAN_MANY, take_on_plan_binds};
 
 /// validate's and consume's statements by the way they went: over the worker's connections or
 /// through the pool.
@@ -50,6 +51,16 @@ static STATEMENTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
 pub static DIRECT: LazyLock<IntCounter> =
     LazyLock::new(|| STATEMENTS.with_label_values(&["direct"]));
 pub static POOL: LazyLock<IntCounter> = LazyLock::new(|| STATEMENTS.with_label_values(&["pool"]));
+/// Consumptions answered by a statement that took several at once.
+pub static TOGETHER: LazyLock<IntCounter> = LazyLock::new(|| {
+    service_kit::metrics::counter_vec(
+        "licence_consumptions_together_total",
+        "consumptions sent in one statement with others, by a worker whose connections were all \
+         busy when they arrived.",
+        &[],
+    )
+    .with_label_values::<&str>(&[])
+});
 
 /// Longest wait for a connection, opened or idle.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -64,6 +75,7 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 #[derive(Debug, Clone)]
 pub struct Target {
     opts: Opts,
+    per_worker: usize,
 }
 
 impl Target {
@@ -100,7 +112,10 @@ impl Target {
             .prefer_socket(false)
             .init(vec!["SET time_zone = '+00:00'"])
             .into();
-        Ok(Self { opts })
+        Ok(Self {
+            opts,
+            per_worker: per_worker.max(1),
+        })
     }
 }
 
@@ -136,10 +151,30 @@ impl From<mysql_async::Error> for Fault {
     }
 }
 
+/// What a consumption's statement on the worker's connection came to: whether the unit was
+/// taken and the day's count, or `None` when its guard did not hold.
+pub type Taken = Sent<Option<(bool, u32)>>;
+
+/// A consumption waiting for its statement.
+struct Waiting {
+    licence_id: String,
+    instance_id: String,
+    plan: Plan,
+    day: NaiveDate,
+    now: NaiveDateTime,
+    reply: tokio::sync::oneshot::Sender<Taken>,
+}
+
 /// One worker thread's connections. Not `Send`: made in and used from one worker only.
 pub struct Direct {
     pool: Option<Pool>,
     resting_until: Cell<Option<Instant>>,
+    /// Consumptions that arrived while every connection was sending: the next statement takes
+    /// them together.
+    waiting: RefCell<VecDeque<Waiting>>,
+    /// Tasks sending consumptions, at most one per connection.
+    senders: Cell<usize>,
+    max_senders: usize,
 }
 
 impl Direct {
@@ -148,6 +183,9 @@ impl Direct {
         Self {
             pool: target.map(|t| Pool::new(t.opts.clone())),
             resting_until: Cell::new(None),
+            waiting: RefCell::default(),
+            senders: Cell::new(0),
+            max_senders: target.map_or(1, |t| t.per_worker),
         }
     }
 
@@ -278,24 +316,161 @@ impl Direct {
     /// One unit of `day`'s quota by [`TAKE_ON_PLAN`], over this worker's connections: whether it
     /// was taken and the day's count, or `None` when the statement's guard did not hold (no such
     /// licence or seat, no plain access, or the licence is no longer on `plan`).
+    ///
+    /// A consumption is sent at once while one of the worker's connections is free. Those that
+    /// arrive while all of them are sending wait, and the next connection to come free sends them
+    /// together, up to [`MAX_TAKEN_AT_ONCE`] of distinct licences in one statement
+    /// ([`TAKE_ON_PLAN_MANY`]): a busy worker pays MariaDB's cost per statement once for many
+    /// consumptions, and an idle one adds no wait.
     pub async fn take_on_plan(
-        &self,
+        self: Arc<Self>,
         licence_id: &str,
         instance_id: &str,
         plan: Plan,
         day: NaiveDate,
         now: NaiveDateTime,
-    ) -> Sent<Option<(bool, u32)>> {
-        let params = take_on_plan_binds(licence_id, instance_id, plan, day, now)
-            .into_iter()
-            .map(value_of)
-            .collect();
-        self.first(TAKE_ON_PLAN, params, |mut row| {
-            let used: i64 = take(&mut row, 0)?;
-            let taken: u64 = take(&mut row, 1)?;
-            Ok((taken > 0, u32::try_from(used).unwrap_or(u32::MAX)))
+    ) -> Taken {
+        if self.pool.is_none() {
+            return Sent::NotSent;
+        }
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.waiting.borrow_mut().push_back(Waiting {
+            licence_id: licence_id.to_owned(),
+            instance_id: instance_id.to_owned(),
+            plan,
+            day,
+            now,
+            reply,
+        });
+        if self.senders.get() < self.max_senders {
+            self.senders.set(self.senders.get() + 1);
+            actix_web::rt::spawn(self.clone().send_waiting());
+        }
+        answer.await.unwrap_or_else(|_| {
+            // Only a worker stopping drops a sender with consumptions in hand.
+            Sent::Failed("the worker stopped before the statement answered".into())
         })
+    }
+
+    /// Sends the waiting consumptions until none is left. The count of senders drops in the same
+    /// step as the queue is found empty, so a consumption queued after it always finds a sender
+    /// or starts one.
+    async fn send_waiting(self: Arc<Self>) {
+        struct Leaving<'a>(&'a Cell<usize>);
+        impl Drop for Leaving<'_> {
+            fn drop(&mut self) {
+                self.0.set(self.0.get().saturating_sub(1));
+            }
+        }
+        let _leaving = Leaving(&self.senders);
+        loop {
+            let batch = self.next_batch();
+            if batch.is_empty() {
+                return;
+            }
+            self.send_batch(batch).await;
+        }
+    }
+
+    /// The oldest waiting consumption and those after it on the same day for other licences,
+    /// [`MAX_TAKEN_AT_ONCE`] at most. Two of one licence never share a statement: each must see
+    /// the count the other left.
+    fn next_batch(&self) -> Vec<Waiting> {
+        let mut waiting = self.waiting.borrow_mut();
+        let Some(first) = waiting.pop_front() else {
+            return Vec::new();
+        };
+        let mut batch = vec![first];
+        let mut i = 0;
+        while i < waiting.len() && batch.len() < MAX_TAKEN_AT_ONCE {
+            let w = &waiting[i];
+            if w.day == batch[0].day && batch.iter().all(|b| b.licence_id != w.licence_id) {
+                if let Some(w) = waiting.remove(i) {
+                    batch.push(w);
+                }
+            } else {
+                i += 1;
+            }
+        }
+        batch
+    }
+
+    async fn send_batch(&self, batch: Vec<Waiting>) {
+        let Some(mut conn) = self.conn().await else {
+            for w in batch {
+                let _ = w.reply.send(Sent::NotSent);
+            }
+            return;
+        };
+        let (sql, params) = if let [one] = batch.as_slice() {
+            let binds = take_on_plan_binds(
+                &one.licence_id,
+                &one.instance_id,
+                one.plan,
+                one.day,
+                one.now,
+            );
+            (TAKE_ON_PLAN, binds.into_iter().map(value_of).collect())
+        } else {
+            (TAKE_ON_PLAN_MANY[batch.len()].as_str(), many_params(&batch))
+        };
+        let single = batch.len() == 1;
+        let answer = tokio::time::timeout(
+            QUERY_TIMEOUT,
+            conn.exec::<Row, _, _>(sql, Params::Positional(params)),
+        )
         .await
+        .map(|sent| {
+            sent.map_err(Fault::from)?
+                .into_iter()
+                .map(|mut row| {
+                    let licence_id: Option<String> = if single {
+                        None
+                    } else {
+                        Some(take(&mut row, 0)?)
+                    };
+                    let base = usize::from(!single);
+                    let used: i64 = take(&mut row, base)?;
+                    let taken: u64 = take(&mut row, base + 1)?;
+                    Ok((
+                        licence_id,
+                        (taken > 0, u32::try_from(used).unwrap_or(u32::MAX)),
+                    ))
+                })
+                .collect::<Result<Vec<_>, String>>()
+                .map_err(|e| Fault::Lost(format!("unexpected row: {e}")))
+        });
+        match self.settle(conn, answer) {
+            Sent::Answered(rows) => {
+                let n = batch.len() as u64;
+                DIRECT.inc_by(n - 1);
+                if n > 1 {
+                    TOGETHER.inc_by(n);
+                }
+                for w in batch {
+                    let row = rows
+                        .iter()
+                        .find(|(id, _)| id.as_deref().is_none_or(|id| id == w.licence_id))
+                        .map(|(_, outcome)| *outcome);
+                    let _ = w.reply.send(Sent::Answered(row));
+                }
+            }
+            Sent::NotSent => {
+                for w in batch {
+                    let _ = w.reply.send(Sent::NotSent);
+                }
+            }
+            Sent::Failed(error) => {
+                for w in batch {
+                    let _ = w.reply.send(Sent::Failed(error.clone()));
+                }
+            }
+            Sent::Refused(error) => {
+                for w in batch {
+                    let _ = w.reply.send(Sent::Refused(error.clone()));
+                }
+            }
+        }
     }
 
     /// [`crate::repo::activations::touch`] over this worker's connections; whether it was done.
@@ -336,6 +511,22 @@ fn seat_cols(row: &mut Row) -> Result<SeatCols, String> {
         a_created_at: take(row, 8)?,
         a_last_validated_at: take(row, 9)?,
     })
+}
+
+/// The values of [`TAKE_ON_PLAN_MANY`]'s placeholders for `batch`, all of one day: the latest of
+/// their instants, so that no licence passes the expiry test for an instant before its own.
+fn many_params(batch: &[Waiting]) -> Vec<Value> {
+    let mut params = Vec::with_capacity(2 + 4 * batch.len());
+    params.push(Value::from(batch[0].day));
+    params.extend(batch.iter().map(|w| Value::from(w.licence_id.as_str())));
+    for w in batch {
+        params.push(Value::from(w.licence_id.as_str()));
+        params.push(Value::from(w.plan.as_str()));
+        params.push(Value::from(w.instance_id.as_str()));
+    }
+    let latest = batch.iter().map(|w| w.now).max().unwrap_or(batch[0].now);
+    params.push(Value::from(latest));
+    params
 }
 
 fn value_of(bind: crate::repo::fixed::Bind) -> Value {

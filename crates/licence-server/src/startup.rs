@@ -81,6 +81,7 @@ impl Application {
         let limits = settings.http;
         LazyLock::force(&crate::direct::DIRECT);
         LazyLock::force(&crate::direct::POOL);
+        LazyLock::force(&crate::direct::TOGETHER);
         let per_worker = usize::try_from(settings.pool_size)
             .unwrap_or(1)
             .div_ceil(limits.workers.get());

@@ -97,6 +97,54 @@ pub(crate) fn take_on_plan_binds(
     ]
 }
 
+/// Most consumptions [`TAKE_ON_PLAN_MANY`] takes in one statement.
+pub(crate) const MAX_TAKEN_AT_ONCE: usize = 8;
+
+/// [`TAKE_ON_PLAN`] for `n` licences at once (2 to [`MAX_TAKEN_AT_ONCE`]), indexed by `n`: one
+/// round trip, parse, plan and commit for all of them, where MariaDB's cost per statement is most
+/// of what a consumption costs it (bench/licence/README.md, "What a request costs"). Each
+/// licence is taken for one installation on the plan its token names, and appears at most once.
+///
+/// The rows are read and written one after the other, each as the single statement would: its
+/// guard, then the insert or the update under the row's lock, then its `RETURNING` row, which
+/// reads `LAST_INSERT_ID()` as that row's own update left it. The row names its licence, since
+/// a licence whose guard does not hold answers none. The quota is the plan's, from the licence
+/// row the guard has just matched to the token's plan. `STRAIGHT_JOIN` reads the licences by
+/// their primary key, in its order, each before its seats: two such statements lock their rows
+/// in the same order, so the writes of one never wait in a cycle with another's, and each
+/// licence before its seats, as activate and deactivate do.
+///
+/// Placeholders: the day; the `n` licence ids; then `n` times (licence id, plan, instance id);
+/// then the instant the licences must not have expired by.
+pub(crate) static TAKE_ON_PLAN_MANY: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(
+    || {
+        let quota = domain::licensing::Plan::ALL
+            .iter()
+            .map(|p| format!("WHEN '{}' THEN {}", p.as_str(), p.daily_quota()))
+            .collect::<Vec<_>>()
+            .join(" ");
+        (0..=MAX_TAKEN_AT_ONCE)
+            .map(|n| {
+                let ids = vec!["?"; n].join(", ");
+                let rows = vec!["(?, ?, ?)"; n].join(", ");
+                format!(
+                    "INSERT INTO daily_usage (licence_id, day, used, updated_at) \
+                     SELECT l.id, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) \
+                     FROM licence l STRAIGHT_JOIN activation a ON a.licence_id = l.id \
+                     WHERE l.id IN ({ids}) AND (l.id, l.plan, a.instance_id) IN ({rows}) \
+                     AND l.status = 'active' AND l.disabled_at IS NULL \
+                     AND (l.expires_at IS NULL OR l.expires_at > ?) \
+                     ON DUPLICATE KEY UPDATE \
+                     daily_usage.used = IF(daily_usage.used < CASE l.plan {quota} ELSE 0 END, \
+                     LAST_INSERT_ID(daily_usage.used + 1), daily_usage.used + 0 * LAST_INSERT_ID(0)), \
+                     daily_usage.updated_at = IF(LAST_INSERT_ID() > 0, VALUES(updated_at), daily_usage.updated_at) \
+                     RETURNING licence_id, used, LAST_INSERT_ID() AS taken"
+                )
+            })
+            .collect()
+    },
+);
+
 /// Units used on `day` (0 when nothing was consumed).
 pub fn used(conn: &mut MysqlConnection, licence_id: &str, day: NaiveDate) -> QueryResult<u32> {
     let used: Option<i32> = daily_usage::table

@@ -108,7 +108,7 @@ fn on_pool(
 /// seat, says why, and takes the unit when the licence has access on other grounds.
 async fn take_direct(
     state: &AppState,
-    direct: &Direct,
+    direct: &web::Data<Direct>,
     claims: &crate::tokens::Claims,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Option<Consumed>, ApiError> {
@@ -121,6 +121,8 @@ async fn take_direct(
         && plan.daily_quota() > 0
     {
         let sent = direct
+            .clone()
+            .into_inner()
             .take_on_plan(&claims.sub, &claims.iid, plan, day, at)
             .await;
         let Some(taken) = answered(sent)? else {

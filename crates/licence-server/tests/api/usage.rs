@@ -598,3 +598,112 @@ async fn two_replicas_consuming_at_once_take_exactly_the_quota() {
     let (s, b) = app.get("/api/usage/status", Some(&token)).await;
     assert_eq!((s, &b["used"]), (200, &json!(10)), "{b}");
 }
+
+async fn counter(app: &TestApp, name: &str) -> f64 {
+    let text = app
+        .client
+        .get(format!("{}/metrics", app.base))
+        .send()
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in the metrics:\n{text}"))
+}
+
+/// Many licences consumed at once: while a worker's connections are busy, the consumptions that
+/// arrive are sent together in one statement, and each still takes exactly its own licence's
+/// units. In the same crowd, a licence disabled after its token was issued is refused and keeps
+/// no count, and one upgraded since consumes on its new plan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumptions_sent_together_each_take_exactly_their_own_units() {
+    use diesel::prelude::*;
+    use licence_server::clock::Clock;
+    use licence_server::schema::{daily_usage, licence};
+    let app = spawn_app_at(utc("2026-06-10T08:00:00Z")).await;
+    let mut conn = app.conn();
+    let mut basic = Vec::new();
+    for i in 0..16 {
+        let key = app.licence("basic", "active");
+        basic.push(app.token(&key, &format!("pc-{i}")).await);
+    }
+    let disabled_key = app.licence("pro", "active");
+    let disabled = app.token(&disabled_key, "pc").await;
+    diesel::update(licence::table.filter(licence::license_key.eq(&disabled_key)))
+        .set(licence::disabled_at.eq(Some(app.clock.now().naive_utc())))
+        .execute(&mut conn)
+        .expect("disable");
+    let upgraded_key = app.licence("basic", "active");
+    let upgraded = app.token(&upgraded_key, "pc").await;
+    diesel::update(licence::table.filter(licence::license_key.eq(&upgraded_key)))
+        .set(licence::plan.eq("premium"))
+        .execute(&mut conn)
+        .expect("upgrade");
+
+    let together = counter(&app, "licence_consumptions_together_total").await;
+    // Twelve rounds over every token, so that each request has others of other licences
+    // beside it: 16 × 12 Basic consumptions, and 12 for each of the two others.
+    let mut tokens: Vec<(usize, &str)> = Vec::new();
+    for _ in 0..12 {
+        tokens.extend(basic.iter().enumerate().map(|(i, t)| (i, t.as_str())));
+        tokens.push((16, &disabled));
+        tokens.push((17, &upgraded));
+    }
+    let app = &app;
+    let results = join_all(
+        tokens
+            .iter()
+            .map(|(i, t)| async move { (*i, consume_at(&app.client, &app.base, t).await) }),
+    )
+    .await;
+    for licence in 0..16 {
+        let mine: Vec<_> = results.iter().filter(|(i, _)| *i == licence).collect();
+        let mut used: Vec<u64> = mine
+            .iter()
+            .filter(|(_, r)| r.0 == 200)
+            .filter_map(|(_, r)| r.1["used"].as_u64())
+            .collect();
+        used.sort_unstable();
+        assert_eq!(
+            used,
+            (1..=10).collect::<Vec<u64>>(),
+            "licence {licence}: {mine:?}"
+        );
+        for (_, (s, b, _)) in mine.iter().filter(|(_, r)| r.0 != 200) {
+            assert_error(*s, b, 429, "DAILY_QUOTA_EXCEEDED");
+            assert_eq!(b["used"], 10, "{b}");
+        }
+    }
+    for (_, (s, b, _)) in results.iter().filter(|(i, _)| *i == 16) {
+        assert_error(*s, b, 403, "LICENSE_INACTIVE");
+    }
+    let mut upgraded_used: Vec<u64> = results
+        .iter()
+        .filter(|(i, _)| *i == 17)
+        .map(|(_, (s, b, _))| {
+            assert_eq!((s, &b["plan"]), (&200, &json!("premium")), "{b}");
+            b["used"].as_u64().unwrap_or_default()
+        })
+        .collect();
+    upgraded_used.sort_unstable();
+    assert_eq!(upgraded_used, (1..=12).collect::<Vec<u64>>());
+    let disabled_id: String = licence::table
+        .filter(licence::license_key.eq(&disabled_key))
+        .select(licence::id)
+        .first(&mut conn)
+        .expect("id");
+    let disabled_rows: i64 = daily_usage::table
+        .filter(daily_usage::licence_id.eq(&disabled_id))
+        .count()
+        .get_result(&mut conn)
+        .expect("count");
+    assert_eq!(disabled_rows, 0, "the disabled licence took nothing");
+    assert!(
+        counter(app, "licence_consumptions_together_total").await > together,
+        "some consumptions were sent together"
+    );
+}
