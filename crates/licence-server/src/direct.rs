@@ -34,7 +34,7 @@ use domain::licensing::Plan;
 
 use crate::repo::activations::{LicenceBy, TOUCH};
 use crate::repo::activations::{
-    SEAT_AND_TAKE, SEAT_BY_ID, SEAT_BY_KEY, SeatAndTake, SeatCols, SeatFound,
+    SEAT_AND_TAKE, SEAT_BY_ID, SEAT_BY_KEY, SEATS_BY_ID, SeatAndTake, SeatCols, SeatFound,
 };
 use crate::repo::usage::{MAX_TAKEN_AT_ONCE, TAKE_ON_PLAN, TAKE_ON_PLAN_MANY, take_on_plan_binds};
 
@@ -44,22 +44,21 @@ static STATEMENTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     service_kit::metrics::counter_vec(
         "licence_statements_total",
         "validate and consume statements, by the way they went: direct (the worker's own \
-         connections) or pool.",
+         connections) or pool; one that answered several requests at once counts once for each.",
         &["path"],
     )
 });
 pub static DIRECT: LazyLock<IntCounter> =
     LazyLock::new(|| STATEMENTS.with_label_values(&["direct"]));
 pub static POOL: LazyLock<IntCounter> = LazyLock::new(|| STATEMENTS.with_label_values(&["pool"]));
-/// Consumptions answered by a statement that took several at once.
-pub static TOGETHER: LazyLock<IntCounter> = LazyLock::new(|| {
+/// Requests answered by a statement that answered several at once ([`Together`]), by route.
+pub static TOGETHER: LazyLock<IntCounterVec> = LazyLock::new(|| {
     service_kit::metrics::counter_vec(
-        "licence_consumptions_together_total",
-        "consumptions sent in one statement with others, by a worker whose connections were all \
-         busy when they arrived.",
-        &[],
+        "licence_requests_together_total",
+        "validate and consume requests sent in one statement with others, by a worker whose \
+         connections were all busy when they arrived.",
+        &["route"],
     )
-    .with_label_values::<&str>(&[])
 });
 
 /// Longest wait for a connection, opened or idle.
@@ -155,25 +154,176 @@ impl From<mysql_async::Error> for Fault {
 /// taken and the day's count, or `None` when its guard did not hold.
 pub type Taken = Sent<Option<(bool, u32)>>;
 
-/// A consumption waiting for its statement.
-struct Waiting {
+/// A kind of request whose statement can answer several at once, one row per licence: while
+/// all of a worker's connections are sending, the requests of that kind that arrive wait, and
+/// the next connection to come free sends them together, up to [`MAX_TAKEN_AT_ONCE`] of
+/// distinct licences in one statement. A busy worker then pays MariaDB's cost per statement
+/// (round trip, parse, plan, commit; most of what such a request costs it) once for many
+/// requests, and an idle one adds no wait.
+trait Together: Sized + 'static {
+    /// The route, for [`TOGETHER`].
+    const ROUTE: &'static str;
+    /// What a request asks beside its licence.
+    type Ask;
+    /// What a row says, before it is fitted to its request.
+    type Row;
+    /// What a request is answered.
+    type Answer;
+    fn queue(direct: &Direct) -> &Queue<Self>;
+    /// Whether two requests may share a statement, beside naming different licences.
+    fn alike(a: &Self::Ask, b: &Self::Ask) -> bool;
+    /// The statement for one request, and for several of distinct licences.
+    fn statement(batch: &[Waiting<Self>]) -> (&'static str, Vec<Value>);
+    /// A row of the statement: the licence it answers (`None` from the one-request statement,
+    /// whose row is its request's), and what it says.
+    fn decode(row: Row, single: bool) -> Result<(Option<String>, Self::Row), String>;
+    fn answer(ask: &Self::Ask, row: Self::Row) -> Self::Answer;
+}
+
+/// A request waiting for its statement.
+struct Waiting<K: Together> {
     licence_id: String,
+    ask: K::Ask,
+    reply: tokio::sync::oneshot::Sender<Sent<Option<K::Answer>>>,
+}
+
+/// The requests of one kind waiting, and the tasks sending them: at most one per connection.
+struct Queue<K: Together> {
+    waiting: RefCell<VecDeque<Waiting<K>>>,
+    senders: Cell<usize>,
+}
+
+impl<K: Together> Default for Queue<K> {
+    fn default() -> Self {
+        Self {
+            waiting: RefCell::default(),
+            senders: Cell::new(0),
+        }
+    }
+}
+
+/// Consumptions of one installation on the plan its token names: [`TAKE_ON_PLAN`].
+struct TakeOnPlan;
+
+struct TakeAsk {
     instance_id: String,
     plan: Plan,
     day: NaiveDate,
     now: NaiveDateTime,
-    reply: tokio::sync::oneshot::Sender<Taken>,
+}
+
+impl Together for TakeOnPlan {
+    const ROUTE: &'static str = "consume";
+    type Ask = TakeAsk;
+    type Row = (bool, u32);
+    type Answer = (bool, u32);
+
+    fn queue(direct: &Direct) -> &Queue<Self> {
+        &direct.takes
+    }
+
+    fn alike(a: &TakeAsk, b: &TakeAsk) -> bool {
+        a.day == b.day
+    }
+
+    fn statement(batch: &[Waiting<Self>]) -> (&'static str, Vec<Value>) {
+        if let [one] = batch {
+            let a = &one.ask;
+            let binds = take_on_plan_binds(&one.licence_id, &a.instance_id, a.plan, a.day, a.now);
+            return (TAKE_ON_PLAN, binds.into_iter().map(value_of).collect());
+        }
+        let mut params = Vec::with_capacity(2 + 4 * batch.len());
+        params.push(Value::from(batch[0].ask.day));
+        params.extend(batch.iter().map(|w| Value::from(w.licence_id.as_str())));
+        for w in batch {
+            params.push(Value::from(w.licence_id.as_str()));
+            params.push(Value::from(w.ask.plan.as_str()));
+            params.push(Value::from(w.ask.instance_id.as_str()));
+        }
+        // The latest of their instants, so that no licence passes the expiry test for an
+        // instant before its own request's.
+        let latest = batch.iter().map(|w| w.ask.now).max();
+        params.push(Value::from(latest.unwrap_or(batch[0].ask.now)));
+        (TAKE_ON_PLAN_MANY[batch.len()].as_str(), params)
+    }
+
+    fn decode(mut row: Row, single: bool) -> Result<(Option<String>, (bool, u32)), String> {
+        let (licence_id, first) = if single {
+            (None, 0)
+        } else {
+            (Some(take(&mut row, 0)?), 1)
+        };
+        let used: i64 = take(&mut row, first)?;
+        let taken: u64 = take(&mut row, first + 1)?;
+        Ok((
+            licence_id,
+            (taken > 0, u32::try_from(used).unwrap_or(u32::MAX)),
+        ))
+    }
+
+    fn answer(_: &TakeAsk, row: (bool, u32)) -> (bool, u32) {
+        row
+    }
+}
+
+/// Seats read by licence id and installation: [`SEAT_BY_ID`].
+struct SeatById;
+
+impl Together for SeatById {
+    const ROUTE: &'static str = "validate";
+    /// The installation.
+    type Ask = String;
+    type Row = (SeatCols, i32);
+    type Answer = SeatFound;
+
+    fn queue(direct: &Direct) -> &Queue<Self> {
+        &direct.seats
+    }
+
+    fn alike(_: &String, _: &String) -> bool {
+        true
+    }
+
+    fn statement(batch: &[Waiting<Self>]) -> (&'static str, Vec<Value>) {
+        if let [one] = batch {
+            let params = vec![
+                Value::from(one.ask.as_str()),
+                Value::from(one.licence_id.as_str()),
+            ];
+            return (SEAT_BY_ID, params);
+        }
+        let mut params = Vec::with_capacity(3 * batch.len());
+        for w in batch {
+            params.push(Value::from(w.licence_id.as_str()));
+            params.push(Value::from(w.ask.as_str()));
+        }
+        params.extend(batch.iter().map(|w| Value::from(w.licence_id.as_str())));
+        (SEATS_BY_ID[batch.len()].as_str(), params)
+    }
+
+    fn decode(mut row: Row, _: bool) -> Result<(Option<String>, (SeatCols, i32)), String> {
+        let seat = seat_cols(&mut row)?;
+        let seats: i32 = take(&mut row, SEAT_COLUMNS)?;
+        Ok((Some(seat.id.clone()), (seat, seats)))
+    }
+
+    fn answer(instance_id: &String, (seat, seats): (SeatCols, i32)) -> SeatFound {
+        let (licence, activation) = seat.split(instance_id);
+        (
+            licence,
+            activation,
+            u32::try_from(seats).unwrap_or(u32::MAX),
+        )
+    }
 }
 
 /// One worker thread's connections. Not `Send`: made in and used from one worker only.
 pub struct Direct {
     pool: Option<Pool>,
     resting_until: Cell<Option<Instant>>,
-    /// Consumptions that arrived while every connection was sending: the next statement takes
-    /// them together.
-    waiting: RefCell<VecDeque<Waiting>>,
-    /// Tasks sending consumptions, at most one per connection.
-    senders: Cell<usize>,
+    takes: Queue<TakeOnPlan>,
+    seats: Queue<SeatById>,
+    /// Tasks sending requests of one kind, at most one per connection.
     max_senders: usize,
 }
 
@@ -183,8 +333,8 @@ impl Direct {
         Self {
             pool: target.map(|t| Pool::new(t.opts.clone())),
             resting_until: Cell::new(None),
-            waiting: RefCell::default(),
-            senders: Cell::new(0),
+            takes: Queue::default(),
+            seats: Queue::default(),
             max_senders: target.map_or(1, |t| t.per_worker),
         }
     }
@@ -267,22 +417,23 @@ impl Direct {
         self.settle(conn, answer)
     }
 
-    /// [`crate::repo::activations::seat`] over this worker's connections.
-    pub async fn seat(&self, by: LicenceBy<'_>, instance_id: &str) -> Sent<Option<SeatFound>> {
-        let (sql, value) = match by {
-            LicenceBy::Id(id) => (SEAT_BY_ID, id),
-            LicenceBy::Key(key) => (SEAT_BY_KEY, key),
+    /// [`crate::repo::activations::seat`] over this worker's connections; by licence id, with
+    /// the other such reads waiting on this worker ([`Together`]).
+    pub async fn seat(
+        self: Arc<Self>,
+        by: LicenceBy<'_>,
+        instance_id: &str,
+    ) -> Sent<Option<SeatFound>> {
+        let key = match by {
+            LicenceBy::Id(id) => {
+                return self.together::<SeatById>(id, instance_id.to_owned()).await;
+            }
+            LicenceBy::Key(key) => key,
         };
-        let params = vec![Value::from(instance_id), Value::from(value)];
-        self.first(sql, params, |mut row| {
-            let seat = seat_cols(&mut row)?;
-            let seats: i32 = take(&mut row, SEAT_COLUMNS)?;
-            let (licence, activation) = seat.split(instance_id);
-            Ok((
-                licence,
-                activation,
-                u32::try_from(seats).unwrap_or(u32::MAX),
-            ))
+        let params = vec![Value::from(instance_id), Value::from(key)];
+        self.first(SEAT_BY_KEY, params, |row| {
+            let (_, row) = SeatById::decode(row, true)?;
+            Ok(SeatById::answer(&instance_id.to_owned(), row))
         })
         .await
     }
@@ -315,13 +466,8 @@ impl Direct {
 
     /// One unit of `day`'s quota by [`TAKE_ON_PLAN`], over this worker's connections: whether it
     /// was taken and the day's count, or `None` when the statement's guard did not hold (no such
-    /// licence or seat, no plain access, or the licence is no longer on `plan`).
-    ///
-    /// A consumption is sent at once while one of the worker's connections is free. Those that
-    /// arrive while all of them are sending wait, and the next connection to come free sends them
-    /// together, up to [`MAX_TAKEN_AT_ONCE`] of distinct licences in one statement
-    /// ([`TAKE_ON_PLAN_MANY`]): a busy worker pays MariaDB's cost per statement once for many
-    /// consumptions, and an idle one adds no wait.
+    /// licence or seat, no plain access, or the licence is no longer on `plan`). With the other
+    /// consumptions waiting on this worker ([`Together`]).
     pub async fn take_on_plan(
         self: Arc<Self>,
         licence_id: &str,
@@ -330,41 +476,54 @@ impl Direct {
         day: NaiveDate,
         now: NaiveDateTime,
     ) -> Taken {
-        if self.pool.is_none() {
-            return Sent::NotSent;
-        }
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.waiting.borrow_mut().push_back(Waiting {
-            licence_id: licence_id.to_owned(),
+        let ask = TakeAsk {
             instance_id: instance_id.to_owned(),
             plan,
             day,
             now,
+        };
+        self.together::<TakeOnPlan>(licence_id, ask).await
+    }
+
+    /// Queues one request of kind `K` and waits for its statement's answer.
+    async fn together<K: Together>(
+        self: Arc<Self>,
+        licence_id: &str,
+        ask: K::Ask,
+    ) -> Sent<Option<K::Answer>> {
+        if self.pool.is_none() {
+            return Sent::NotSent;
+        }
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let queue = K::queue(&self);
+        queue.waiting.borrow_mut().push_back(Waiting {
+            licence_id: licence_id.to_owned(),
+            ask,
             reply,
         });
-        if self.senders.get() < self.max_senders {
-            self.senders.set(self.senders.get() + 1);
-            actix_web::rt::spawn(self.clone().send_waiting());
+        if queue.senders.get() < self.max_senders {
+            queue.senders.set(queue.senders.get() + 1);
+            actix_web::rt::spawn(self.clone().send_waiting::<K>());
         }
         answer.await.unwrap_or_else(|_| {
-            // Only a worker stopping drops a sender with consumptions in hand.
+            // Only a worker stopping drops a sender with requests in hand.
             Sent::Failed("the worker stopped before the statement answered".into())
         })
     }
 
-    /// Sends the waiting consumptions until none is left. The count of senders drops in the same
-    /// step as the queue is found empty, so a consumption queued after it always finds a sender
-    /// or starts one.
-    async fn send_waiting(self: Arc<Self>) {
+    /// Sends the waiting requests of kind `K` until none is left. The count of senders drops in
+    /// the same step as the queue is found empty, so a request queued after it always finds a
+    /// sender or starts one.
+    async fn send_waiting<K: Together>(self: Arc<Self>) {
         struct Leaving<'a>(&'a Cell<usize>);
         impl Drop for Leaving<'_> {
             fn drop(&mut self) {
                 self.0.set(self.0.get().saturating_sub(1));
             }
         }
-        let _leaving = Leaving(&self.senders);
+        let _leaving = Leaving(&K::queue(&self).senders);
         loop {
-            let batch = self.next_batch();
+            let batch = next_batch(K::queue(&self));
             if batch.is_empty() {
                 return;
             }
@@ -372,49 +531,15 @@ impl Direct {
         }
     }
 
-    /// The oldest waiting consumption and those after it on the same day for other licences,
-    /// [`MAX_TAKEN_AT_ONCE`] at most. Two of one licence never share a statement: each must see
-    /// the count the other left.
-    fn next_batch(&self) -> Vec<Waiting> {
-        let mut waiting = self.waiting.borrow_mut();
-        let Some(first) = waiting.pop_front() else {
-            return Vec::new();
-        };
-        let mut batch = vec![first];
-        let mut i = 0;
-        while i < waiting.len() && batch.len() < MAX_TAKEN_AT_ONCE {
-            let w = &waiting[i];
-            if w.day == batch[0].day && batch.iter().all(|b| b.licence_id != w.licence_id) {
-                if let Some(w) = waiting.remove(i) {
-                    batch.push(w);
-                }
-            } else {
-                i += 1;
-            }
-        }
-        batch
-    }
-
-    async fn send_batch(&self, batch: Vec<Waiting>) {
+    async fn send_batch<K: Together>(&self, batch: Vec<Waiting<K>>) {
         let Some(mut conn) = self.conn().await else {
             for w in batch {
                 let _ = w.reply.send(Sent::NotSent);
             }
             return;
         };
-        let (sql, params) = if let [one] = batch.as_slice() {
-            let binds = take_on_plan_binds(
-                &one.licence_id,
-                &one.instance_id,
-                one.plan,
-                one.day,
-                one.now,
-            );
-            (TAKE_ON_PLAN, binds.into_iter().map(value_of).collect())
-        } else {
-            (TAKE_ON_PLAN_MANY[batch.len()].as_str(), many_params(&batch))
-        };
         let single = batch.len() == 1;
+        let (sql, params) = K::statement(&batch);
         let answer = tokio::time::timeout(
             QUERY_TIMEOUT,
             conn.exec::<Row, _, _>(sql, Params::Positional(params)),
@@ -423,53 +548,29 @@ impl Direct {
         .map(|sent| {
             sent.map_err(Fault::from)?
                 .into_iter()
-                .map(|mut row| {
-                    let licence_id: Option<String> = if single {
-                        None
-                    } else {
-                        Some(take(&mut row, 0)?)
-                    };
-                    let base = usize::from(!single);
-                    let used: i64 = take(&mut row, base)?;
-                    let taken: u64 = take(&mut row, base + 1)?;
-                    Ok((
-                        licence_id,
-                        (taken > 0, u32::try_from(used).unwrap_or(u32::MAX)),
-                    ))
-                })
+                .map(|row| K::decode(row, single))
                 .collect::<Result<Vec<_>, String>>()
                 .map_err(|e| Fault::Lost(format!("unexpected row: {e}")))
         });
-        match self.settle(conn, answer) {
-            Sent::Answered(rows) => {
-                let n = batch.len() as u64;
-                DIRECT.inc_by(n - 1);
-                if n > 1 {
-                    TOGETHER.inc_by(n);
-                }
-                for w in batch {
-                    let row = rows
-                        .iter()
-                        .find(|(id, _)| id.as_deref().is_none_or(|id| id == w.licence_id))
-                        .map(|(_, outcome)| *outcome);
-                    let _ = w.reply.send(Sent::Answered(row));
-                }
-            }
-            Sent::NotSent => {
-                for w in batch {
-                    let _ = w.reply.send(Sent::NotSent);
-                }
-            }
-            Sent::Failed(error) => {
-                for w in batch {
-                    let _ = w.reply.send(Sent::Failed(error.clone()));
-                }
-            }
-            Sent::Refused(error) => {
-                for w in batch {
-                    let _ = w.reply.send(Sent::Refused(error.clone()));
-                }
-            }
+        let mut rows = match self.settle(conn, answer) {
+            Sent::Answered(rows) => rows,
+            Sent::NotSent => return reply_all(batch, || Sent::NotSent),
+            Sent::Failed(error) => return reply_all(batch, || Sent::Failed(error.clone())),
+            Sent::Refused(error) => return reply_all(batch, || Sent::Refused(error.clone())),
+        };
+        let n = batch.len() as u64;
+        DIRECT.inc_by(n - 1);
+        if n > 1 {
+            TOGETHER.with_label_values(&[K::ROUTE]).inc_by(n);
+        }
+        for w in batch {
+            let row = rows
+                .iter()
+                .position(|(id, _)| id.as_deref().is_none_or(|id| id == w.licence_id))
+                .map(|i| rows.swap_remove(i).1);
+            let _ = w
+                .reply
+                .send(Sent::Answered(row.map(|r| K::answer(&w.ask, r))));
         }
     }
 
@@ -513,20 +614,33 @@ fn seat_cols(row: &mut Row) -> Result<SeatCols, String> {
     })
 }
 
-/// The values of [`TAKE_ON_PLAN_MANY`]'s placeholders for `batch`, all of one day: the latest of
-/// their instants, so that no licence passes the expiry test for an instant before its own.
-fn many_params(batch: &[Waiting]) -> Vec<Value> {
-    let mut params = Vec::with_capacity(2 + 4 * batch.len());
-    params.push(Value::from(batch[0].day));
-    params.extend(batch.iter().map(|w| Value::from(w.licence_id.as_str())));
-    for w in batch {
-        params.push(Value::from(w.licence_id.as_str()));
-        params.push(Value::from(w.plan.as_str()));
-        params.push(Value::from(w.instance_id.as_str()));
+/// The oldest waiting request and those after it that may share its statement, for other
+/// licences, [`MAX_TAKEN_AT_ONCE`] at most. Two of one licence never share a statement: a
+/// consumption must see the count the other left.
+fn next_batch<K: Together>(queue: &Queue<K>) -> Vec<Waiting<K>> {
+    let mut waiting = queue.waiting.borrow_mut();
+    let Some(first) = waiting.pop_front() else {
+        return Vec::new();
+    };
+    let mut batch = vec![first];
+    let mut i = 0;
+    while i < waiting.len() && batch.len() < MAX_TAKEN_AT_ONCE {
+        let w = &waiting[i];
+        if K::alike(&w.ask, &batch[0].ask) && batch.iter().all(|b| b.licence_id != w.licence_id) {
+            if let Some(w) = waiting.remove(i) {
+                batch.push(w);
+            }
+        } else {
+            i += 1;
+        }
     }
-    let latest = batch.iter().map(|w| w.now).max().unwrap_or(batch[0].now);
-    params.push(Value::from(latest));
-    params
+    batch
+}
+
+fn reply_all<K: Together>(batch: Vec<Waiting<K>>, sent: impl Fn() -> Sent<Option<K::Answer>>) {
+    for w in batch {
+        let _ = w.reply.send(sent());
+    }
 }
 
 fn value_of(bind: crate::repo::fixed::Bind) -> Value {

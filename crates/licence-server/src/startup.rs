@@ -81,7 +81,9 @@ impl Application {
         let limits = settings.http;
         LazyLock::force(&crate::direct::DIRECT);
         LazyLock::force(&crate::direct::POOL);
-        LazyLock::force(&crate::direct::TOGETHER);
+        for route in ["consume", "validate"] {
+            crate::direct::TOGETHER.with_label_values(&[route]);
+        }
         let per_worker = usize::try_from(settings.pool_size)
             .unwrap_or(1)
             .div_ceil(limits.workers.get());

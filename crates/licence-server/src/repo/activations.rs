@@ -97,6 +97,25 @@ macro_rules! seat_sql {
 pub(crate) const SEAT_BY_ID: &str = seat_sql!("l.id = ?");
 pub(crate) const SEAT_BY_KEY: &str = seat_sql!("l.license_key = ?");
 
+/// [`SEAT_BY_ID`] for `n` licences at once (2 to [`crate::repo::usage::MAX_TAKEN_AT_ONCE`]),
+/// indexed by `n`: each licence with the seat of its own installation, one row per licence found,
+/// which names it in its first column. Each licence appears at most once.
+///
+/// Placeholders: `n` times (licence id, instance id), then the `n` licence ids.
+pub(crate) static SEATS_BY_ID: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+    (0..=crate::repo::usage::MAX_TAKEN_AT_ONCE)
+        .map(|n| {
+            format!(
+                "SELECT {}, l.seats FROM licence l LEFT JOIN activation a ON a.licence_id = l.id \
+                 AND (a.licence_id, a.instance_id) IN ({}) WHERE l.id IN ({})",
+                seat_columns!(),
+                vec!["(?, ?)"; n].join(", "),
+                vec!["?"; n].join(", ")
+            )
+        })
+        .collect()
+});
+
 /// The licence, the installation's activation on it (`None` when it holds no seat) and how many
 /// seats the licence has taken.
 pub type SeatFound = (LicenceAccess, Option<ActivationRow>, u32);

@@ -77,7 +77,7 @@ pub async fn validate(
     }
     let by = by?;
     let (licence_by, instance) = by.seat();
-    let found = match direct.seat(licence_by, instance).await {
+    let found = match direct.clone().into_inner().seat(licence_by, instance).await {
         Sent::Answered(found) => found,
         // A read: whatever became of the direct attempt, the pool may run it again.
         Sent::NotSent | Sent::Failed(_) | Sent::Refused(_) => {

@@ -344,3 +344,78 @@ async fn deactivation_frees_the_slot() {
         .await;
     assert_error(s, &b, 404, "INSTANCE_NOT_FOUND");
 }
+
+/// Many installations validating at once: while a worker's connections are busy, the seats
+/// asked for meanwhile are read together in one statement, and each answer is still its own
+/// licence's, with its own seat. In the same crowd, an installation deactivated since its token
+/// was issued and a licence disabled since are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seats_read_together_each_answer_their_own_licence() {
+    use diesel::prelude::*;
+    use licence_server::schema::licence;
+    let app = spawn_app().await;
+    let plans = ["basic", "pro", "premium"];
+    let mut valid = Vec::new();
+    for i in 0..18 {
+        let key = app.licence(plans[i % 3], "active");
+        let token = app.token(&key, &format!("pc-{i}")).await;
+        valid.push((key, plans[i % 3], token));
+    }
+    let gone_key = app.licence("pro", "active");
+    let gone = app.token(&gone_key, "pc").await;
+    let (s, _) = app.deactivate(&gone_key, "pc").await;
+    assert_eq!(s, 200);
+    let disabled_key = app.licence("pro", "active");
+    let disabled = app.token(&disabled_key, "pc").await;
+    diesel::update(licence::table.filter(licence::license_key.eq(&disabled_key)))
+        .set(licence::disabled_at.eq(Some(app.clock.now().naive_utc())))
+        .execute(&mut app.conn())
+        .expect("disable");
+    // A replica of its own, whose limit lets the whole crowd from this one address through.
+    let base = app
+        .start_instance_with(&[("LICENCE_RATE_LIMIT_PER_MINUTE", "100000")])
+        .await;
+    let together = app
+        .metric("licence_requests_together_total{route=\"validate\"}")
+        .await;
+    let mut asks: Vec<(usize, &str)> = Vec::new();
+    for _ in 0..6 {
+        asks.extend(valid.iter().enumerate().map(|(i, v)| (i, v.2.as_str())));
+        asks.push((18, &gone));
+        asks.push((19, &disabled));
+    }
+    let (app, base) = (&app, &base);
+    let results = join_all(asks.iter().map(|(i, token)| async move {
+        let resp = app
+            .client
+            .post(format!("{base}/api/license/validate"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("POST");
+        (*i, crate::helpers::answer(resp).await)
+    }))
+    .await;
+    for (i, (s, b)) in &results {
+        match *i {
+            18 => assert_error(*s, b, 403, "INSTANCE_NOT_ACTIVE"),
+            19 => assert_error(*s, b, 403, "LICENSE_INACTIVE"),
+            i => {
+                let (key, plan, _) = &valid[i];
+                assert_eq!(*s, 200, "{b}");
+                assert_eq!(
+                    (&b["license"]["key"], &b["license"]["plan"]),
+                    (&json!(key), &json!(plan)),
+                    "{b}"
+                );
+                assert_eq!(b["license"]["activationUsage"], 1, "{b}");
+            }
+        }
+    }
+    assert!(
+        app.metric("licence_requests_together_total{route=\"validate\"}")
+            .await
+            > together,
+        "some seats were read together"
+    );
+}

@@ -599,22 +599,6 @@ async fn two_replicas_consuming_at_once_take_exactly_the_quota() {
     assert_eq!((s, &b["used"]), (200, &json!(10)), "{b}");
 }
 
-async fn counter(app: &TestApp, name: &str) -> f64 {
-    let text = app
-        .client
-        .get(format!("{}/metrics", app.base))
-        .send()
-        .await
-        .expect("GET /metrics")
-        .text()
-        .await
-        .expect("metrics text");
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in the metrics:\n{text}"))
-}
-
 /// Many licences consumed at once: while a worker's connections are busy, the consumptions that
 /// arrive are sent together in one statement, and each still takes exactly its own licence's
 /// units. In the same crowd, a licence disabled after its token was issued is refused and keeps
@@ -644,7 +628,9 @@ async fn consumptions_sent_together_each_take_exactly_their_own_units() {
         .execute(&mut conn)
         .expect("upgrade");
 
-    let together = counter(&app, "licence_consumptions_together_total").await;
+    let together = app
+        .metric("licence_requests_together_total{route=\"consume\"}")
+        .await;
     // Twelve rounds over every token, so that each request has others of other licences
     // beside it: 16 × 12 Basic consumptions, and 12 for each of the two others.
     let mut tokens: Vec<(usize, &str)> = Vec::new();
@@ -703,7 +689,9 @@ async fn consumptions_sent_together_each_take_exactly_their_own_units() {
         .expect("count");
     assert_eq!(disabled_rows, 0, "the disabled licence took nothing");
     assert!(
-        counter(app, "licence_consumptions_together_total").await > together,
+        app.metric("licence_requests_together_total{route=\"consume\"}")
+            .await
+            > together,
         "some consumptions were sent together"
     );
 }
