@@ -615,10 +615,13 @@ fn seat_cols(row: &mut Row) -> Result<SeatCols, String> {
 }
 
 /// The oldest waiting request and those after it that may share its statement, for other
-/// licences, [`MAX_TAKEN_AT_ONCE`] at most. Two of one licence never share a statement: a
+/// licences, [`MAX_TAKEN_AT_ONCE`] at most (a statement's work is bounded as a request's is). Two of one licence never share a statement: a
 /// consumption must see the count the other left.
 fn next_batch<K: Together>(queue: &Queue<K>) -> Vec<Waiting<K>> {
     let mut waiting = queue.waiting.borrow_mut();
+    // A request whose client went away while it waited is not sent, as it would not have been
+    // without the wait.
+    waiting.retain(|w| !w.reply.is_closed());
     let Some(first) = waiting.pop_front() else {
         return Vec::new();
     };
