@@ -9,11 +9,19 @@
 //! parses and answers other requests. Each worker has a small pool of its own (a MariaDB
 //! connection runs one statement at a time), so no connection is ever shared between threads.
 //!
+//! A validate by token and a consumption on its token's plan do not each wait for a connection:
+//! those that arrive while all of the worker's connections are sending queue up, and the next
+//! connection to come free sends them together, one statement for up to eight licences
+//! ([`Together`]). On two cores, MariaDB's work per statement (the round trip, the statement's
+//! preparation and plan, the commit) is most of what such a request costs it, and a busy worker
+//! now pays it once for several requests; an idle one sends each at once.
+//!
 //! This path only accelerates. Whenever it cannot send a statement (not configured, no
 //! connection to be had, a recent failure), the request goes the usual way through the diesel
 //! pool, which also owns every error answer. A read that fails after it was sent goes the usual
 //! way too; a consumption that fails after it was sent does not, because the unit may have been
-//! taken: it answers 503 like the pool would.
+//! taken: it answers 503 like the pool would. A statement sent for several requests comes to the
+//! same for each of them.
 //!
 //! It is used only where it connects exactly as libmariadb would for the same `DATABASE_URL`: a
 //! TCP host and no options. libmariadb takes the host `localhost` to mean its Unix socket, and

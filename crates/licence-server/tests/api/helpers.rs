@@ -254,6 +254,18 @@ impl TestApp {
         answer(req.send().await.expect("GET")).await
     }
 
+    /// A validation by `token` at the replica `base`; the answer.
+    pub async fn validate_at(&self, base: &str, token: &str) -> (u16, Value) {
+        let resp = self
+            .client
+            .post(format!("{base}/api/license/validate"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("POST");
+        answer(resp).await
+    }
+
     /// The value of one series of `/metrics`, named with its labels as it is printed.
     pub async fn metric(&self, series: &str) -> f64 {
         let text = self

@@ -385,16 +385,10 @@ async fn seats_read_together_each_answer_their_own_licence() {
         asks.push((19, &disabled));
     }
     let (app, base) = (&app, &base);
-    let results = join_all(asks.iter().map(|(i, token)| async move {
-        let resp = app
-            .client
-            .post(format!("{base}/api/license/validate"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .expect("POST");
-        (*i, crate::helpers::answer(resp).await)
-    }))
+    let results = join_all(
+        asks.iter()
+            .map(|(i, token)| async move { (*i, app.validate_at(base, token).await) }),
+    )
     .await;
     for (i, (s, b)) in &results {
         match *i {

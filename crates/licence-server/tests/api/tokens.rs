@@ -11,17 +11,6 @@ use crate::helpers::{KEY, TestApp, assert_error, spawn_app};
 
 const NEW_KEY: &str = "rotated-signing-key-abcdefghijklmnop-4567";
 
-async fn validate_at(app: &TestApp, base: &str, token: &str) -> (u16, serde_json::Value) {
-    let resp = app
-        .client
-        .post(format!("{base}/api/license/validate"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("POST");
-    crate::helpers::answer(resp).await
-}
-
 fn kid_of(token: &str) -> Option<String> {
     jsonwebtoken::decode_header(token).ok().and_then(|h| h.kid)
 }
@@ -35,16 +24,16 @@ async fn a_retired_key_verifies_while_in_the_ring_and_fails_once_removed() {
 
     // Rotation: the new key signs, the old one still verifies.
     let rotated = app.start_instance(&format!("k2:{NEW_KEY},k1:{KEY}")).await;
-    let (s, b) = validate_at(&app, &rotated, &old_token).await;
+    let (s, b) = app.validate_at(&rotated, &old_token).await;
     assert_eq!(s, 200, "{b}");
     let new_token = b["token"].as_str().expect("token").to_owned();
     assert_eq!(kid_of(&new_token).as_deref(), Some("k2"));
 
     // The old key retired.
     let retired = app.start_instance(&format!("k2:{NEW_KEY}")).await;
-    let (s, b) = validate_at(&app, &retired, &old_token).await;
+    let (s, b) = app.validate_at(&retired, &old_token).await;
     assert_error(s, &b, 401, "INVALID_TOKEN");
-    let (s, b) = validate_at(&app, &retired, &new_token).await;
+    let (s, b) = app.validate_at(&retired, &new_token).await;
     assert_eq!(s, 200, "{b}");
 }
 
@@ -78,7 +67,7 @@ async fn forged_and_expired_tokens_are_401() {
 
     // The same claims signed properly are accepted: the forgeries below differ in one way only.
     let proper = sign(Algorithm::HS256, Some("k1"), KEY.as_bytes(), &c);
-    assert_eq!(validate_at(&app, &app.base, &proper).await.0, 200);
+    assert_eq!(app.validate_at(&app.base, &proper).await.0, 200);
 
     let body = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&c).expect("claims"));
     let none_header = URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT","kid":"k1"}"#);
@@ -140,7 +129,7 @@ async fn forged_and_expired_tokens_are_401() {
 
     // Expiry by the service's clock.
     app.clock.advance(chrono::Duration::hours(24));
-    let (s, b) = validate_at(&app, &app.base, &genuine).await;
+    let (s, b) = app.validate_at(&app.base, &genuine).await;
     assert_error(s, &b, 401, "INVALID_TOKEN");
     // Re-validating with key and instance gives a token again.
     let (s, b) = app

@@ -382,20 +382,8 @@ fn units_taken_with_the_seat_at_once_keep_the_quota() {
 
 /// The value of `licence_statements_total` for `path` in the service's metrics.
 async fn statements(app: &TestApp, path: &str) -> f64 {
-    let text = app
-        .client
-        .get(format!("{}/metrics", app.base))
-        .send()
+    app.metric(&format!("licence_statements_total{{path=\"{path}\"}}"))
         .await
-        .expect("GET /metrics")
-        .text()
-        .await
-        .expect("metrics text");
-    let series = format!("licence_statements_total{{path=\"{path}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&series))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {series} in the metrics:\n{text}"))
 }
 
 /// validate and consume send their statements over the worker's own connections; when those
