@@ -446,6 +446,24 @@ impl Direct {
         .await
     }
 
+    /// [`crate::repo::rate_limit::take`] over this worker's connections: the function's answer.
+    pub async fn rate_take(
+        &self,
+        bucket: &str,
+        max: u32,
+        window_secs: u32,
+        want: u32,
+    ) -> Sent<Option<i64>> {
+        let params = crate::repo::rate_limit::take_binds(bucket, max, window_secs, want)
+            .into_iter()
+            .map(value_of)
+            .collect();
+        self.first(crate::repo::rate_limit::TAKE, params, |mut row| {
+            take(&mut row, 0)
+        })
+        .await
+    }
+
     /// [`crate::repo::activations::seat_and_take`] over this worker's connections.
     pub async fn seat_and_take(
         &self,

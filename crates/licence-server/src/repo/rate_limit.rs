@@ -26,7 +26,7 @@ struct Taken {
 }
 
 /// What asking the shared counter for requests found.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Take {
     /// This many requests (at least one) are the caller's to spend until the window ends, in
     /// `left`.
@@ -38,7 +38,7 @@ pub enum Take {
 }
 
 /// Binds: the bucket, the limit, the window's seconds, how many requests are wanted.
-pub(super) const TAKE: &str = "SELECT licence_rate_take(?, ?, ?, ?) AS taken";
+pub(crate) const TAKE: &str = "SELECT licence_rate_take(?, ?, ?, ?) AS taken";
 
 /// Asks for up to `want` (at least one) of `bucket`'s requests, at most `max` per `window_secs`.
 pub fn take(
@@ -48,22 +48,23 @@ pub fn take(
     window_secs: u32,
     want: u32,
 ) -> QueryResult<Take> {
-    let int = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
-    let row: Taken = fixed(
-        TAKE,
-        vec![
-            Bind::Text(bucket.to_owned()),
-            Bind::Int(int(max)),
-            Bind::Int(int(window_secs)),
-            Bind::Int(int(want)),
-        ],
-    )
-    .get_result(conn)?;
+    let row: Taken = fixed(TAKE, take_binds(bucket, max, window_secs, want)).get_result(conn)?;
     Ok(decode(row.taken))
 }
 
+/// The values of [`TAKE`]'s placeholders, in the order of its text.
+pub(crate) fn take_binds(bucket: &str, max: u32, window_secs: u32, want: u32) -> Vec<Bind> {
+    let int = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+    vec![
+        Bind::Text(bucket.to_owned()),
+        Bind::Int(int(max)),
+        Bind::Int(int(window_secs)),
+        Bind::Int(int(want)),
+    ]
+}
+
 /// The function's answer: granted × 10⁹ + the window's milliseconds left, or -1 when full.
-fn decode(taken: i64) -> Take {
+pub(crate) fn decode(taken: i64) -> Take {
     if taken < 0 {
         return Take::Full;
     }

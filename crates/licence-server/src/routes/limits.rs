@@ -28,6 +28,7 @@ use ipnet::IpNet;
 use rand::Rng;
 
 use super::AppState;
+use crate::direct::{Direct, Sent};
 use crate::error::ApiError;
 use crate::repo::rate_limit::{self, Take};
 
@@ -262,6 +263,30 @@ impl Limit {
             rate_limit::prune(conn)?;
         }
         let take = rate_limit::take(conn, &self.key, self.max, WINDOW_SECS, want)?;
+        self.answer(want, take)
+    }
+
+    /// Counts the request as [`Limit::hit`] does, over the worker's own connections when it can
+    /// (the worker does not wait for the answer) and through the pool when it cannot. A count
+    /// sent there and lost on the way is counted again through the pool: a client may be counted
+    /// once too often, never once too few.
+    pub async fn count(self, state: &AppState, direct: &Direct) -> Result<(), ApiError> {
+        if let Some(settled) = self.settled() {
+            return settled;
+        }
+        if let (Local::Ask(want), false) = (self.local, self.prune) {
+            let sent = direct
+                .rate_take(&self.key, self.max, WINDOW_SECS, want)
+                .await;
+            if let Sent::Answered(Some(taken)) = sent {
+                return self.answer(want, rate_limit::decode(taken));
+            }
+            crate::direct::POOL.inc();
+        }
+        service_kit::db::run_inline(&state.pool, move |conn| self.hit(conn)).await
+    }
+
+    fn answer(&self, want: u32, take: Take) -> Result<(), ApiError> {
         let through = self.permits.record(&self.key, want, &take, Instant::now());
         match take {
             Take::Granted { .. } => Ok(()),

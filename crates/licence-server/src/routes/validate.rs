@@ -71,10 +71,7 @@ pub async fn validate(
     })();
     // Counted first, so that a refusal below comes after the count. Only an address whose
     // requests this replica holds none of costs a statement here.
-    match limit.settled() {
-        Some(settled) => settled?,
-        None => service_kit::db::run_inline(&state.pool, move |conn| limit.hit(conn)).await?,
-    }
+    limit.count(&state, &direct).await?;
     let by = by?;
     let (licence_by, instance) = by.seat();
     let found = match direct.clone().into_inner().seat(licence_by, instance).await {
