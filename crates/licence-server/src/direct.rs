@@ -11,7 +11,7 @@
 //!
 //! A validate by token and a consumption on its token's plan do not each wait for a connection:
 //! those that arrive while all of the worker's connections are sending queue up, and the next
-//! connection to come free sends them together, one statement for up to eight licences
+//! connection to come free sends them together, one statement for up to sixteen licences
 //! ([`Together`]). On two cores, MariaDB's work per statement (the round trip, the statement's
 //! preparation and plan, the commit) is most of what such a request costs it, and a busy worker
 //! now pays it once for several requests; an idle one sends each at once.
@@ -161,6 +161,14 @@ impl From<mysql_async::Error> for Fault {
 /// What a consumption's statement on the worker's connection came to: whether the unit was
 /// taken and the day's count, or `None` when its guard did not hold.
 pub type Taken = Sent<Option<(bool, u32)>>;
+
+/// Most statements of one kind a worker has in flight at once. A statement for many requests
+/// costs MariaDB little more than one for a single request, so more of them at once only split
+/// the same requests into more, smaller statements, and wake more of MariaDB's threads on the
+/// same cores: held on two cores with one worker per core, one and two connections per worker
+/// answered 15,600–18,100 and 14,800–17,300 validates/s, four and eight 13,300–14,900 and
+/// 13,600–14,400 (bench/licence/README.md).
+const SENDERS_PER_KIND: usize = 2;
 
 /// A kind of request whose statement can answer several at once, one row per licence: while
 /// all of a worker's connections are sending, the requests of that kind that arrive wait, and
@@ -331,7 +339,7 @@ pub struct Direct {
     resting_until: Cell<Option<Instant>>,
     takes: Queue<TakeOnPlan>,
     seats: Queue<SeatById>,
-    /// Tasks sending requests of one kind, at most one per connection.
+    /// Tasks sending requests of one kind: one per connection, [`SENDERS_PER_KIND`] at most.
     max_senders: usize,
 }
 
@@ -343,7 +351,7 @@ impl Direct {
             resting_until: Cell::new(None),
             takes: Queue::default(),
             seats: Queue::default(),
-            max_senders: target.map_or(1, |t| t.per_worker),
+            max_senders: target.map_or(1, |t| t.per_worker.min(SENDERS_PER_KIND)),
         }
     }
 

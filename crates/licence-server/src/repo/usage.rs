@@ -98,7 +98,7 @@ pub(crate) fn take_on_plan_binds(
 }
 
 /// Most consumptions [`TAKE_ON_PLAN_MANY`] takes in one statement.
-pub(crate) const MAX_TAKEN_AT_ONCE: usize = 8;
+pub(crate) const MAX_TAKEN_AT_ONCE: usize = 16;
 
 /// [`TAKE_ON_PLAN`] for `n` licences at once (2 to [`MAX_TAKEN_AT_ONCE`]), indexed by `n`: one
 /// round trip, parse, plan and commit for all of them, where MariaDB's cost per statement is most
