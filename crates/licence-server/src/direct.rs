@@ -10,8 +10,8 @@
 //! connection runs one statement at a time), so no connection is ever shared between threads.
 //!
 //! A validate by token and a consumption on its token's plan do not each wait for a connection:
-//! those that arrive while all of the worker's connections are sending queue up, and the next
-//! connection to come free sends them together, one statement for up to sixteen licences
+//! those that arrive while the worker has two statements of their kind in flight queue up, and
+//! the next of those to come back sends them together, one statement for up to sixteen licences
 //! ([`Together`]). On two cores, MariaDB's work per statement (the round trip, the statement's
 //! preparation and plan, the commit) is most of what such a request costs it, and a busy worker
 //! now pays it once for several requests; an idle one sends each at once.
@@ -171,11 +171,11 @@ pub type Taken = Sent<Option<(bool, u32)>>;
 const SENDERS_PER_KIND: usize = 2;
 
 /// A kind of request whose statement can answer several at once, one row per licence: while
-/// all of a worker's connections are sending, the requests of that kind that arrive wait, and
-/// the next connection to come free sends them together, up to [`MAX_TAKEN_AT_ONCE`] of
-/// distinct licences in one statement. A busy worker then pays MariaDB's cost per statement
-/// (round trip, parse, plan, commit; most of what such a request costs it) once for many
-/// requests, and an idle one adds no wait.
+/// the worker has [`SENDERS_PER_KIND`] statements of that kind in flight, the requests of that
+/// kind that arrive wait, and the next of those statements to come back sends them together, up
+/// to [`MAX_TAKEN_AT_ONCE`] of distinct licences in one statement. A busy worker then pays
+/// MariaDB's cost per statement (round trip, parse, plan, commit; most of what such a request
+/// costs it) once for many requests, and an idle one adds no wait.
 trait Together: Sized + 'static {
     /// The route, for [`TOGETHER`].
     const ROUTE: &'static str;
