@@ -63,11 +63,19 @@ pub static POOL: LazyLock<IntCounter> = LazyLock::new(|| STATEMENTS.with_label_v
 pub static TOGETHER: LazyLock<IntCounterVec> = LazyLock::new(|| {
     service_kit::metrics::counter_vec(
         "licence_requests_together_total",
-        "validate and consume requests sent in one statement with others, by a worker whose \
-         connections were all busy when they arrived.",
+        "validate and consume requests sent in one statement with others, by a worker that had \
+         its most statements of their kind in flight when they arrived.",
         &["route"],
     )
 });
+
+/// Registers this path's series, so that `/metrics` shows them at zero before the first request.
+pub fn register_metrics() {
+    LazyLock::force(&DIRECT);
+    LazyLock::force(&POOL);
+    TOGETHER.with_label_values(&[TakeOnPlan::ROUTE]);
+    TOGETHER.with_label_values(&[SeatById::ROUTE]);
+}
 
 /// Longest wait for a connection, opened or idle.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -1,7 +1,7 @@
 //! Building the HTTP server: the same code path for `main` and for tests, which pass port 0.
 
 use std::net::TcpListener;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::Server;
@@ -79,11 +79,7 @@ impl Application {
         });
 
         let limits = settings.http;
-        LazyLock::force(&crate::direct::DIRECT);
-        LazyLock::force(&crate::direct::POOL);
-        for route in ["consume", "validate"] {
-            crate::direct::TOGETHER.with_label_values(&[route]);
-        }
+        crate::direct::register_metrics();
         let per_worker = usize::try_from(settings.pool_size)
             .unwrap_or(1)
             .div_ceil(limits.workers.get());

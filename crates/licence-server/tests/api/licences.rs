@@ -345,7 +345,7 @@ async fn deactivation_frees_the_slot() {
     assert_error(s, &b, 404, "INSTANCE_NOT_FOUND");
 }
 
-/// Many installations validating at once: while a worker's connections are busy, the seats
+/// Many installations validating at once: while a worker has its statements in flight, the seats
 /// asked for meanwhile are read together in one statement, and each answer is still its own
 /// licence's, with its own seat. In the same crowd, an installation deactivated since its token
 /// was issued and a licence disabled since are refused.

@@ -587,9 +587,9 @@ async fn two_replicas_consuming_at_once_take_exactly_the_quota() {
     assert_eq!((s, &b["used"]), (200, &json!(10)), "{b}");
 }
 
-/// Many licences consumed at once: while a worker's connections are busy, the consumptions that
-/// arrive are sent together in one statement, and each still takes exactly its own licence's
-/// units. In the same crowd, a licence disabled after its token was issued is refused and keeps
+/// Many licences consumed at once: while a worker has its statements in flight, the
+/// consumptions that arrive are sent together in one statement, and each still takes exactly
+/// its own licence's units. In the same crowd, a licence disabled after its token was issued is refused and keeps
 /// no count, and one upgraded since consumes on its new plan.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumptions_sent_together_each_take_exactly_their_own_units() {
