@@ -10,9 +10,9 @@
 //! connection runs one statement at a time), so no connection is ever shared between threads.
 //!
 //! A validate by token and a consumption on its token's plan do not each wait for a connection:
-//! those that arrive while the worker has two statements of their kind in flight queue up, and
-//! the next of those to come back sends them together, one statement for up to sixteen licences
-//! ([`Together`]). On two cores, MariaDB's work per statement (the round trip, the statement's
+//! those that arrive while the worker has its statements of their kind in flight (one read, two
+//! consumptions) queue up, and the next of those to come back sends them together, one statement
+//! for up to sixteen licences ([`Together`]). On two cores, MariaDB's work per statement (the round trip, the statement's
 //! preparation and plan, the commit) is most of what such a request costs it, and a busy worker
 //! now pays it once for several requests; an idle one sends each at once.
 //!
@@ -170,16 +170,8 @@ impl From<mysql_async::Error> for Fault {
 /// taken and the day's count, or `None` when its guard did not hold.
 pub type Taken = Sent<Option<(bool, u32)>>;
 
-/// Most statements of one kind a worker has in flight at once. A statement for many requests
-/// costs MariaDB little more than one for a single request, so more of them at once only split
-/// the same requests into more, smaller statements, and wake more of MariaDB's threads on the
-/// same cores: held on two cores with one worker per core, one and two connections per worker
-/// answered 15,600–18,100 and 14,800–17,300 validates/s, four and eight 13,300–14,900 and
-/// 13,600–14,400 (bench/licence/README.md).
-const SENDERS_PER_KIND: usize = 2;
-
 /// A kind of request whose statement can answer several at once, one row per licence: while
-/// the worker has [`SENDERS_PER_KIND`] statements of that kind in flight, the requests of that
+/// the worker has [`Together::SENDERS`] statements of that kind in flight, the requests of that
 /// kind that arrive wait, and the next of those statements to come back sends them together, up
 /// to [`MAX_TAKEN_AT_ONCE`] of distinct licences in one statement. A busy worker then pays
 /// MariaDB's cost per statement (round trip, parse, plan, commit; most of what such a request
@@ -187,6 +179,11 @@ const SENDERS_PER_KIND: usize = 2;
 trait Together: Sized + 'static {
     /// The route, for [`TOGETHER`].
     const ROUTE: &'static str;
+    /// Most statements of this kind a worker has in flight at once (fewer if it has fewer
+    /// connections). A statement for many requests costs MariaDB little more than one for a
+    /// single request, so more of them at once only split the same requests into more, smaller
+    /// statements, and wake more of MariaDB's threads on the same cores (bench/licence/README.md).
+    const SENDERS: usize;
     /// What a request asks beside its licence.
     type Ask;
     /// What a row says, before it is fitted to its request.
@@ -238,6 +235,12 @@ struct TakeAsk {
 
 impl Together for TakeOnPlan {
     const ROUTE: &'static str = "consume";
+    /// Two, though one is faster while no lock is held long (held on two cores with one worker
+    /// per core: 12,300–12,700 consumptions/s on one connection per worker, 11,200–11,800 with
+    /// two statements in flight): a consumption locks its rows, and one that waits on another
+    /// transaction's lock (a consumption with an `Idempotency-Key` holds its day's row a little
+    /// longer) would otherwise hold up every consumption of its worker.
+    const SENDERS: usize = 2;
     type Ask = TakeAsk;
     type Row = (bool, u32);
     type Answer = (bool, u32);
@@ -295,6 +298,11 @@ struct SeatById;
 
 impl Together for SeatById {
     const ROUTE: &'static str = "validate";
+    /// One: the seat is a consistent read, which waits on no lock, so a second statement in
+    /// flight would only split the waiting requests in two. Held on two cores with one worker
+    /// per core, one and two per worker answered 17,700–19,900 and 17,200–18,700 validates/s,
+    /// each setting five times in turn on the same service.
+    const SENDERS: usize = 1;
     /// The installation.
     type Ask = String;
     type Row = (SeatCols, i32);
@@ -347,8 +355,8 @@ pub struct Direct {
     resting_until: Cell<Option<Instant>>,
     takes: Queue<TakeOnPlan>,
     seats: Queue<SeatById>,
-    /// Tasks sending requests of one kind: one per connection, [`SENDERS_PER_KIND`] at most.
-    max_senders: usize,
+    /// The worker's connections: no kind has more senders than these.
+    connections: usize,
 }
 
 impl Direct {
@@ -359,7 +367,7 @@ impl Direct {
             resting_until: Cell::new(None),
             takes: Queue::default(),
             seats: Queue::default(),
-            max_senders: target.map_or(1, |t| t.per_worker.min(SENDERS_PER_KIND)),
+            connections: target.map_or(1, |t| t.per_worker),
         }
     }
 
@@ -543,7 +551,7 @@ impl Direct {
             ask,
             reply,
         });
-        if queue.senders.get() < self.max_senders {
+        if queue.senders.get() < K::SENDERS.min(self.connections) {
             queue.senders.set(queue.senders.get() + 1);
             actix_web::rt::spawn(self.clone().send_waiting::<K>());
         }
