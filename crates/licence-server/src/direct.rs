@@ -301,7 +301,7 @@ impl Together for SeatById {
     /// One: the seat is a consistent read, which waits on no lock, so a second statement in
     /// flight would only split the waiting requests in two. Held on two cores with one worker
     /// per core, one and two per worker answered 17,700–19,900 and 17,200–18,700 validates/s,
-    /// each setting five times in turn on the same service.
+    /// the same build restarted with each setting in turn, five times each.
     const SENDERS: usize = 1;
     /// The installation.
     type Ask = String;
