@@ -12,9 +12,10 @@
 //! A validate by token and a consumption on its token's plan do not each wait for a connection:
 //! those that arrive while the worker has its statements of their kind in flight (one read, two
 //! consumptions) queue up, and the next of those to come back sends them together, one statement
-//! for up to sixteen licences ([`Together`]). On two cores, MariaDB's work per statement (the round trip, the statement's
-//! preparation and plan, the commit) is most of what such a request costs it, and a busy worker
-//! now pays it once for several requests; an idle one sends each at once.
+//! for up to sixteen licences ([`Together`]). On two cores, MariaDB's work per statement (the
+//! round trip, the statement's preparation and plan, the commit) is most of what such a request
+//! costs it, and a busy worker now pays it once for several requests; an idle one sends each at
+//! once.
 //!
 //! This path only accelerates. Whenever it cannot send a statement (not configured, no
 //! connection to be had, a recent failure), the request goes the usual way through the diesel
@@ -339,14 +340,19 @@ impl Together for SeatById {
         Ok((Some(seat.id.clone()), (seat, seats)))
     }
 
-    fn answer(instance_id: &String, (seat, seats): (SeatCols, i32)) -> SeatFound {
-        let (licence, activation) = seat.split(instance_id);
-        (
-            licence,
-            activation,
-            u32::try_from(seats).unwrap_or(u32::MAX),
-        )
+    fn answer(instance_id: &String, row: (SeatCols, i32)) -> SeatFound {
+        seat_found(instance_id, row)
     }
+}
+
+/// A seat's row as the route reads it, for `instance_id`.
+fn seat_found(instance_id: &str, (seat, seats): (SeatCols, i32)) -> SeatFound {
+    let (licence, activation) = seat.split(instance_id);
+    (
+        licence,
+        activation,
+        u32::try_from(seats).unwrap_or(u32::MAX),
+    )
 }
 
 /// One worker thread's connections. Not `Send`: made in and used from one worker only.
@@ -465,7 +471,7 @@ impl Direct {
         let params = vec![Value::from(instance_id), Value::from(key)];
         self.first(SEAT_BY_KEY, params, |row| {
             let (_, row) = SeatById::decode(row, true)?;
-            Ok(SeatById::answer(&instance_id.to_owned(), row))
+            Ok(seat_found(instance_id, row))
         })
         .await
     }
@@ -583,10 +589,7 @@ impl Direct {
 
     async fn send_batch<K: Together>(&self, batch: Vec<Waiting<K>>) {
         let Some(mut conn) = self.conn().await else {
-            for w in batch {
-                let _ = w.reply.send(Sent::NotSent);
-            }
-            return;
+            return reply_all(batch, || Sent::NotSent);
         };
         let single = batch.len() == 1;
         let (sql, params) = K::statement(&batch);
@@ -665,8 +668,8 @@ fn seat_cols(row: &mut Row) -> Result<SeatCols, String> {
 }
 
 /// The oldest waiting request and those after it that may share its statement, for other
-/// licences, [`MAX_TAKEN_AT_ONCE`] at most (a statement's work is bounded as a request's is). Two of one licence never share a statement: a
-/// consumption must see the count the other left.
+/// licences, [`MAX_TAKEN_AT_ONCE`] at most (a statement's work is bounded as a request's is).
+/// Two of one licence never share a statement: a consumption must see the count the other left.
 fn next_batch<K: Together>(queue: &Queue<K>) -> Vec<Waiting<K>> {
     let mut waiting = queue.waiting.borrow_mut();
     // A request whose client went away while it waited is not sent, as it would not have been
