@@ -57,6 +57,11 @@ impl fmt::Display for FastStatus {
 /// How far in the past a fast may be said to have started.
 pub const MAX_BACKDATE: Duration = Duration::days(7);
 
+/// How long a person can take back what one tap did: resume a fast they just ended, or un-mark
+/// a dinner together with the fast it started. Long enough to notice the slip, short enough that
+/// the history it changes is still the moment just past.
+pub const UNDO_WINDOW: Duration = Duration::minutes(10);
+
 /// The milestone pushes of a running fast, in the order they fall due for a long fast.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Milestone {

@@ -2,6 +2,8 @@
 //!
 //! The payload is the JSON the service worker decrypts: `{title, body, url, tag, kind}`. `tag`
 //! lets the browser replace an older notification of the same kind instead of stacking them.
+//! `url` is the page of the web app a tap opens: the running fast for milestones, the plan for
+//! meals, the weight for the weigh-in, the settings (where it was sent from) for the test push.
 
 use serde::Serialize;
 
@@ -19,6 +21,20 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind, so that whatever lists the addresses the product hands out misses none.
+    pub const ALL: [Self; 10] = [
+        Self::Test,
+        Self::WeeklyWeighIn,
+        Self::MealLunch,
+        Self::MealSnack,
+        Self::MealDinner,
+        Self::Milestone(Milestone::Hydration2h),
+        Self::Milestone(Milestone::Hydration4h),
+        Self::Milestone(Milestone::Hydration6h),
+        Self::Milestone(Milestone::Electrolyte18h),
+        Self::Milestone(Milestone::EndingSoon),
+    ];
+
     /// The `kind` field of the payload.
     pub fn key(self) -> &'static str {
         match self {
@@ -47,12 +63,12 @@ pub fn payload(kind: Kind) -> Payload {
         Kind::Test => (
             "Notifiche attive",
             "Questa è una notifica di prova: su questo dispositivo le notifiche funzionano.",
-            "/",
+            "/settings",
         ),
         Kind::WeeklyWeighIn => (
             "Pesata settimanale",
             "È lunedì: pesati a digiuno e registra il peso per seguire i tuoi progressi.",
-            "/progress",
+            "/weight",
         ),
         Kind::MealLunch => (
             "È ora di pranzo",
@@ -72,27 +88,27 @@ pub fn payload(kind: Kind) -> Payload {
         Kind::Milestone(Milestone::Hydration2h) => (
             "Due ore di digiuno",
             "Ottimo inizio! Bevi un bicchiere d'acqua per restare idratato.",
-            "/fasting",
+            "/",
         ),
         Kind::Milestone(Milestone::Hydration4h) => (
             "Quattro ore di digiuno",
             "Continua così. Ricordati di bere: acqua, tè o tisane senza zucchero.",
-            "/fasting",
+            "/",
         ),
         Kind::Milestone(Milestone::Hydration6h) => (
             "Sei ore di digiuno",
             "Sei a buon punto. Un altro bicchiere d'acqua aiuta a tenere a bada la fame.",
-            "/fasting",
+            "/",
         ),
         Kind::Milestone(Milestone::Electrolyte18h) => (
             "Diciotto ore di digiuno",
             "Nei digiuni lunghi servono elettroliti: un pizzico di sale nell'acqua o un brodo vegetale.",
-            "/fasting",
+            "/",
         ),
         Kind::Milestone(Milestone::EndingSoon) => (
             "Il digiuno sta per finire",
             "Mancano 30 minuti alla fine del digiuno: prepara un pasto leggero per rompere il digiuno.",
-            "/fasting",
+            "/",
         ),
     };
     Payload {
@@ -133,11 +149,31 @@ mod tests {
                     < 1024
             );
         }
-        assert_eq!(payload(Kind::MealLunch).url, "/plan");
         assert!(payload(Kind::MealLunch).body.contains("pranzo"));
         assert_eq!(
             payload(Kind::Milestone(Milestone::Electrolyte18h)).kind,
             "electrolyte_18h"
         );
+    }
+
+    #[test]
+    fn all_lists_every_milestone() {
+        for m in Milestone::ALL {
+            assert!(Kind::ALL.contains(&Kind::Milestone(m)), "{m:?}");
+        }
+    }
+
+    /// Each push opens the page that shows what it is about, and only pages the web app has.
+    #[test]
+    fn every_push_opens_its_page() {
+        for k in Kind::ALL {
+            let expected = match k {
+                Kind::Milestone(_) => "/",
+                Kind::MealLunch | Kind::MealSnack | Kind::MealDinner => "/plan",
+                Kind::WeeklyWeighIn => "/weight",
+                Kind::Test => "/settings",
+            };
+            assert_eq!(payload(k).url, expected, "{k:?}");
+        }
     }
 }
