@@ -16,7 +16,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, Securi
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::model::{Fast, Symptoms};
-use crate::routes::fasts::{EndFast, ListQuery, PatchFast, StartFast};
+use crate::routes::fasts::{Empty, EndFast, ListQuery, PatchFast, StartFast};
 use crate::routes::notifications::{
     Device, Keys, PatchSettings, RegisterDevice, RemoveDevice, Settings as NotificationSettings,
 };
@@ -107,8 +107,13 @@ struct Consumed {
 }
 
 #[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
 struct Unconsumed {
     slot: SlotView<'static>,
+    /// The running fast that consuming this slot started, removed with it (within ten minutes
+    /// of the consumption only).
+    #[schema(required = true)]
+    removed_fast: Option<FastRef>,
 }
 
 #[derive(ToSchema)]
@@ -251,6 +256,22 @@ fn fasts_patch() {}
     ))]
 fn fasts_end() {}
 
+/// `POST /me/fast-events/{id}/resume`: a fast ended within the last ten minutes runs again, with
+/// its start and planned end unchanged.
+#[utoipa::path(post, path = "/me/fast-events/{id}/resume", tag = "fasting",
+    params(("id" = String, Path, description = "The fast's id")),
+    request_body(content = Option<Empty>, description = "May be empty."),
+    responses(
+        (status = 200, description = "The fast, running again.", body = Fast, example = json!(fast_example())),
+        (status = 404, description = "No such fast of this user.", body = ErrorBody,
+            example = json!({"code": "NOT_FOUND", "message": "no such resource"})),
+        (status = 409, description = "This or another fast is running, or a later fast was started since.", body = ErrorBody,
+            example = json!({"code": "FAST_ALREADY_RUNNING", "message": "a fast is already running"})),
+        (status = 422, description = "The fast ended more than 10 minutes ago.", body = ErrorBody,
+            example = json!({"code": "TOO_LATE_TO_RESUME", "message": "a fast can be resumed only within 10 minutes of its end"})),
+    ))]
+fn fasts_resume() {}
+
 /// `GET /me/fast-events/{id}/break-fast-suggestions`: three easy-to-digest recipes.
 #[utoipa::path(get, path = "/me/fast-events/{id}/break-fast-suggestions", tag = "fasting",
     params(("id" = String, Path, description = "The fast's id")),
@@ -327,11 +348,13 @@ fn plans_one() {}
     ))]
 fn plans_consume() {}
 
-/// `DELETE /me/meal-plans/slots/{id}/consumed`.
+/// `DELETE /me/meal-plans/slots/{id}/consumed`: within ten minutes of the consumption also
+/// removes the fast it started, while that fast runs.
 #[utoipa::path(delete, path = "/me/meal-plans/slots/{id}/consumed", tag = "meal plans",
     params(("id" = String, Path, description = "The slot's id")),
     responses(
-        (status = 200, description = "The slot, no longer consumed.", body = Unconsumed),
+        (status = 200, description = "The slot, no longer consumed, and the fast removed with it.", body = Unconsumed,
+            example = json!({"slot": slot_example(), "removedFast": {"id": "fst_9f2c1d7e4b"}})),
         (status = 404, description = "No such slot of this user.", body = ErrorBody,
             example = json!({"code": "NOT_FOUND", "message": "no such resource"})),
     ))]
@@ -480,7 +503,7 @@ impl Modify for Shared {
     ),
     paths(
         me, preferences_get, preferences_patch, export,
-        fasts_list, fasts_start, fasts_current, fasts_one, fasts_patch, fasts_end, fasts_suggestions,
+        fasts_list, fasts_start, fasts_current, fasts_one, fasts_patch, fasts_end, fasts_resume, fasts_suggestions,
         stats, pause_get, pause_set,
         plans_create, plans_today, plans_one, plans_consume, plans_unconsume,
         recipes_list, recipes_one,

@@ -317,6 +317,13 @@ pub async fn not_found() -> HttpResponse {
     error_response(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route")
 }
 
+/// `Cache-Control: no-store` on every answer of the wrapped scope that sets none itself: for
+/// answers that carry personal data or credentials, which a shared browser's cache or a proxy
+/// must never hand to someone else.
+pub fn no_store() -> actix_web::middleware::DefaultHeaders {
+    actix_web::middleware::DefaultHeaders::new().add((header::CACHE_CONTROL, "no-store"))
+}
+
 /// Default service of a known path called with a method it does not have.
 pub async fn method_not_allowed() -> HttpResponse {
     error_response(

@@ -24,9 +24,11 @@ mod verify;
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/api/auth")
-            // Outermost first: the origin check rejects before anything else runs.
+            // The last wrap is the outermost: no-store covers even the origin check's refusals.
             .wrap(from_fn(session::guard::resend_refreshed_cookie))
             .wrap(from_fn(session::origin::check_origin))
+            // Sessions, accounts and credentials: no cache may keep any of these answers.
+            .wrap(service_kit::http::no_store())
             .service(resource("/ok").route(web::get().to(ok::ok)))
             .service(
                 resource("/sign-up/email")

@@ -204,42 +204,56 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
 /// A complete page around `inner` (already escaped HTML), with the headers every page sends.
 pub fn html_page(title: &str, inner: &str, form_action: &str) -> HttpResponse {
     let html = format!(
-        r#"<!doctype html>
+        r##"<!doctype html>
 <html lang="it">
 <head>
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">
-  <title>{title}</title>
+  <meta name="color-scheme" content="light dark">
+  <meta name="theme-color" content="#0f766e" media="(prefers-color-scheme: light)">
+  <meta name="theme-color" content="#0b1f1d" media="(prefers-color-scheme: dark)">
+  <title>{title} · Digiuno</title>
+  <link rel="icon" href="/icons/icon-192.png">
+  <link rel="manifest" href="/manifest.webmanifest">
   <style>
-    body {{ font-family: system-ui, sans-serif; background: #f5f5f0; margin: 0; }}
-    main {{ max-width: 24rem; margin: 4rem auto; background: #fff; padding: 2rem; border-radius: 12px; box-shadow: 0 1px 4px #0002; }}
+    :root {{ color-scheme: light dark; --bg: #f6f8f7; --surface: #fff; --text: #15201e; --muted: #4b5a57; --border: #c9d3d0; --accent: #0f766e; --accent-text: #fff; --link: #0b5c56; --danger-bg: #fde8e8; --danger: #8a1c1c; --ok-bg: #d7efec; --ok: #0b4a44; --focus: #1d4ed8; }}
+    @media (prefers-color-scheme: dark) {{ :root {{ --bg: #0b1412; --surface: #13201d; --text: #e7efed; --muted: #a9bab6; --border: #35504a; --accent: #5eead4; --accent-text: #042f2a; --link: #5eead4; --danger-bg: #3b1212; --danger: #fca5a5; --ok-bg: #17423c; --ok: #c7f0ea; --focus: #93c5fd; }} }}
+    * {{ box-sizing: border-box; }}
+    body {{ font-family: system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; line-height: 1.5; background: var(--bg); color: var(--text); margin: 0; }}
+    header {{ padding: .75rem 1rem; background: var(--surface); border-bottom: 1px solid var(--border); }}
+    .brand {{ font-weight: 700; font-size: 1.15rem; color: var(--text); text-decoration: none; }}
+    main {{ max-width: 24rem; margin: 2rem auto; background: var(--surface); padding: 1.5rem; border-radius: 12px; border: 1px solid var(--border); }}
+    @media (max-width: 26rem) {{ main {{ margin: 1rem; }} }}
     h1 {{ font-size: 1.5rem; margin-top: 0; }}
+    a {{ color: var(--link); }}
+    :focus-visible {{ outline: 3px solid var(--focus); outline-offset: 2px; }}
     label {{ display: block; margin-top: 1rem; font-weight: 600; }}
     label.check {{ font-weight: normal; }}
-    input[type=email], input[type=password], input[type=text] {{ width: 100%; box-sizing: border-box; padding: .6rem; margin-top: .3rem; border: 1px solid #bbb; border-radius: 6px; font-size: 1rem; }}
-    button {{ width: 100%; margin-top: 1.5rem; padding: .7rem; border: 0; border-radius: 6px; background: #2f6f4f; color: #fff; font-size: 1rem; cursor: pointer; }}
-    button.google {{ background: #fff; color: #222; border: 1px solid #bbb; margin-top: 0; }}
-    .divider {{ display: flex; align-items: center; gap: .5rem; color: #777; margin: 1.2rem 0 0; }}
-    .divider::before, .divider::after {{ content: ""; flex: 1; border-top: 1px solid #ddd; }}
-    .error {{ background: #fde8e8; color: #8a1c1c; padding: .7rem; border-radius: 6px; }}
-    .notice {{ background: #e8f4ec; color: #1d5234; padding: .7rem; border-radius: 6px; }}
-    .hint {{ font-weight: normal; color: #777; }}
+    input[type=email], input[type=password], input[type=text] {{ width: 100%; padding: .6rem; margin-top: .3rem; border: 1px solid var(--border); border-radius: 8px; font-size: 1rem; background: var(--bg); color: var(--text); }}
+    button {{ width: 100%; margin-top: 1.5rem; padding: .7rem; border: 0; border-radius: 8px; background: var(--accent); color: var(--accent-text); font-size: 1rem; font-weight: 600; cursor: pointer; }}
+    button.google {{ background: var(--surface); color: var(--text); border: 1px solid var(--border); margin-top: 0; }}
+    .divider {{ display: flex; align-items: center; gap: .5rem; color: var(--muted); margin: 1.2rem 0 0; }}
+    .divider::before, .divider::after {{ content: ""; flex: 1; border-top: 1px solid var(--border); }}
+    .error {{ background: var(--danger-bg); color: var(--danger); padding: .7rem; border-radius: 8px; }}
+    .notice {{ background: var(--ok-bg); color: var(--ok); padding: .7rem; border-radius: 8px; }}
+    .hint {{ font-weight: normal; color: var(--muted); }}
   </style>
 </head>
 <body>
+  <header><a class="brand" href="/">Digiuno</a></header>
   <main>
     <h1>{title}</h1>
     {inner}
   </main>
 </body>
 </html>
-"#
+"##
     );
     HttpResponse::Ok()
         .content_type("text/html; charset=utf-8")
         .insert_header((
             header::CONTENT_SECURITY_POLICY,
-            format!("default-src 'none'; style-src 'unsafe-inline'; form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"),
+            format!("default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; manifest-src 'self'; form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"),
         ))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .insert_header((header::REFERRER_POLICY, "same-origin"))

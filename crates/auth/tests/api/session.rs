@@ -226,3 +226,52 @@ async fn me_returns_user_with_preferences_and_session() {
         401
     );
 }
+
+/// Sessions, accounts and credentials never stay in a browser's or a proxy's cache.
+#[tokio::test]
+async fn answers_with_sessions_or_credentials_are_never_stored_by_caches() {
+    let app = spawn_app().await;
+    let (cookie, signed_up) = app.sign_up("nostore@example.com", "password-123").await;
+    assert_eq!(
+        signed_up.header("cache-control").as_deref(),
+        Some("no-store"),
+        "sign-up"
+    );
+    let signed_in = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "nostore@example.com", "password": "password-123" }),
+            None,
+        )
+        .await;
+    assert_eq!(signed_in.status, 200, "{}", signed_in.text);
+    assert_eq!(
+        signed_in.header("cache-control").as_deref(),
+        Some("no-store"),
+        "sign-in"
+    );
+    for path in [
+        "/api/auth/get-session",
+        "/api/auth/list-sessions",
+        "/api/auth/list-accounts",
+    ] {
+        let r = app.get(path, Some(&cookie)).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+        assert_eq!(
+            r.header("cache-control").as_deref(),
+            Some("no-store"),
+            "{path}"
+        );
+    }
+    let refused = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "nostore@example.com", "password": "wrong-password" }),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (refused.status, refused.header("cache-control").as_deref()),
+        (401, Some("no-store"))
+    );
+}

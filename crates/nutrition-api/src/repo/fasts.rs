@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use domain::fasting::{FastStatus, next_milestone_at};
+use domain::fasting::{FastStatus, UNDO_WINDOW, next_milestone_at};
 use domain::protocol::Protocol;
 use nutrition_store::schema::nutrition::fast_event;
 
@@ -179,6 +179,87 @@ pub fn end(
             .get_result(conn)?;
         Ok(EndOutcome::Ended(Box::new(row)))
     })
+}
+
+/// Why a fast could not be resumed.
+pub enum ResumeOutcome {
+    Resumed(Box<FastRow>),
+    NotFound,
+    /// This fast or another one is running.
+    AlreadyRunning,
+    /// It ended more than [`UNDO_WINDOW`] ago.
+    TooLate,
+    /// A later fast was started since: running on would overlap it.
+    Overlaps,
+}
+
+/// Makes a fast ended within [`UNDO_WINDOW`] run again, as if it had never been ended: same
+/// start, same planned end, the milestones already pushed stay pushed. Under the user's lock,
+/// like [`start`] and [`end`], so that a parallel start or resume sees it running.
+pub fn resume(
+    conn: &mut PgConnection,
+    user_id: &str,
+    id: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<ResumeOutcome> {
+    conn.transaction(|conn| {
+        crate::repo::lock_user(conn, user_id)?;
+        let Some(fast) = get(conn, user_id, id)? else {
+            return Ok(ResumeOutcome::NotFound);
+        };
+        let Some(ended_at) = fast.ended_at else {
+            return Ok(ResumeOutcome::AlreadyRunning);
+        };
+        if current(conn, user_id)?.is_some() {
+            return Ok(ResumeOutcome::AlreadyRunning);
+        }
+        if now - ended_at > UNDO_WINDOW {
+            return Ok(ResumeOutcome::TooLate);
+        }
+        let later: i64 = fast_event::table
+            .filter(fast_event::user_id.eq(user_id))
+            .filter(fast_event::id.ne(&fast.id))
+            .filter(fast_event::started_at.ge(fast.started_at))
+            .count()
+            .get_result(conn)?;
+        if later > 0 {
+            return Ok(ResumeOutcome::Overlaps);
+        }
+        let row = diesel::update(fast_event::table.find(&fast.id))
+            .set((
+                fast_event::status.eq(FastStatus::InProgress.as_str()),
+                fast_event::ended_at.eq(None::<DateTime<Utc>>),
+                fast_event::next_milestone_at.eq(next_milestone_at(
+                    fast.started_at,
+                    fast.planned_end_at,
+                    &fast.notified_milestones,
+                    None,
+                )),
+                fast_event::updated_at.eq(now),
+            ))
+            .returning(FastRow::as_returning())
+            .get_result(conn)?;
+        Ok(ResumeOutcome::Resumed(Box::new(row)))
+    })
+}
+
+/// Deletes the running fast that consuming a meal at `consumed_at` started, if it still runs:
+/// the auto-started fast begins at the very instant of its consumption. Its id, if one went.
+pub fn remove_auto_started(
+    conn: &mut PgConnection,
+    user_id: &str,
+    consumed_at: DateTime<Utc>,
+) -> QueryResult<Option<String>> {
+    diesel::delete(
+        fast_event::table
+            .filter(fast_event::user_id.eq(user_id))
+            .filter(fast_event::auto_started.eq(true))
+            .filter(fast_event::status.eq(FastStatus::InProgress.as_str()))
+            .filter(fast_event::started_at.eq(consumed_at)),
+    )
+    .returning(fast_event::id)
+    .get_result(conn)
+    .optional()
 }
 
 /// Merges `patch` into the symptom diary (given fields replace stored ones); status and timer

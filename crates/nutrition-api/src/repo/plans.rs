@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use diesel::prelude::*;
+use domain::fasting::UNDO_WINDOW;
 use domain::meals::{MealCategory, is_final_meal};
 use domain::protocol::Protocol;
 use nutrition_store::schema::nutrition::{meal_plan, meal_slot};
@@ -232,19 +233,42 @@ pub fn consume(
     })
 }
 
-/// Marks a slot not consumed. A fast it started keeps running.
+/// A slot marked not consumed, and the fast that consuming it had started, if that went too.
+pub struct Unconsumed {
+    pub slot: SlotRow,
+    pub removed_fast: Option<String>,
+}
+
+/// Marks a slot not consumed. Within [`UNDO_WINDOW`] of the consumption, the fast it started
+/// goes too while it still runs (the dinner was marked by mistake); later, or once ended, that
+/// fast is the person's own history and stays.
 pub fn unconsume(
     conn: &mut PgConnection,
     user_id: &str,
     slot_id: &str,
-) -> QueryResult<Option<SlotRow>> {
-    diesel::update(
-        meal_slot::table
+    now: DateTime<Utc>,
+) -> QueryResult<Option<Unconsumed>> {
+    conn.transaction(|conn| {
+        // The slot's row first, then the user's lock: the order `consume` takes them in.
+        let Some(consumed_at) = meal_slot::table
             .filter(meal_slot::id.eq(slot_id))
-            .filter(meal_slot::user_id.eq(user_id)),
-    )
-    .set(meal_slot::consumed_at.eq(None::<DateTime<Utc>>))
-    .returning(SlotRow::as_returning())
-    .get_result(conn)
-    .optional()
+            .filter(meal_slot::user_id.eq(user_id))
+            .select(meal_slot::consumed_at)
+            .for_update()
+            .first::<Option<DateTime<Utc>>>(conn)
+            .optional()?
+        else {
+            return Ok(None);
+        };
+        crate::repo::lock_user(conn, user_id)?;
+        let slot = diesel::update(meal_slot::table.find(slot_id))
+            .set(meal_slot::consumed_at.eq(None::<DateTime<Utc>>))
+            .returning(SlotRow::as_returning())
+            .get_result(conn)?;
+        let removed_fast = match consumed_at {
+            Some(at) if now - at <= UNDO_WINDOW => fasts::remove_auto_started(conn, user_id, at)?,
+            _ => None,
+        };
+        Ok(Some(Unconsumed { slot, removed_fast }))
+    })
 }

@@ -9,7 +9,7 @@ use session::CurrentSession;
 use crate::error::{ApiError, invalid};
 use crate::input::{Instant, check_instant};
 use crate::model::{Fast, MAX_NOTE, Symptoms};
-use crate::repo::fasts::{self, EndOutcome, StartOutcome};
+use crate::repo::fasts::{self, EndOutcome, ResumeOutcome, StartOutcome};
 use crate::repo::profile;
 use crate::state::AppState;
 
@@ -118,6 +118,43 @@ pub async fn end(
         EndOutcome::BeforeStart => Err(invalid("endedAt", "must not be before the fast started")),
     }
 }
+
+/// `POST /me/fast-events/<id>/resume`: a fast ended within the last ten minutes runs again.
+#[tracing::instrument(level = "debug", skip_all)]
+pub async fn resume(
+    current: CurrentSession,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    _body: JsonOrEmpty<Empty>,
+) -> Result<HttpResponse, ApiError> {
+    let user_id = current.0.user.id;
+    let id = path.into_inner();
+    let outcome = nutrition_store::run(&state.pool, move |conn| {
+        fasts::resume(conn, &user_id, &id, Utc::now()).map_err(ApiError::from)
+    })
+    .await?;
+    match outcome {
+        ResumeOutcome::Resumed(row) => Ok(HttpResponse::Ok().json(Fast::from(*row))),
+        ResumeOutcome::NotFound => Err(ApiError::NotFound),
+        ResumeOutcome::AlreadyRunning => Err(ApiError::Conflict {
+            code: "FAST_ALREADY_RUNNING",
+            message: "a fast is already running",
+        }),
+        ResumeOutcome::Overlaps => Err(ApiError::Conflict {
+            code: "FAST_OVERLAP",
+            message: "a later fast was started since this one ended",
+        }),
+        ResumeOutcome::TooLate => Err(ApiError::Unprocessable {
+            code: "TOO_LATE_TO_RESUME",
+            message: "a fast can be resumed only within 10 minutes of its end",
+        }),
+    }
+}
+
+/// The body of a request that takes none: empty, or a JSON object without fields.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Empty {}
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]

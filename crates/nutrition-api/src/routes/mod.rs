@@ -19,8 +19,11 @@ pub fn config(cfg: &mut web::ServiceConfig) {
         web::scope("/me")
             .wrap(from_fn(session::guard::resend_refreshed_cookie))
             .wrap(from_fn(session::origin::check_origin))
-            // Outermost: nothing else sees a path or query string Postgres would refuse.
+            // Nothing else sees a path or query string Postgres would refuse.
             .wrap(from_fn(crate::input::reject_hostile_urls))
+            // Every answer here is personal (or says whose session is missing): no browser or
+            // proxy cache may keep it for the next person at this computer.
+            .wrap(service_kit::http::no_store())
             .service(resource("").route(web::get().to(me::me)))
             .service(resource("/export").route(web::get().to(export::export)))
             .service(
@@ -41,6 +44,7 @@ pub fn config(cfg: &mut web::ServiceConfig) {
                     .route(web::patch().to(fasts::patch)),
             )
             .service(resource("/fast-events/{id}/end").route(web::post().to(fasts::end)))
+            .service(resource("/fast-events/{id}/resume").route(web::post().to(fasts::resume)))
             .service(
                 resource("/fast-events/{id}/break-fast-suggestions")
                     .route(web::get().to(fasts::suggestions)),

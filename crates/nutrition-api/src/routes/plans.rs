@@ -246,7 +246,8 @@ pub async fn consume(
     }
 }
 
-/// `DELETE /me/meal-plans/slots/<slot_id>/consumed`.
+/// `DELETE /me/meal-plans/slots/<slot_id>/consumed`: within ten minutes of the consumption also
+/// removes the fast it started, while that fast runs.
 pub async fn unconsume(
     current: CurrentSession,
     state: web::Data<AppState>,
@@ -254,10 +255,16 @@ pub async fn unconsume(
 ) -> Result<HttpResponse, ApiError> {
     let user_id = current.0.user.id;
     let id = path.into_inner();
-    let slot = nutrition_store::run(&state.pool, move |conn| {
-        plans::unconsume(conn, &user_id, &id).map_err(ApiError::from)
+    let out = nutrition_store::run(&state.pool, move |conn| {
+        plans::unconsume(conn, &user_id, &id, Utc::now()).map_err(ApiError::from)
     })
     .await?
     .ok_or(ApiError::NotFound)?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "slot": slot_view(&state, slot) })))
+    if let Some(fast_id) = &out.removed_fast {
+        tracing::info!(fast_id = %fast_id, "final meal taken back; the fast it started removed");
+    }
+    Ok(HttpResponse::Ok().json(serde_json::json!({
+        "slot": slot_view(&state, out.slot),
+        "removedFast": out.removed_fast.map(|id| serde_json::json!({ "id": id })),
+    })))
 }

@@ -9,3 +9,4 @@ mod me;
 mod notifications;
 mod operations;
 mod plans;
+mod undo;

@@ -221,23 +221,94 @@ async fn dinner_starts_a_fast_with_the_preferred_protocol_once() {
     );
     assert_eq!(running_fasts(&app, &u), 1);
 
-    // Un-consuming does not stop the fast; consuming again while it runs starts nothing.
-    let un = app
-        .call(
-            Method::DELETE,
-            &format!("/me/meal-plans/slots/{}/consumed", slots[2]),
-            Some(&u),
-            None,
-        )
-        .await;
-    assert_eq!(
-        (un.status, un.body["slot"]["consumed"].as_bool()),
-        (200, Some(false))
-    );
+    // Un-consuming after ten minutes leaves the fast running; consuming again while it runs
+    // starts nothing.
+    app.sql(&format!(
+        "UPDATE nutrition.meal_slot SET consumed_at = consumed_at - interval '11 minutes' WHERE id = '{}'",
+        slots[2]
+    ));
+    app.sql(&format!(
+        "UPDATE nutrition.fast_event SET started_at = started_at - interval '11 minutes' WHERE id = '{fast_id}'"
+    ));
+    let un = unconsume(&app, &u, &slots[2]).await;
+    assert_eq!(un["slot"]["consumed"].as_bool(), Some(false));
+    assert_eq!(un["removedFast"], Value::Null);
     assert_eq!(
         consume(&app, &u, &slots[2]).await["autoStartedFast"],
         Value::Null
     );
+    assert_eq!(running_fasts(&app, &u), 1);
+}
+
+async fn unconsume(app: &TestApp, u: &User, slot: &str) -> Value {
+    let r = app
+        .call(
+            Method::DELETE,
+            &format!("/me/meal-plans/slots/{slot}/consumed"),
+            Some(u),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body
+}
+
+/// A dinner marked by mistake is taken back whole: un-consuming it within ten minutes also
+/// removes the fast it started, while that fast still runs.
+#[tokio::test]
+async fn unconsuming_the_dinner_within_ten_minutes_removes_the_fast_it_started() {
+    let app = spawn_app().await;
+    let u = app.user("undo-dinner@example.com");
+    app.patch("/me/preferences", &u, json!({ "fastingProtocol": "16:8" }))
+        .await;
+    let (_, slots) = plan(&app, &u, false, &["COL", "PRA", "CENA"]).await;
+    let started = consume(&app, &u, &slots[2]).await;
+    let fast_id = started["autoStartedFast"]["id"]
+        .as_str()
+        .expect("a fast started")
+        .to_owned();
+
+    let un = unconsume(&app, &u, &slots[2]).await;
+    assert_eq!(un["slot"]["consumed"].as_bool(), Some(false));
+    assert_eq!(un["removedFast"]["id"].as_str(), Some(fast_id.as_str()));
+    assert_eq!(running_fasts(&app, &u), 0);
+    assert_eq!(
+        app.get(&format!("/me/fast-events/{fast_id}"), &u)
+            .await
+            .status,
+        404
+    );
+    // Un-consuming again removes nothing more.
+    assert_eq!(unconsume(&app, &u, &slots[2]).await["removedFast"], Value::Null);
+
+    // A fast the person already ended stays: it is history now.
+    let again = consume(&app, &u, &slots[2]).await;
+    let second = again["autoStartedFast"]["id"]
+        .as_str()
+        .expect("a new fast")
+        .to_owned();
+    let end = app
+        .post(&format!("/me/fast-events/{second}/end"), &u, json!({}))
+        .await;
+    assert_eq!(end.status, 200, "{}", end.text);
+    assert_eq!(unconsume(&app, &u, &slots[2]).await["removedFast"], Value::Null);
+    assert_eq!(
+        app.get(&format!("/me/fast-events/{second}"), &u)
+            .await
+            .status,
+        200
+    );
+
+    // A fast started by hand is never taken for the dinner's.
+    let manual = app
+        .post("/me/fast-events", &u, json!({ "protocol": "16:8" }))
+        .await;
+    assert_eq!(manual.status, 201, "{}", manual.text);
+    assert_eq!(
+        consume(&app, &u, &slots[2]).await["autoStartedFast"],
+        Value::Null
+    );
+    assert_eq!(unconsume(&app, &u, &slots[2]).await["removedFast"], Value::Null);
     assert_eq!(running_fasts(&app, &u), 1);
 }
 
