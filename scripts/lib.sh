@@ -174,6 +174,23 @@ ensure_api_tools() {
   printf '%s' "$API_TOOLS_PINS" >"$API_TOOLS/pins"
 }
 
+# The local mail catcher of scripts/stack and of the browser tests: maildump, an SMTP server that
+# keeps every mail it receives and lists them on a web page (and as JSON under /messages/), in a
+# virtual environment under target/ (rebuilt when the pin changes).
+MAIL_CATCHER_PIN="maildump==1.0"
+MAIL_CATCHER=${MAIL_CATCHER:-$(pwd)/target/mail-catcher}
+export MAIL_CATCHER_BIN=$MAIL_CATCHER/bin/maildump
+ensure_mail_catcher() {
+  if [ "$(cat "$MAIL_CATCHER/pins" 2>/dev/null)" = "$MAIL_CATCHER_PIN" ]; then
+    return
+  fi
+  log "installing $MAIL_CATCHER_PIN into $MAIL_CATCHER"
+  rm -rf "$MAIL_CATCHER"
+  python3 -m venv "$MAIL_CATCHER"
+  "$MAIL_CATCHER/bin/pip" install --quiet --disable-pip-version-check "$MAIL_CATCHER_PIN"
+  printf '%s' "$MAIL_CATCHER_PIN" >"$MAIL_CATCHER/pins"
+}
+
 ensure_rust() {
   command -v cargo >/dev/null 2>&1 || die "cargo is not installed (https://rustup.rs); rust-toolchain.toml names the version"
 }
@@ -220,4 +237,40 @@ prepare() {
   ensure_postgres
   ensure_mariadb
   ensure_databases
+}
+
+# Containers without Docker, for scripts/compose-check: podman with runc, netavark and
+# aardvark-dns (containers on one network reach each other by name), catatonit for `init: true`,
+# debootstrap for the base image, and Debian's docker-compose, which drives podman through its
+# Docker-compatible API. A drop-in of containers.conf makes podman work as root inside a container
+# sandbox: runc (crun fails on a mixed cgroup v1 layout), netavark, and default rlimits within the
+# hard limits of the calling shell (podman's defaults for root exceed a sandbox's limits).
+PODMAN_PACKAGES=(podman runc netavark aardvark-dns catatonit iptables debootstrap docker-compose)
+PODMAN_CONF=/etc/containers/containers.conf.d/50-nutrition-compose.conf
+ensure_podman() {
+  ensure_packages "${PODMAN_PACKAGES[@]}"
+  local nofile nproc wanted
+  nofile=$(ulimit -Hn)
+  nproc=$(ulimit -Hu)
+  [ "$nofile" = unlimited ] || [ "$nofile" -gt 65536 ] && nofile=65536
+  [ "$nproc" = unlimited ] || [ "$nproc" -gt 4096 ] && nproc=4096
+  wanted=$(printf '%s\n' \
+    '# Written by scripts/lib.sh (ensure_podman).' \
+    '[containers]' \
+    "default_ulimits = [\"nofile=$nofile:$nofile\", \"nproc=$nproc:$nproc\"]" \
+    '[engine]' \
+    'runtime = "runc"' \
+    '[network]' \
+    'network_backend = "netavark"')
+  if [ "$(cat "$PODMAN_CONF" 2>/dev/null)" != "$wanted" ]; then
+    log "configuring podman ($PODMAN_CONF)"
+    as_root install -d /etc/containers/containers.conf.d
+    printf '%s\n' "$wanted" | as_root tee "$PODMAN_CONF" >/dev/null
+  fi
+  # A store first used with CNI keeps it until reset; a reset removes every container and image,
+  # so it happens only then.
+  if [ "$(as_root podman info --format '{{.Host.NetworkBackend}}' 2>/dev/null)" != netavark ]; then
+    log "resetting podman's store to switch it to netavark"
+    as_root podman system reset -f >/dev/null
+  fi
 }

@@ -175,3 +175,128 @@ async fn start_stack_full(
         _dir: dir,
     }
 }
+
+/// The mail catcher `scripts/stack` runs (maildump, installed by `scripts/test` under
+/// `target/mail-catcher`), on free ports: an SMTP server that keeps every mail and lists them as
+/// JSON at `/messages/`, so that a test reads a mail as a person reads it on the catcher's page.
+#[allow(dead_code)]
+pub struct MailCatcher {
+    process: Process,
+    pub smtp_port: u16,
+    pub web_port: u16,
+    _dir: ScratchDir,
+}
+
+#[allow(dead_code)]
+impl MailCatcher {
+    pub async fn start() -> Self {
+        let bin = std::env::var_os("MAIL_CATCHER_BIN")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../target/mail-catcher/bin/maildump")
+            });
+        assert!(
+            bin.is_file(),
+            "{} is missing: scripts/test installs the mail catcher",
+            bin.display()
+        );
+        let dir = ScratchDir::new("mail-catcher");
+        let (smtp_port, web_port) = (free_port(), free_port());
+        let (smtp, web) = (smtp_port.to_string(), web_port.to_string());
+        let process = Process::start(
+            "mail-catcher",
+            &bin,
+            &[
+                "--smtp-ip",
+                "127.0.0.1",
+                "--smtp-port",
+                &smtp,
+                "--http-ip",
+                "127.0.0.1",
+                "--http-port",
+                &web,
+                "--foreground",
+            ],
+            &[],
+            dir.path(),
+        );
+        let status = wait_for_status(
+            &format!("http://127.0.0.1:{web_port}/messages/"),
+            200,
+            Duration::from_secs(30),
+        )
+        .await;
+        assert_eq!(status, Some(200), "the mail catcher never answered");
+        Self {
+            process,
+            smtp_port,
+            web_port,
+            _dir: dir,
+        }
+    }
+
+    pub fn smtp_url(&self) -> String {
+        format!("smtp://127.0.0.1:{}", self.smtp_port)
+    }
+
+    /// The page listing the mails.
+    pub fn web(&self) -> String {
+        format!("http://127.0.0.1:{}", self.web_port)
+    }
+
+    /// The plain text of the newest mail to `to`, waiting for it to arrive.
+    pub async fn wait_for_mail_to(&self, to: &str, after: usize) -> String {
+        let http = reqwest::Client::new();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let list: serde_json::Value = http
+                .get(format!("{}/messages/", self.web()))
+                .send()
+                .await
+                .expect("mail catcher")
+                .json()
+                .await
+                .expect("mail list");
+            let ids: Vec<i64> = list["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|m| {
+                    m["recipients"]["to"]
+                        .as_array()
+                        .is_some_and(|to_list| to_list.iter().any(|t| t.as_str() == Some(to)))
+                })
+                .filter_map(|m| m["id"].as_i64())
+                .collect();
+            if ids.len() > after {
+                let id = ids.iter().max().expect("an id");
+                return http
+                    .get(format!("{}/messages/{id}.plain", self.web()))
+                    .send()
+                    .await
+                    .expect("mail")
+                    .text()
+                    .await
+                    .expect("mail text");
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no mail to {to} within 30 s\n{}",
+                self.process.log()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// The first `http…` address in `text`.
+#[allow(dead_code)]
+pub fn first_link(text: &str) -> String {
+    let start = text.find("http").expect("a link in the mail");
+    text[start..]
+        .split(|c: char| c.is_whitespace())
+        .next()
+        .expect("link")
+        .to_owned()
+}

@@ -1,0 +1,419 @@
+//! Every address the product hands a person opens a real page through the proxy: the links of
+//! its e-mails, the redirects of auth, the `url` of every push and the links between pages, each
+//! opened in Chromium through nginx (`web/tests/links.mjs`), and each routed by the Kubernetes
+//! ingress to the same place. And the journey of a person who forgot the password, from the
+//! sign-in page through the mail catcher back into the app (`web/tests/reset.mjs`).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{MailCatcher, Stack, first_link, start_stack_configured};
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn run_node(script: &str, base: &str, extra: &[(&str, &str)]) -> Result<String, String> {
+    let dir = root().join("web");
+    assert!(
+        dir.join("dist/index.html").is_file() && dir.join("node_modules/playwright-core").is_dir(),
+        "the web app is not built: run `npm ci && npm run build` in web/ (scripts/test does)"
+    );
+    let out = Command::new("node")
+        .arg(format!("tests/{script}"))
+        .current_dir(dir)
+        .env("BASE", base)
+        .envs(extra.iter().copied())
+        .output()
+        .expect("run node");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(text)
+    }
+}
+
+async fn stack_with_mail() -> (Stack, MailCatcher) {
+    let mail = MailCatcher::start().await;
+    let smtp = mail.smtp_url();
+    let stack = start_stack_configured(
+        &[
+            ("SMTP_URL", smtp.as_str()),
+            ("MAIL_FROM", "Digiuno <noreply@example.com>"),
+        ],
+        &[],
+    )
+    .await;
+    (stack, mail)
+}
+
+/// The path and query of an address on `base`; `None` for another origin.
+fn local(base: &str, address: &str) -> Option<String> {
+    if address.starts_with('/') {
+        return Some(address.to_owned());
+    }
+    address.strip_prefix(base).map(|rest| {
+        if rest.is_empty() {
+            "/".to_owned()
+        } else {
+            rest.to_owned()
+        }
+    })
+}
+
+/// The page paths `source` hands out: the targets of its links (`href`), of its navigations and
+/// redirects (`navigate(`, `assign(`, `see_other(`, `back_to_page(`) and its route lists
+/// (`APP_ROUTES`). The API, assets and files are fetched rather than opened, so they are left out.
+fn page_literals(source: &str) -> Vec<String> {
+    const LEADS: [&str; 7] = [
+        "href=",
+        "href:",
+        "navigate(",
+        "assign(",
+        "see_other(",
+        "back_to_page(",
+        "url:",
+    ];
+    let mut literals = Vec::new();
+    for lead in LEADS {
+        for (i, _) in source.match_indices(lead) {
+            let after = source[i + lead.len()..].trim_start_matches(['{', ' ', '\\']);
+            if let Some(quote) = after.chars().next().filter(|c| matches!(c, '\'' | '"' | '`'))
+                && let Some(end) = after[1..].find(quote)
+            {
+                literals.push(after[1..1 + end].to_owned());
+            }
+        }
+    }
+    if let Some(i) = source.find("APP_ROUTES = [") {
+        let list = &source[i..];
+        let list = &list[..list.find(']').unwrap_or(list.len())];
+        literals.extend(list.split('\'').skip(1).step_by(2).map(str::to_owned));
+    }
+    literals
+        .into_iter()
+        .map(|l| l.trim_end_matches('\\').to_owned())
+        .filter(|l| {
+            let path = l.split(['?', '#', '$']).next().unwrap_or_default();
+            path.starts_with('/')
+                && !path.starts_with("//")
+                && !["/me", "/api/", "/icons/", "/assets/", "/sw.js", "/manifest"]
+                    .iter()
+                    .any(|p| path.starts_with(p))
+        })
+        .map(|l| {
+            // A template's interpolation stands for a value the person chose: drop it with the
+            // query it belongs to, keeping the page.
+            if l.contains('$') {
+                l.split(['?', '$']).next().unwrap_or_default().to_owned()
+            } else {
+                l
+            }
+        })
+        .collect()
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path
+            .extension()
+            .is_some_and(|e| e == "ts" || e == "tsx" || e == "rs")
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// One rule of the ingress: its path, whether it is `Exact`, and its backend service.
+struct Rule {
+    path: String,
+    exact: bool,
+    service: String,
+}
+
+fn ingress_rules() -> Vec<Rule> {
+    let text = std::fs::read_to_string(root().join("deploy/k8s/ingress.yaml")).expect("ingress");
+    let mut rules = Vec::new();
+    let mut current: Option<(String, Option<bool>)> = None;
+    for line in text.lines().map(str::trim) {
+        if let Some(p) = line.strip_prefix("- path: ") {
+            current = Some((p.to_owned(), None));
+        } else if let Some(t) = line.strip_prefix("pathType: ") {
+            if let Some(c) = current.as_mut() {
+                c.1 = Some(t == "Exact");
+            }
+        } else if let Some(name) = line.strip_prefix("name: ")
+            && let Some((path, Some(exact))) = current.take()
+        {
+            rules.push(Rule {
+                path,
+                exact,
+                service: name.to_owned(),
+            });
+        }
+    }
+    assert!(rules.len() > 5, "rules read from ingress.yaml");
+    rules
+}
+
+/// The service the ingress sends `path` to: the longest matching rule, `Exact` before `Prefix`
+/// (Kubernetes' rules; `Prefix` matches whole path elements).
+fn ingress_service<'a>(rules: &'a [Rule], path: &str) -> Option<&'a str> {
+    let path = path.split(['?', '#']).next().unwrap_or("/");
+    rules
+        .iter()
+        .filter(|r| {
+            if r.exact {
+                path == r.path
+            } else {
+                r.path == "/"
+                    || path == r.path
+                    || path.starts_with(&format!("{}/", r.path.trim_end_matches('/')))
+            }
+        })
+        .max_by_key(|r| (r.path.len(), r.exact))
+        .map(|r| r.service.as_str())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_address_the_product_hands_out_opens_a_page_through_the_proxy() {
+    let (stack, mail) = stack_with_mail().await;
+    let base = stack.base();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let form = |path: &str, fields: &[(&str, &str)]| {
+        http.post(format!("{base}{path}"))
+            .header("origin", &base)
+            .form(fields)
+            .send()
+    };
+    let location = |r: &reqwest::Response| {
+        r.headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("a redirect, got {}", r.status()))
+    };
+    // (where it comes from, the address)
+    let mut addresses: Vec<(String, String)> = Vec::new();
+
+    // Pushes.
+    for kind in domain::notifications::Kind::ALL {
+        let p = domain::notifications::payload(kind);
+        addresses.push((format!("push {}", p.kind), p.url));
+    }
+
+    // Links between pages: every page path named in the web app's and auth's sources.
+    let mut files = Vec::new();
+    sources(&root().join("web/src"), &mut files);
+    sources(&root().join("crates/auth/src/routes"), &mut files);
+    files.push(root().join("crates/auth/src/redirect.rs"));
+    let mut seen = BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("source");
+        for path in page_literals(&text) {
+            if seen.insert(path.clone()) {
+                addresses.push((format!("link in {}", file.display()), path));
+            }
+        }
+    }
+
+    // Redirects of auth, as its forms and links really answer them.
+    let email = "links@example.com";
+    let r = form(
+        "/api/auth/sign-up/email",
+        &[
+            ("name", "Lina"),
+            ("email", email),
+            ("password", "una-password-lunga"),
+            ("callbackURL", "/plan"),
+        ],
+    )
+    .await
+    .expect("sign-up");
+    addresses.push(("sign-up redirect".into(), location(&r)));
+    let cookie = r
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let r = form(
+        "/api/auth/sign-in/email",
+        &[("email", email), ("password", "sbagliata-davvero")],
+    )
+    .await
+    .expect("sign-in");
+    addresses.push(("failed sign-in redirect".into(), location(&r)));
+    let r = form(
+        "/api/auth/sign-in/email",
+        &[
+            ("email", email),
+            ("password", "una-password-lunga"),
+            ("callbackURL", "/stats"),
+        ],
+    )
+    .await
+    .expect("sign-in");
+    addresses.push(("sign-in redirect".into(), location(&r)));
+
+    // The verification mail and where its link leads.
+    let r = http
+        .post(format!("{base}/api/auth/send-verification-email"))
+        .header("origin", &base)
+        .header("cookie", &cookie)
+        .json(&serde_json::json!({ "email": email, "callbackURL": "/settings" }))
+        .send()
+        .await
+        .expect("send verification");
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    let link = first_link(&mail.wait_for_mail_to(email, 0).await);
+    addresses.push(("verification mail".into(), link.clone()));
+    let r = http.get(&link).send().await.expect("verify");
+    addresses.push(("verification redirect".into(), location(&r)));
+    let r = http.get(&link).send().await.expect("verify again");
+    addresses.push(("spent verification link redirect".into(), location(&r)));
+
+    // The reset mail, its link, and the pages of the reset.
+    let r = form("/api/auth/request-password-reset", &[("email", email)])
+        .await
+        .expect("request reset");
+    addresses.push(("reset request redirect".into(), location(&r)));
+    let link = first_link(&mail.wait_for_mail_to(email, 1).await);
+    addresses.push(("reset mail".into(), link.clone()));
+    let r = http.get(&link).send().await.expect("reset link");
+    let reset_page = location(&r);
+    addresses.push(("reset link redirect".into(), reset_page.clone()));
+    let token = reset_page
+        .split("token=")
+        .nth(1)
+        .expect("token")
+        .split('&')
+        .next()
+        .expect("token")
+        .to_owned();
+    let r = form(
+        "/api/auth/reset-password",
+        &[("token", &token), ("newPassword", "short")],
+    )
+    .await
+    .expect("reset refused");
+    addresses.push(("refused reset redirect".into(), location(&r)));
+    let r = form(
+        "/api/auth/reset-password",
+        &[("token", &token), ("newPassword", "una-nuova-password")],
+    )
+    .await
+    .expect("reset");
+    addresses.push(("reset redirect".into(), location(&r)));
+    let r = http
+        .get(format!("{base}/api/auth/reset-password/spent-token"))
+        .send()
+        .await
+        .expect("spent reset link");
+    addresses.push(("invalid reset link redirect".into(), location(&r)));
+
+    // Google's answer when the person cancels, and the app's way to sign-in.
+    let r = http
+        .get(format!(
+            "{base}/api/auth/callback/google?error=access_denied&state=x"
+        ))
+        .send()
+        .await
+        .expect("google callback");
+    if r.status().is_redirection() {
+        addresses.push(("google callback redirect".into(), location(&r)));
+    }
+    addresses.push(("missing session".into(), "/sign-in?callbackURL=%2Fplan".into()));
+
+    let list: Vec<Value> = addresses
+        .iter()
+        .map(|(from, address)| {
+            let path = local(&base, address)
+                .unwrap_or_else(|| panic!("{from} hands out {address}, not an address of {base}"));
+            serde_json::json!({ "from": from, "path": path })
+        })
+        .collect();
+    let listed = serde_json::to_string(&list).expect("json");
+    let b = base.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        run_node("links.mjs", &b, &[("ADDRESSES", listed.as_str())])
+    })
+    .await
+    .expect("join");
+    let out = match out {
+        Ok(out) => out,
+        Err(out) => panic!(
+            "{out}\n--- auth ---\n{}\n--- nutrition-api ---\n{}",
+            stack.auth.log(),
+            stack.nutrition.log()
+        ),
+    };
+
+    // The ingress sends each address, and the page it ended on, where nginx sent it.
+    let rules = ingress_rules();
+    let opened: Vec<Value> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("OPENED "))
+        .map(|l| serde_json::from_str(l).expect("opened line"))
+        .collect();
+    assert_eq!(opened.len(), list.len(), "{out}");
+    let mut problems = Vec::new();
+    for o in &opened {
+        let served_by = if o["app"].as_bool() == Some(true) {
+            "web"
+        } else {
+            "auth"
+        };
+        let last = local(&base, o["final"].as_str().expect("final")).expect("same origin");
+        for path in [o["path"].as_str().expect("path"), last.as_str()] {
+            let first_hop_is_auth_api = path.starts_with("/api/auth/");
+            let expected = if first_hop_is_auth_api {
+                "auth"
+            } else {
+                served_by
+            };
+            let got = ingress_service(&rules, path);
+            if got != Some(expected) {
+                problems.push(format!(
+                    "{} {path}: the ingress sends it to {got:?}, nginx to {expected}",
+                    o["from"]
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    println!("{} addresses opened", opened.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_who_forgot_the_password_gets_back_in_through_the_mail() {
+    let (stack, mail) = stack_with_mail().await;
+    let base = stack.base();
+    let web = mail.web();
+    let out = tokio::task::spawn_blocking(move || {
+        run_node("reset.mjs", &base, &[("MAIL_CATCHER", web.as_str())])
+    })
+    .await
+    .expect("join");
+    match out {
+        Ok(out) => assert!(out.contains("reset: all steps passed"), "{out}"),
+        Err(out) => panic!("{out}\n--- auth ---\n{}", stack.auth.log()),
+    }
+}

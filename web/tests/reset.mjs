@@ -1,0 +1,90 @@
+// A person who forgot the password, in a real Chromium through nginx: from the sign-in page's
+// link, through the mail in the stack's mail catcher (MAIL_CATCHER, its page and JSON), to a new
+// password and back into the app. Started by tests/links.rs.
+import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
+
+const BASE = process.env.BASE;
+const MAILS = process.env.MAIL_CATCHER;
+assert.ok(BASE && MAILS, 'BASE and MAIL_CATCHER are set');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const step = (name) => console.log(`- ${name}`);
+
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'it-IT', timezoneId: 'Europe/Rome' });
+const page = await context.newPage();
+page.setDefaultTimeout(15_000);
+const email = 'smemorata@example.com';
+
+async function newestMailTo(address, before) {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const list = await (await fetch(`${MAILS}/messages/`)).json();
+    const mine = list.messages.filter((m) => m.recipients.to.includes(address));
+    if (mine.length > before) {
+      const id = Math.max(...mine.map((m) => m.id));
+      return { count: mine.length, text: await (await fetch(`${MAILS}/messages/${id}.plain`)).text() };
+    }
+    assert.ok(Date.now() < deadline, `no mail to ${address} in the catcher`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+try {
+  step('sign up, then sign out');
+  await page.goto(`${BASE}/sign-up`);
+  await page.fill('#name', 'Sara');
+  await page.fill('#email', email);
+  await page.fill('#password', 'la-vecchia-password');
+  await page.click('form.credentials button[type=submit]');
+  await page.waitForURL(`${BASE}/`);
+  await context.clearCookies();
+  const before = (await newestMailTo(email, -1).catch(() => ({ count: 0 }))).count;
+
+  step('"Password dimenticata?" on the sign-in page opens the form');
+  await page.goto(`${BASE}/sign-in`);
+  assert.match(await page.title(), /Digiuno/);
+  await page.getByRole('link', { name: 'Password dimenticata?' }).click();
+  await page.waitForURL(`${BASE}/forgot-password`);
+  await page.getByRole('heading', { level: 1, name: 'Password dimenticata' }).waitFor();
+  await page.fill('#email', email);
+  await page.getByRole('button', { name: 'Invia il link' }).click();
+  await page.waitForURL(`${BASE}/forgot-password?sent=1`);
+  await page.getByRole('status').waitFor();
+
+  step('the mail is in the catcher, and its page lists it');
+  const mail = await newestMailTo(email, before);
+  const link = mail.text.match(/https?:\/\/\S+/)?.[0];
+  assert.ok(link?.startsWith(`${BASE}/`), `a link to the product in: ${mail.text}`);
+  const catcherPage = await browser.newPage();
+  await catcherPage.goto(MAILS);
+  await catcherPage.getByText(email).first().waitFor();
+  await catcherPage.close();
+
+  step('the link opens the new-password page');
+  await page.goto(link);
+  await page.waitForURL(/\/reset-password\?token=/);
+  await page.getByRole('heading', { level: 1, name: 'Nuova password' }).waitFor();
+  await page.fill('#newPassword', 'la-nuova-password');
+  await page.getByRole('button', { name: 'Salva la password' }).click();
+  await page.waitForURL(`${BASE}/sign-in?reset=1`);
+  await page.getByText('Password aggiornata').waitFor();
+
+  step('the old password no longer works, the new one does');
+  await page.fill('#email', email);
+  await page.fill('#password', 'la-vecchia-password');
+  await page.click('form.credentials button[type=submit]');
+  await page.waitForURL(/\/sign-in\?error=/);
+  await page.fill('#email', email);
+  await page.fill('#password', 'la-nuova-password');
+  await page.click('form.credentials button[type=submit]');
+  await page.waitForURL(`${BASE}/`);
+  await page.getByRole('heading', { level: 1, name: 'Oggi' }).waitFor();
+
+  step('the spent link says so and offers a new one');
+  await page.goto(link);
+  await page.getByRole('link', { name: 'Richiedi un nuovo link' }).waitFor();
+  console.log('reset: all steps passed');
+} finally {
+  await browser.close();
+}
