@@ -103,7 +103,7 @@ fn page_literals(source: &str) -> Vec<String> {
         .into_iter()
         .map(|l| l.trim_end_matches('\\').to_owned())
         .filter(|l| {
-            let path = l.split(['?', '#', '$']).next().unwrap_or_default();
+            let path = l.split(['?', '#', '$', '{']).next().unwrap_or_default();
             path.starts_with('/')
                 && !path.starts_with("//")
                 && !["/me", "/api/", "/icons/", "/assets/", "/sw.js", "/manifest"]
@@ -111,10 +111,10 @@ fn page_literals(source: &str) -> Vec<String> {
                     .any(|p| path.starts_with(p))
         })
         .map(|l| {
-            // A template's interpolation stands for a value the person chose: drop it with the
-            // query it belongs to, keeping the page.
-            if l.contains('$') {
-                l.split(['?', '$']).next().unwrap_or_default().to_owned()
+            // A template's or format string's interpolation stands for a value the person chose
+            // (a page to go back to): drop it with the query it belongs to, keeping the page.
+            if l.contains(['$', '{']) {
+                l.split(['?', '$', '{']).next().unwrap_or_default().to_owned()
             } else {
                 l
             }
