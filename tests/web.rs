@@ -1,7 +1,9 @@
 //! The web app in a real Chromium (playwright-core driving Debian's chromium), through nginx on
 //! the real stack: sign-up, a fast with its diary, history, stats, settings, the plan starting a
 //! fast, the pause, the not-found page, offline use and sign-out; and Web Push from the app's
-//! subscription through push-scheduler to the service worker's notification. The browser steps
+//! subscription through push-scheduler to the service worker's notification; and one test per
+//! promise of the web app (`web/tests/cases.mjs`: push that answers, offline state, kept drafts,
+//! undo, settings that save, layout, numbers, pages). The browser steps
 //! are in `web/tests/*.mjs`; these tests start the stack and run them with `node`.
 
 mod common;
@@ -199,4 +201,89 @@ async fn lighthouse() {
         Ok(out) => println!("{out}"),
         Err(out) => panic!("{out}"),
     }
+}
+
+/// Runs one case of `web/tests/cases.mjs` on a fresh stack (with push configured when `push`).
+async fn web_case(case: &'static str, push: bool) {
+    let keys = push.then(vapid_keys);
+    let env: Vec<(&str, &str)> = match &keys {
+        Some((public, private)) => vec![
+            ("VAPID_PUBLIC_KEY", public.as_str()),
+            ("VAPID_PRIVATE_KEY", private.as_str()),
+            ("VAPID_SUBJECT", "mailto:ops@example.com"),
+        ],
+        None => vec![],
+    };
+    let stack = start_stack_with(&env).await;
+    let base = stack.base();
+    let result =
+        tokio::task::spawn_blocking(move || run_node("cases.mjs", &base, &[("CASE", case)]))
+            .await
+            .expect("join");
+    match result {
+        Ok(out) => {
+            println!("{out}");
+            assert!(out.contains(&format!("case {case}: passed")), "{out}");
+        }
+        Err(out) => panic!(
+            "{out}\n--- auth ---\n{}\n--- nutrition-api ---\n{}",
+            stack.auth.log(),
+            stack.nutrition.log()
+        ),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turning_push_on_answers_within_15_seconds_without_a_push_service() {
+    web_case("push-unreachable", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_shows_the_current_state_and_nothing_of_another_person() {
+    web_case("offline", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_note_typed_when_the_session_ends_is_offered_again_after_sign_in() {
+    web_case("lost-session", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ending_a_fast_can_be_undone_for_ten_seconds() {
+    web_case("undo-end", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undoing_the_dinner_removes_the_fast_it_started() {
+    web_case("dinner-undo", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_apply_as_they_are_changed() {
+    web_case("settings-autosave", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_skip_link_moves_the_focus_to_the_content() {
+    web_case("skip-link", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_page_is_wider_than_a_320_px_screen() {
+    web_case("narrow", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_charts_say_why_they_are_empty() {
+    web_case("empty-charts", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn numbers_show_a_decimal_comma() {
+    web_case("decimal-comma", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_weight_page_is_a_page_of_the_app() {
+    web_case("weight", false).await;
 }

@@ -23,13 +23,57 @@ export async function currentSubscription(): Promise<PushSubscription | null> {
   return reg.pushManager.getSubscription();
 }
 
+/** The browser's push service could not be reached (or did not answer in time). */
+export class PushUnreachable extends Error {
+  constructor(options?: ErrorOptions) {
+    super('Attivazione non riuscita: nessun servizio di notifiche raggiungibile.', options);
+  }
+}
+
+/**
+ * How long the browser's push service may take. A browser whose push service is unreachable
+ * (blocked network, no vendor service) may never settle `subscribe()`; the person gets an answer
+ * well within 15 s of the click, registering the device included.
+ */
+const SUBSCRIBE_TIMEOUT_MS = 12_000;
+
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new PushUnreachable());
+    }, ms);
+    promise.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
 /** Asks for permission, subscribes with the server's VAPID key and registers this device. */
 export async function enablePush(vapidPublicKey: string): Promise<PushSubscription> {
   const permission = await Notification.requestPermission();
   if (permission !== 'granted') throw new Error('Permesso per le notifiche negato dal browser.');
-  const reg = await navigator.serviceWorker.ready;
-  let sub = await reg.pushManager.getSubscription();
-  sub ??= await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(vapidPublicKey) });
+  let sub: PushSubscription;
+  try {
+    sub = await within(
+      (async () => {
+        const reg = await navigator.serviceWorker.ready;
+        const existing = await reg.pushManager.getSubscription();
+        return existing ?? (await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(vapidPublicKey) }));
+      })(),
+      SUBSCRIBE_TIMEOUT_MS,
+    );
+  } catch (e) {
+    // A refusal that came with the subscription (permission withdrawn meanwhile) is the browser's.
+    if (e instanceof DOMException && e.name === 'NotAllowedError') throw new Error('Permesso per le notifiche negato dal browser.', { cause: e });
+    throw new PushUnreachable({ cause: e });
+  }
   await api.registerDevice(sub.endpoint, b64url(sub.getKey('p256dh')), b64url(sub.getKey('auth')));
   return sub;
 }

@@ -3,7 +3,7 @@ import { api } from '../api/client';
 import type { NotificationConfig, NotificationSettings, Preferences, Protocol, User } from '../api/types';
 import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad } from '../hooks';
-import { currentSubscription, disablePush, enablePush, forgetDevice, pushSupported } from '../push';
+import { PushUnreachable, currentSubscription, disablePush, enablePush, forgetDevice, pushSupported } from '../push';
 import { fmtDateTime } from '../time';
 import { PROTOCOLS, fastingHours, isProtocol } from '../zones';
 
@@ -112,6 +112,7 @@ function Reminders({ settings }: { settings: NotificationSettings }) {
 
 function Device({ config }: { config: NotificationConfig }) {
   const [subscribed, setSubscribed] = useState<boolean | null>(null);
+  const [unreachable, setUnreachable] = useState(false);
   const action = useAction();
   useEffect(() => {
     currentSubscription().then(
@@ -125,6 +126,19 @@ function Device({ config }: { config: NotificationConfig }) {
   }, []);
   const supported = pushSupported();
   const key = config.vapidPublicKey;
+  const turnOn = (vapidKey: string) => {
+    setUnreachable(false);
+    void action.run(async () => {
+      try {
+        await enablePush(vapidKey);
+      } catch (e) {
+        if (e instanceof PushUnreachable) setUnreachable(true);
+        throw e;
+      }
+      setSubscribed(true);
+      return 'Notifiche attivate su questo dispositivo.';
+    });
+  };
   return (
     <section class="card" aria-labelledby="push-title">
       <h2 id="push-title">Notifiche su questo dispositivo</h2>
@@ -171,20 +185,27 @@ function Device({ config }: { config: NotificationConfig }) {
               type="button"
               class="primary"
               disabled={action.busy}
-              onClick={() =>
-                void action.run(async () => {
-                  await enablePush(key);
-                  setSubscribed(true);
-                  return 'Notifiche attivate su questo dispositivo.';
-                })
-              }
+              onClick={() => {
+                turnOn(key);
+              }}
             >
-              Attiva le notifiche
+              {action.busy ? 'Attivazione in corso…' : 'Attiva le notifiche'}
             </button>
           )}
         </>
       )}
       <Notice message={action.message} />
+      {unreachable && key && !action.busy && (
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => {
+            turnOn(key);
+          }}
+        >
+          Riprova
+        </button>
+      )}
     </section>
   );
 }
