@@ -8,6 +8,7 @@ import { History } from './pages/History';
 import { Stats } from './pages/Stats';
 import { Settings } from './pages/Settings';
 import { NotFound } from './pages/NotFound';
+import { whoAmI } from './session';
 
 const NAV = [
   { href: '/', label: 'Oggi' },
@@ -95,6 +96,9 @@ if (root) {
   root.textContent = '';
   render(<App />, root);
 }
+
+// The service worker keeps answers only once it knows whose they are.
+void whoAmI();
 
 if ('serviceWorker' in navigator) {
   void navigator.serviceWorker.register('/sw.js', { scope: '/' });

@@ -1,10 +1,11 @@
 /// <reference lib="webworker" />
-// The service worker: keeps the app shell offline, remembers the last API answers for offline
-// use, shows pushes and opens their `url` on click.
+// The service worker: keeps the app shell offline, remembers the last API answers of the person
+// signed in for offline use, shows pushes and opens their `url` on click.
 
 const sw = self as unknown as ServiceWorkerGlobalScope;
-const SHELL = 'shell-v1';
-const DATA = 'data-v1';
+const SHELL = 'shell-v2';
+// v2: answers are tied to the user they belong to; v1 answers are not, so they are dropped.
+const DATA = 'data-v2';
 
 interface PushPayload {
   title?: string;
@@ -42,11 +43,28 @@ sw.addEventListener('activate', (event) => {
 
 const APP_ROUTES = new Set(['/', '/plan', '/history', '/stats', '/settings']);
 
+const isPersonal = (path: string) => (path === '/me' || path.startsWith('/me/')) && !path.startsWith('/me/export');
+/** Requests that start or end a session: whatever the cache holds may belong to someone else. */
+const SESSION_CHANGES = /^\/api\/auth\/(sign-in|sign-up|sign-out|revoke-sessions$|delete-user)/;
+
 sw.addEventListener('fetch', (event) => {
   const req = event.request;
-  if (req.method !== 'GET') return;
   const url = new URL(req.url);
   if (url.origin !== location.origin) return;
+
+  if (req.method !== 'GET' && SESSION_CHANGES.test(url.pathname)) {
+    event.waitUntil(forgetPersonal());
+    if (req.mode !== 'navigate') event.respondWith(watchAuth(req));
+    return;
+  }
+  if (url.pathname.startsWith('/api/auth/') && req.mode !== 'navigate') {
+    event.respondWith(watchAuth(req));
+    return;
+  }
+  if (req.method !== 'GET') {
+    if (isPersonal(url.pathname)) event.respondWith(change(req, url));
+    return;
+  }
 
   if (req.mode === 'navigate' && APP_ROUTES.has(url.pathname)) {
     // Network first so that a new release shows at once; the cached shell when offline.
@@ -67,23 +85,143 @@ sw.addEventListener('fetch', (event) => {
     );
     return;
   }
-  if (url.pathname.startsWith('/me') && !url.pathname.startsWith('/me/export')) {
-    // The last known state: answers are kept and served only when the network is gone.
-    event.respondWith(
-      (async () => {
-        try {
-          const res = await fetch(req);
-          const cache = await caches.open(DATA);
-          if (res.ok) await cache.put(req, res.clone());
-          else if (res.status === 401) await caches.delete(DATA);
-          return res;
-        } catch {
-          return (await caches.match(req, { cacheName: DATA })) ?? Response.error();
-        }
-      })(),
-    );
-  }
+  if (isPersonal(url.pathname)) event.respondWith(read(req, url));
 });
+
+// Personal answers live in DATA together with the id of the user they belong to (USER). Every
+// way a session can end or change empties DATA, and nothing is kept or served from it while the
+// user is not known, so that offline a browser shows only the data of the person last signed in
+// on it, and none after a sign-out.
+const USER = '/__personal/user';
+const CURRENT = '/me/fast-events/current';
+const match = { cacheName: DATA, ignoreVary: true, ignoreSearch: false };
+
+async function forgetPersonal(): Promise<void> {
+  await caches.delete(DATA);
+}
+
+async function knownUser(): Promise<string | null> {
+  const hit = await caches.match(USER, match);
+  return hit ? hit.text() : null;
+}
+
+function jsonResponse(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+}
+
+const noFastRunning = () => jsonResponse({ code: 'NOT_FOUND', message: 'no fast is running' }, 404);
+
+async function watchAuth(req: Request): Promise<Response> {
+  const res = await fetch(req);
+  if (res.status === 401) await forgetPersonal();
+  return res;
+}
+
+/** Network first; the last answer (a 404 included) only offline and only for the same person. */
+async function read(req: Request, url: URL): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(req);
+  } catch {
+    if ((await knownUser()) === null) return Response.error();
+    return (await caches.match(req, match)) ?? Response.error();
+  }
+  if (res.status === 401) {
+    await forgetPersonal();
+    return res;
+  }
+  if (url.pathname === '/me' && res.ok) {
+    const me = (await res.clone().json()) as { user?: { id?: string } };
+    const id = me.user?.id;
+    if (id && id !== (await knownUser())) {
+      await forgetPersonal();
+      await (await caches.open(DATA)).put(USER, new Response(id));
+    }
+  }
+  if ((res.ok || res.status === 404) && (await knownUser()) !== null) {
+    await (await caches.open(DATA)).put(req, res.clone());
+  }
+  return res;
+}
+
+/** A change sent online: the answers it makes stale are replaced by what it returned, or dropped. */
+async function change(req: Request, url: URL): Promise<Response> {
+  const res = await fetch(req);
+  if (res.status === 401) await forgetPersonal();
+  else if (res.ok && (await knownUser()) !== null) await afterChange(req.method, url.pathname, res.clone());
+  return res;
+}
+
+interface FastLike {
+  id?: string;
+  status?: string;
+}
+
+async function cachedJson<T>(cache: Cache, path: string): Promise<T | null> {
+  const hit = await cache.match(path, { ignoreVary: true });
+  if (!hit?.ok) return null;
+  return (await hit.json().catch(() => null)) as T | null;
+}
+
+async function dropWhere(cache: Cache, keep: (path: string) => boolean): Promise<void> {
+  for (const key of await cache.keys()) {
+    const path = new URL(key.url).pathname;
+    if (path !== USER && !keep(path)) await cache.delete(key);
+  }
+}
+
+async function afterChange(method: string, path: string, res: Response): Promise<void> {
+  const cache = await caches.open(DATA);
+  const body = res.status === 204 ? null : ((await res.json().catch(() => null)) as Record<string, unknown> | null);
+  const current = await cachedJson<FastLike>(cache, CURRENT);
+
+  if (path.startsWith('/me/fast-events')) {
+    // Lists of fasts and the figures drawn from them may all have changed.
+    await dropWhere(cache, (p) => p === CURRENT || !(p.startsWith('/me/fast-events') || p === '/me/fasting/stats'));
+    const fast = body as FastLike | null;
+    const id = /^\/me\/fast-events\/([^/]+)/.exec(path)?.[1];
+    if (fast?.status === 'IN_PROGRESS') await cache.put(CURRENT, jsonResponse(fast));
+    else if (path.endsWith('/end')) await cache.put(CURRENT, noFastRunning());
+    else if (fast?.id && current?.id === fast.id) await cache.put(CURRENT, noFastRunning());
+    else if (method === 'DELETE' && id && current?.id === decodeURIComponent(id)) await cache.put(CURRENT, noFastRunning());
+    return;
+  }
+  if (path.startsWith('/me/meal-plans')) {
+    const slot = body?.slot as { id?: string } | undefined;
+    const plan = await cachedJson<{ slots?: { id?: string }[] }>(cache, '/me/meal-plans/today');
+    if (slot?.id && plan?.slots) {
+      plan.slots = plan.slots.map((s) => (s.id === slot.id ? slot : s));
+      await cache.put('/me/meal-plans/today', jsonResponse(plan));
+    } else {
+      await cache.delete('/me/meal-plans/today', { ignoreVary: true });
+    }
+    const started = body?.autoStartedFast as { id?: string } | null | undefined;
+    const removed = body?.removedFast as { id?: string } | null | undefined;
+    if (started || removed) {
+      await dropWhere(cache, (p) => !(p.startsWith('/me/fast-events') || p === '/me/fasting/stats'));
+      // The started fast is fetched by the page at once; a removed one runs no more.
+      if (removed) await cache.put(CURRENT, noFastRunning());
+    }
+    return;
+  }
+  if (path === '/me/preferences' || path === '/me/fasting/pause') {
+    if (body) await cache.put(path, jsonResponse(body));
+    const me = await cachedJson<{ user?: Record<string, unknown> }>(cache, '/me');
+    if (body && me?.user) {
+      if (path === '/me/preferences') me.user.preferences = { ...(me.user.preferences as object | undefined), ...body };
+      else me.user.fastingPausedUntil = body.fastingPausedUntil;
+      await cache.put('/me', jsonResponse(me));
+    }
+    return;
+  }
+  if (path === '/me/notifications/settings') {
+    if (body) await cache.put(path, jsonResponse(body));
+    return;
+  }
+  // Anything else: every answer of the same collection (`/me/<name>…`) is dropped.
+  const collection = /^\/me\/[^/]+/.exec(path)?.[0] ?? '/me';
+  await dropWhere(cache, (p) => !p.startsWith(collection));
+}
 
 sw.addEventListener('push', (event) => {
   let data: PushPayload;
