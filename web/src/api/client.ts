@@ -1,3 +1,4 @@
+import { sessionEnded } from '../session';
 import type { ApiErrorBody, Body, Ok, Protocol, RecipeCategory, SlotIn, Symptoms } from './types';
 
 /** An answer of the API that is not a success, with the contract's `{code, message}`. */
@@ -13,6 +14,8 @@ export class ApiError extends Error {
 
 /** Sent to the sign-in page (with a way back) when the session is missing or has ended. */
 export function toSignIn(): never {
+  // Whatever was being typed is kept for after the sign-in.
+  sessionEnded();
   const back = location.pathname + location.search;
   location.assign(`/sign-in?callbackURL=${encodeURIComponent(back)}`);
   throw new ApiError(401, 'UNAUTHORIZED', 'sessione scaduta');

@@ -1,7 +1,8 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api/client';
 import type { Fast, Symptoms } from '../api/types';
 import { useAction } from '../hooks';
+import { dropDraft, keepDraft, keptDraft, onSessionEnd } from '../session';
 import { Notice } from './ui';
 
 const SLIDERS: { key: 'energy' | 'hunger' | 'clarity'; label: string }[] = [
@@ -9,6 +10,12 @@ const SLIDERS: { key: 'energy' | 'hunger' | 'clarity'; label: string }[] = [
   { key: 'hunger', label: 'Fame' },
   { key: 'clarity', label: 'Lucidità mentale' },
 ];
+
+interface DiaryDraft {
+  headache: boolean;
+  levels: { energy: number; hunger: number; clarity: number };
+  note: string;
+}
 
 /** The symptom diary of one fast, running or ended. Saving never touches the timer. */
 export function Diary({ fast, onSaved }: { fast: Fast; onSaved?: (f: Fast) => void }) {
@@ -18,12 +25,43 @@ export function Diary({ fast, onSaved }: { fast: Fast; onSaved?: (f: Fast) => vo
   const [note, setNote] = useState(s.note ?? '');
   const action = useAction();
   const id = `diary-${fast.id}`;
+  const draftName = `diary:${fast.id}`;
+  const [restored, setRestored] = useState(false);
+  const typed = useRef<DiaryDraft>({ headache, levels, note });
+  typed.current = { headache, levels, note };
+
+  useEffect(() => {
+    const saved = { headache: s.headache ?? false, energy: s.energy ?? 5, hunger: s.hunger ?? 5, clarity: s.clarity ?? 5, note: s.note ?? '' };
+    return onSessionEnd(() => {
+      const t = typed.current;
+      const changed =
+        t.headache !== saved.headache || t.note !== saved.note || (['energy', 'hunger', 'clarity'] as const).some((k) => t.levels[k] !== saved[k]);
+      if (changed) keepDraft(draftName, t);
+    });
+    // The saved values are those the form opened with.
+  }, [draftName]);
+
+  useEffect(() => {
+    let live = true;
+    void keptDraft<DiaryDraft>(draftName).then((d) => {
+      if (!live || !d) return;
+      setHeadache(d.headache);
+      setLevels(d.levels);
+      setNote(d.note);
+      setRestored(true);
+    });
+    return () => {
+      live = false;
+    };
+  }, [draftName]);
 
   const submit = (e: Event) => {
     e.preventDefault();
     const symptoms: Symptoms = { headache, ...levels, note };
     void action.run(async () => {
       const saved = await api.saveSymptoms(fast.id, symptoms);
+      dropDraft(draftName);
+      setRestored(false);
       onSaved?.(saved);
       return 'Diario salvato.';
     });
@@ -32,6 +70,11 @@ export function Diary({ fast, onSaved }: { fast: Fast; onSaved?: (f: Fast) => vo
   return (
     <form class="card diary" onSubmit={submit} aria-labelledby={`${id}-title`}>
       <h2 id={`${id}-title`}>Diario dei sintomi</h2>
+      {restored && (
+        <p class="notice" role="status">
+          La sessione è scaduta: abbiamo conservato la nota che stavi scrivendo.
+        </p>
+      )}
       <label class="check">
         <input type="checkbox" name="headache" checked={headache} onChange={(e) => { setHeadache(e.currentTarget.checked); }} />
         Mal di testa
