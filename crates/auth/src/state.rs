@@ -140,11 +140,13 @@ impl AppState {
         client::ip(req, &self.settings.trusted_proxies).map(client::network)
     }
 
-    /// The checks before a sign-in's password is verified, in one statement: the global budget
-    /// and the per-address limit count this attempt; the failure budgets of the address and of
-    /// the e-mail address are only read. The work is the same whether or not the e-mail address
-    /// belongs to anyone. When they pass, `then` runs on the same connection, so that what the
-    /// sign-in reads next costs no second hand-off to the blocking pool.
+    /// The checks before a sign-in's password is verified. First the client's own, in one
+    /// statement: the per-address limit counts this attempt; the failure budgets of the address
+    /// and of the e-mail address are only read. Only an attempt that passes them counts against
+    /// the global budget, so that one client refused by its own limit can never spend the budget
+    /// everyone shares. The work is the same whether or not the e-mail address belongs to anyone.
+    /// When all pass, `then` runs on the same connection, so that what the sign-in reads next
+    /// costs no second hand-off to the blocking pool.
     pub async fn sign_in_gate<T, F>(
         &self,
         req: &HttpRequest,
@@ -173,20 +175,16 @@ impl AppState {
         };
         let (pair, by_email) = (failures.pair.clone(), failures.email.clone());
         let found = nutrition_store::run(&self.pool, move |conn| {
-            let gate = rate_limits::count_two_read_two(
+            let gate = rate_limits::count_one_read_two(
                 conn,
-                [(&global, limits.global), (&address, per_address)],
+                (&address, per_address),
                 [
                     (&pair, limits.failures_per_address.window_secs),
                     (&by_email, limits.failures_per_email.window_secs),
                 ],
             )?;
             let mut refusal = Refusal::default();
-            let [all, here] = gate.counted;
-            if let Err(secs) = all {
-                refusal.note(secs, "all", limits.global);
-            }
-            if let Err(secs) = here {
+            if let Err(secs) = gate.counted {
                 refusal.note(secs, "address", per_address);
             }
             match gate.read {
@@ -201,6 +199,11 @@ impl AppState {
                 _ => {}
             }
             refusal.into_result()?;
+            if let Err(secs) = rate_limits::hit(conn, &global, limits.global)? {
+                let mut refusal = Refusal::default();
+                refusal.note(secs, "all", limits.global);
+                refusal.into_result()?;
+            }
             then(conn)
         })
         .await?;

@@ -68,21 +68,19 @@ macro_rules! live_count {
     };
 }
 
-/// A sign-in's checks in one statement: two counted attempts and two live counts read.
+/// A sign-in's own checks in one statement: the attempt counted against the client's address,
+/// and two live counts read.
 const SIGN_IN_GATE: &str = concat!(
-    "WITH g AS (",
-    count_attempt!(),
-    "), a AS (",
+    "WITH a AS (",
     count_attempt!(),
     "), p AS (",
     live_count!(),
     "), e AS (",
     live_count!(),
-    ") SELECT g.count AS counted, g.window_start AS counted_start,
-              a.count AS also_counted, a.window_start AS also_counted_start,
+    ") SELECT a.count AS counted, a.window_start AS counted_start,
               p.count AS read, p.window_start AS read_start,
               e.count AS also_read, e.window_start AS also_read_start
-       FROM g CROSS JOIN a LEFT JOIN p ON TRUE LEFT JOIN e ON TRUE"
+       FROM a LEFT JOIN p ON TRUE LEFT JOIN e ON TRUE"
 );
 
 /// A value bound into one of this module's statements.
@@ -141,10 +139,6 @@ struct GateRow {
     counted: i32,
     #[diesel(sql_type = Timestamptz)]
     counted_start: chrono::DateTime<chrono::Utc>,
-    #[diesel(sql_type = Integer)]
-    also_counted: i32,
-    #[diesel(sql_type = Timestamptz)]
-    also_counted_start: chrono::DateTime<chrono::Utc>,
     #[diesel(sql_type = Nullable<Integer>)]
     read: Option<i32>,
     #[diesel(sql_type = Nullable<Timestamptz>)]
@@ -155,40 +149,35 @@ struct GateRow {
     also_read_start: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-/// What [`count_two_read_two`] found.
+/// What [`count_one_read_two`] found.
 pub struct Gate {
-    /// [`hit`]'s verdict for each counted key, in the order given.
-    pub counted: [Result<(), u64>; 2],
+    /// [`hit`]'s verdict for the counted key.
+    pub counted: Result<(), u64>,
     /// For each read key, in the order given, its count in the live window and the seconds until
     /// that window ends; `None` when there is no live window.
     pub read: [Option<(u32, u64)>; 2],
 }
 
-/// [`hit`] on two keys and the live counts of two others, read without counting, in one
-/// statement and one round trip: the checks in front of a sign-in. The four keys must differ.
-pub fn count_two_read_two(
+/// [`hit`] on one key and the live counts of two others, read without counting, in one
+/// statement and one round trip: a sign-in's checks of its own client. The three keys must differ.
+pub fn count_one_read_two(
     conn: &mut PgConnection,
-    counted: [(&str, RateLimit); 2],
+    counted: (&str, RateLimit),
     read: [(&str, u32); 2],
 ) -> QueryResult<Gate> {
-    let mut binds = Vec::with_capacity(10);
-    for (key, limit) in counted {
-        binds.extend([
-            Bind::Text(key.to_owned()),
-            window(limit.window_secs),
-            window(limit.window_secs),
-        ]);
-    }
+    let mut binds = Vec::with_capacity(7);
+    binds.extend([
+        Bind::Text(counted.0.to_owned()),
+        window(counted.1.window_secs),
+        window(counted.1.window_secs),
+    ]);
     for (key, window_secs) in read {
         binds.extend([Bind::Text(key.to_owned()), window(window_secs)]);
     }
     let row: GateRow = fixed(SIGN_IN_GATE, binds).get_result(conn)?;
     let read_one = |count: Option<i32>, start, window_secs| Some(live(count?, start?, window_secs));
     Ok(Gate {
-        counted: [
-            verdict(row.counted, row.counted_start, counted[0].1),
-            verdict(row.also_counted, row.also_counted_start, counted[1].1),
-        ],
+        counted: verdict(row.counted, row.counted_start, counted.1),
         read: [
             read_one(row.read, row.read_start, read[0].1),
             read_one(row.also_read, row.also_read_start, read[1].1),
@@ -223,9 +212,6 @@ mod tests {
             fixed(
                 SIGN_IN_GATE,
                 vec![
-                    key(),
-                    window(60),
-                    window(60),
                     key(),
                     window(60),
                     window(60),

@@ -272,3 +272,34 @@ async fn sign_up_is_limited_too() {
     assert_eq!(r.status, 429);
     assert_eq!(app.count("auth.\"user\""), 2);
 }
+
+/// The global budget is a ceiling on the sign-ins that reach a password check, never a switch
+/// one client can flip: attempts its own address limit already refused do not count there.
+#[tokio::test]
+async fn one_address_flooding_sign_in_never_spends_the_global_budget() {
+    let settings = with(
+        limits(3, 60),
+        &[
+            ("AUTH_SIGN_IN_GLOBAL_MAX", "10"),
+            ("AUTH_SIGN_IN_GLOBAL_WINDOW_SECS", "60"),
+        ],
+    );
+    let app = spawn_with(&settings).await;
+    let (_, _) = app.sign_up("victim@example.com", "password-123").await;
+    let emails: Vec<String> = (0..40).map(|i| format!("x{i}@example.com")).collect();
+    let flood = emails
+        .iter()
+        .map(|e| attempt(&app.base, &app, e, "203.0.113.66"));
+    let answers = futures_util::future::join_all(flood).await;
+    let refused = answers.iter().filter(|r| r.status == 429).count();
+    assert!(refused >= 37, "the address's own limit refuses the flood ({refused})");
+    let r = attempt_with(
+        &app.base,
+        &app,
+        "victim@example.com",
+        "password-123",
+        "198.51.100.20",
+    )
+    .await;
+    assert_eq!(r.status, 200, "another person signs in: {}", r.text);
+}
