@@ -1,5 +1,5 @@
 import { sessionEnded } from '../session';
-import type { ApiErrorBody, Body, Ok, Protocol, RecipeCategory, SlotIn, Symptoms } from './types';
+import type { ApiErrorBody, Body, Fast, Ok, Protocol, RecipeCategory, SlotIn, Symptoms } from './types';
 
 /** An answer of the API that is not a success, with the contract's `{code, message}`. */
 export class ApiError extends Error {
@@ -65,6 +65,7 @@ export const api = {
     request<Ok<'fasts_start'>>('POST', '/me/fast-events', { protocol } satisfies Body<'fasts_start'>),
   endFast: (id: string) =>
     request<Ok<'fasts_end'>>('POST', `/me/fast-events/${encodeURIComponent(id)}/end`, {} satisfies Body<'fasts_end'>),
+  resumeFast: (id: string) => request<Fast>('POST', `/me/fast-events/${encodeURIComponent(id)}/resume`, {}),
   saveSymptoms: (id: string, symptoms: Symptoms) =>
     request<Ok<'fasts_patch'>>('PATCH', `/me/fast-events/${encodeURIComponent(id)}`, { symptoms } satisfies Body<'fasts_patch'>),
   suggestions: (id: string) =>
@@ -97,6 +98,7 @@ export function errorText(e: unknown): string {
     const known: Record<string, string> = {
       FAST_ALREADY_RUNNING: 'Un digiuno è già in corso.',
       FAST_NOT_RUNNING: 'Questo digiuno è già terminato.',
+      TOO_LATE_TO_RESUME: 'È passato troppo tempo: questo digiuno non si può più riprendere.',
       FAST_TOO_SHORT: 'I suggerimenti sono per digiuni di almeno 24 ore.',
       PUSH_DISABLED: 'Le notifiche push non sono attive sul server.',
       RATE_LIMITED: 'Troppe richieste: riprova tra poco.',

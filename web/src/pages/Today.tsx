@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api/client';
 import type { Fast, Pause, Protocol } from '../api/types';
 import { Diary } from '../components/Diary';
@@ -22,6 +22,7 @@ async function loadToday(): Promise<TodayData> {
 export function Today() {
   const res = useLoad(loadToday);
   const [ended, setEnded] = useState<Fast | null>(null);
+  const [undoable, setUndoable] = useState<Fast | null>(null);
   const data = res.data;
   const patch = (p: Partial<TodayData>) => {
     if (data) res.set({ ...data, ...p });
@@ -41,6 +42,7 @@ export function Today() {
             }}
             onEnded={(f) => {
               setEnded(f);
+              setUndoable(f);
               patch({ current: null });
             }}
           />
@@ -49,13 +51,62 @@ export function Today() {
             preferred={res.data.protocol}
             onStarted={(f) => {
               setEnded(null);
+              setUndoable(null);
               patch({ current: f });
             }}
           />
         ))}
+      {undoable && (
+        <UndoEnd
+          fast={undoable}
+          onResumed={(f) => {
+            setEnded(null);
+            setUndoable(null);
+            patch({ current: f });
+          }}
+          onExpired={() => {
+            setUndoable(null);
+          }}
+        />
+      )}
       {ended && <Ended fast={ended} onChange={setEnded} />}
       {res.data && <PauseCard pause={res.data.pause} onChange={(p) => { patch({ pause: p }); }} />}
     </>
+  );
+}
+
+const UNDO_MS = 10_000;
+
+/** "Digiuno terminato · Annulla" for 10 s after ending: a tap resumes the same fast. */
+function UndoEnd({ fast, onResumed, onExpired }: { fast: Fast; onResumed: (f: Fast) => void; onExpired: () => void }) {
+  const action = useAction();
+  useEffect(() => {
+    const left = Date.parse(fast.endedAt ?? new Date().toISOString()) + UNDO_MS - Date.now();
+    const timer = setTimeout(onExpired, Math.max(0, Math.min(UNDO_MS, left)));
+    return () => {
+      clearTimeout(timer);
+    };
+    // One countdown per ended fast.
+  }, [fast.id]);
+  const resume = () => {
+    void action.run(async () => {
+      onResumed(await api.resumeFast(fast.id));
+      return undefined;
+    });
+  };
+  return (
+    <div class="card undo" role="status" data-testid="undo-end">
+      {action.message ? (
+        <Notice message={action.message} />
+      ) : (
+        <p>
+          Digiuno terminato ·{' '}
+          <button type="button" class="secondary" onClick={resume} disabled={action.busy}>
+            Annulla
+          </button>
+        </p>
+      )}
+    </div>
   );
 }
 
