@@ -69,7 +69,7 @@ export function Plan() {
       {res.data && res.data.slots.length > 0 && (
         <ul class="slots">
           {res.data.slots.map((s) => (
-            <SlotItem key={s.id} slot={s} onChange={update} onFastStarted={current.reload} />
+            <SlotItem key={s.id} slot={s} onChange={update} onFastChanged={current.reload} />
           ))}
         </ul>
       )}
@@ -78,7 +78,7 @@ export function Plan() {
   );
 }
 
-function SlotItem({ slot, onChange, onFastStarted }: { slot: Slot; onChange: (s: Slot) => void; onFastStarted: () => void }) {
+function SlotItem({ slot, onChange, onFastChanged }: { slot: Slot; onChange: (s: Slot) => void; onFastChanged: () => void }) {
   const action = useAction();
   const name = slot.recipe?.name ?? slot.title ?? CATEGORY[slot.category].label;
   const toggle = () => {
@@ -86,13 +86,17 @@ function SlotItem({ slot, onChange, onFastStarted }: { slot: Slot; onChange: (s:
       if (slot.consumed) {
         const res = await api.unconsume(slot.id);
         onChange(res.slot);
+        if (res.removedFast) {
+          onFastChanged();
+          return `Digiuno annullato. ${CATEGORY[slot.category].label}: segnato come non consumato.`;
+        }
         return `${CATEGORY[slot.category].label}: segnato come non consumato.`;
       }
       const res = await api.consume(slot.id);
       onChange(res.slot);
-      if (res.autoStartedFast) onFastStarted();
+      if (res.autoStartedFast) onFastChanged();
       return res.autoStartedFast
-        ? 'Pasto consumato. Il digiuno è iniziato: lo trovi in Oggi.'
+        ? 'Il digiuno è iniziato: lo trovi in Oggi. Annulla entro 10 minuti toglie anche il digiuno.'
         : `${CATEGORY[slot.category].label}: consumato.`;
     });
   };
