@@ -99,15 +99,14 @@ try {
   assert.equal(await page.locator('li.fast').count(), 11);
   assert.match(await page.locator('li.fast').nth(10).textContent(), /16:8/, 'the oldest fast comes last');
 
-  step('settings are saved: preferred protocol, milestones, reminders');
+  step('settings apply as they are changed: preferred protocol, milestones, reminders');
   await page.getByRole('link', { name: 'Impostazioni' }).click();
   await page.selectOption('#pref-protocol', '16:8');
+  await page.getByTestId('prefs-status').getByText('Salvato.').waitFor();
   await page.getByLabel(/Notifiche delle tappe/).check();
-  await page.getByRole('button', { name: 'Salva preferenze' }).click();
-  await page.getByText('Preferenze salvate.').waitFor();
   await page.getByLabel(/Promemoria dei pasti/).check();
-  await page.getByRole('button', { name: 'Salva promemoria' }).click();
-  await page.getByText('Promemoria salvati.').waitFor();
+  await page.getByTestId('reminders-status').getByText('Salvato.').waitFor();
+  await page.waitForFunction(async () => (await (await fetch('/me/preferences')).json()).fastingMilestones === true);
   const prefs = await page.evaluate(async () => (await fetch('/me/preferences')).json());
   assert.deepEqual(prefs, { fastingProtocol: '16:8', fastingMilestones: true });
   const notif = await page.evaluate(async () => (await fetch('/me/notifications/settings')).json());

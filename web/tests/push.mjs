@@ -68,8 +68,7 @@ async function register() {
 
   await page.goto(`${BASE}/settings`);
   await page.getByLabel(/Promemoria dei pasti/).check();
-  await page.getByRole('button', { name: 'Salva promemoria' }).click();
-  await page.getByText('Promemoria salvati.').waitFor();
+  await page.getByTestId('reminders-status').getByText('Salvato.').waitFor();
 
   await page.getByRole('button', { name: 'Attiva le notifiche' }).click();
   await page.getByText('Notifiche attivate su questo dispositivo.').waitFor();

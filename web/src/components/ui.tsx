@@ -5,9 +5,9 @@ export function PageTitle({ children }: { children: ComponentChildren }) {
 }
 
 /** A polite live region: screen readers announce what an action did. */
-export function Notice({ message }: { message: { text: string; error: boolean } | null }) {
+export function Notice({ message, testId }: { message: { text: string; error: boolean } | null; testId?: string }) {
   return (
-    <p class={message?.error ? 'notice error' : 'notice'} role={message?.error ? 'alert' : 'status'} aria-live="polite">
+    <p class={message?.error ? 'notice error' : 'notice'} role={message?.error ? 'alert' : 'status'} aria-live="polite" data-testid={testId}>
       {message?.text ?? ''}
     </p>
   );

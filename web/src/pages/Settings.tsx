@@ -1,5 +1,5 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api } from '../api/client';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, errorText } from '../api/client';
 import type { NotificationConfig, NotificationSettings, Preferences, Protocol, User } from '../api/types';
 import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad } from '../hooks';
@@ -45,22 +45,54 @@ export function Settings() {
   );
 }
 
+type Status = { text: string; error: boolean } | null;
+
+/**
+ * Settings apply as they are changed: each change is sent at once, in the order made, and the
+ * card says "Salvato" or why not (the control then shows the saved value again).
+ */
+function useAutosave() {
+  const [status, setStatus] = useState<Status>(null);
+  const queue = useRef<Promise<void>>(Promise.resolve());
+  const save = (send: () => Promise<unknown>, revert: () => void) => {
+    setStatus({ text: 'Salvataggio…', error: false });
+    queue.current = queue.current.then(send).then(
+      () => {
+        setStatus({ text: 'Salvato.', error: false });
+      },
+      (e: unknown) => {
+        revert();
+        setStatus({ text: `Non salvato: ${errorText(e)}`, error: true });
+      },
+    );
+  };
+  return { status, save };
+}
+
 function FastingPrefs({ prefs }: { prefs: Preferences }) {
   const [protocol, setProtocol] = useState<Protocol | ''>(prefs.fastingProtocol ?? '');
   const [milestones, setMilestones] = useState(prefs.fastingMilestones);
-  const action = useAction();
-  const submit = (e: Event) => {
-    e.preventDefault();
-    void action.run(async () => {
-      await api.setPreferences({ fastingProtocol: protocol || null, fastingMilestones: milestones });
-      return 'Preferenze salvate.';
-    });
-  };
+  const autosave = useAutosave();
   return (
-    <form class="card" onSubmit={submit} aria-labelledby="prefs-title">
+    <section class="card" aria-labelledby="prefs-title">
       <h2 id="prefs-title">Digiuno</h2>
       <label for="pref-protocol">Protocollo preferito</label>
-      <select id="pref-protocol" value={protocol} onChange={(e) => { const v = e.currentTarget.value; setProtocol(isProtocol(v) ? v : ''); }}>
+      <select
+        id="pref-protocol"
+        value={protocol}
+        onChange={(e) => {
+          const v = e.currentTarget.value;
+          const next = isProtocol(v) ? v : '';
+          const before = protocol;
+          setProtocol(next);
+          autosave.save(
+            () => api.setPreferences({ fastingProtocol: next || null }),
+            () => {
+              setProtocol(before);
+            },
+          );
+        }}
+      >
         <option value="">Nessuno (la cena non avvia il digiuno)</option>
         {PROTOCOLS.map((p) => (
           <option key={p} value={p}>
@@ -69,44 +101,73 @@ function FastingPrefs({ prefs }: { prefs: Preferences }) {
         ))}
       </select>
       <label class="check">
-        <input type="checkbox" id="pref-milestones" checked={milestones} onChange={(e) => { setMilestones(e.currentTarget.checked); }} />
+        <input
+          type="checkbox"
+          id="pref-milestones"
+          checked={milestones}
+          onChange={(e) => {
+            const on = e.currentTarget.checked;
+            setMilestones(on);
+            autosave.save(
+              () => api.setPreferences({ fastingMilestones: on }),
+              () => {
+                setMilestones(!on);
+              },
+            );
+          }}
+        />
         Notifiche delle tappe (idratazione, elettroliti, fine vicina)
       </label>
-      <button type="submit" disabled={action.busy}>
-        Salva preferenze
-      </button>
-      <Notice message={action.message} />
-    </form>
+      <Notice message={autosave.status} testId="prefs-status" />
+    </section>
   );
 }
 
 function Reminders({ settings }: { settings: NotificationSettings }) {
   const [meal, setMeal] = useState(settings.mealReminders);
   const [weigh, setWeigh] = useState(settings.weeklyWeighIn);
-  const action = useAction();
-  const submit = (e: Event) => {
-    e.preventDefault();
-    void action.run(async () => {
-      await api.setNotificationSettings({ mealReminders: meal, weeklyWeighIn: weigh });
-      return 'Promemoria salvati.';
-    });
-  };
+  const autosave = useAutosave();
   return (
-    <form class="card" onSubmit={submit} aria-labelledby="rem-title">
+    <section class="card" aria-labelledby="rem-title">
       <h2 id="rem-title">Promemoria</h2>
       <label class="check">
-        <input type="checkbox" id="meal-reminders" checked={meal} onChange={(e) => { setMeal(e.currentTarget.checked); }} />
+        <input
+          type="checkbox"
+          id="meal-reminders"
+          checked={meal}
+          onChange={(e) => {
+            const on = e.currentTarget.checked;
+            setMeal(on);
+            autosave.save(
+              () => api.setNotificationSettings({ mealReminders: on }),
+              () => {
+                setMeal(!on);
+              },
+            );
+          }}
+        />
         Promemoria dei pasti (13:00, 16:00, 19:00)
       </label>
       <label class="check">
-        <input type="checkbox" id="weekly-weigh-in" checked={weigh} onChange={(e) => { setWeigh(e.currentTarget.checked); }} />
+        <input
+          type="checkbox"
+          id="weekly-weigh-in"
+          checked={weigh}
+          onChange={(e) => {
+            const on = e.currentTarget.checked;
+            setWeigh(on);
+            autosave.save(
+              () => api.setNotificationSettings({ weeklyWeighIn: on }),
+              () => {
+                setWeigh(!on);
+              },
+            );
+          }}
+        />
         Pesata settimanale (lunedì alle 9:00)
       </label>
-      <button type="submit" disabled={action.busy}>
-        Salva promemoria
-      </button>
-      <Notice message={action.message} />
-    </form>
+      <Notice message={autosave.status} testId="reminders-status" />
+    </section>
   );
 }
 
