@@ -32,6 +32,15 @@ export function onLinkClick(e: MouseEvent): void {
   const a = (e.target as Element | null)?.closest('a');
   if (!a || a.target || a.hasAttribute('download')) return;
   const url = new URL(a.href, location.href);
+  if (url.origin === location.origin && url.pathname === location.pathname && url.hash) {
+    // A link within the page (the skip link): the target takes the focus, as a keyboard user expects.
+    const target = document.getElementById(decodeURIComponent(url.hash.slice(1)));
+    if (!target) return;
+    e.preventDefault();
+    target.focus();
+    target.scrollIntoView({ block: 'start' });
+    return;
+  }
   if (url.origin !== location.origin || !APP_ROUTES.includes(url.pathname)) return;
   e.preventDefault();
   navigate(url.pathname);
