@@ -93,6 +93,54 @@ pub fn redeem(
     Ok(user_id)
 }
 
+/// A token taken out of use by [`take`], with what [`put_back`] needs to restore it.
+pub struct Taken {
+    pub user_id: String,
+    expires_at: DateTime<Utc>,
+}
+
+/// Takes a live token out of use, alone (the user's other tokens stay until the work it was
+/// taken for is done): of parallel callers only one gets it, so that slow work done for a
+/// token, a password hash, is done once per token.
+pub fn take(
+    conn: &mut PgConnection,
+    purpose: Purpose,
+    token: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<Taken>> {
+    if token.is_empty() || token.len() > MAX_TOKEN {
+        return Ok(None);
+    }
+    Ok(
+        verification::take(conn, &purpose.identifier(token), now)?
+            .map(|(user_id, expires_at)| Taken { user_id, expires_at }),
+    )
+}
+
+/// Makes a token [`take`]n usable again, with its own expiry, when the work it was taken for
+/// could not be done (the server was busy): the person's link keeps working.
+pub fn put_back(
+    conn: &mut PgConnection,
+    purpose: Purpose,
+    token: &str,
+    taken: &Taken,
+    now: DateTime<Utc>,
+) -> QueryResult<()> {
+    verification::insert(
+        conn,
+        &purpose.identifier(token),
+        &taken.user_id,
+        taken.expires_at,
+        now,
+    )
+}
+
+/// Drops the other tokens of `purpose` for `user_id`, once one of them was used.
+pub fn drop_others(conn: &mut PgConnection, purpose: Purpose, user_id: &str) -> QueryResult<()> {
+    verification::delete_matching(conn, purpose.prefix(), user_id)?;
+    Ok(())
+}
+
 fn base(base_url: &Url) -> String {
     base_url.as_str().trim_end_matches('/').to_owned()
 }

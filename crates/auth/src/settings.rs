@@ -25,6 +25,8 @@ pub const AUTH_SOCIAL_PENDING_PER_ADDRESS: &str = "AUTH_SOCIAL_PENDING_PER_ADDRE
 pub const AUTH_SOCIAL_PENDING_MAX: &str = "AUTH_SOCIAL_PENDING_MAX";
 pub const AUTH_SIGN_IN_GLOBAL_MAX: &str = "AUTH_SIGN_IN_GLOBAL_MAX";
 pub const AUTH_SIGN_IN_GLOBAL_WINDOW_SECS: &str = "AUTH_SIGN_IN_GLOBAL_WINDOW_SECS";
+pub const AUTH_SIGN_UP_GLOBAL_MAX: &str = "AUTH_SIGN_UP_GLOBAL_MAX";
+pub const AUTH_SIGN_UP_GLOBAL_WINDOW_SECS: &str = "AUTH_SIGN_UP_GLOBAL_WINDOW_SECS";
 pub const AUTH_SIGN_IN_FAILURES_MAX: &str = "AUTH_SIGN_IN_FAILURES_MAX";
 pub const AUTH_SIGN_IN_EMAIL_FAILURES_MAX: &str = "AUTH_SIGN_IN_EMAIL_FAILURES_MAX";
 pub const AUTH_SIGN_IN_FAILURES_WINDOW_SECS: &str = "AUTH_SIGN_IN_FAILURES_WINDOW_SECS";
@@ -48,6 +50,8 @@ pub struct Settings {
     pub trusted_proxies: Vec<IpNet>,
     pub rate_limit: RateLimit,
     pub sign_in: SignInLimits,
+    /// Sign-ups from all addresses together that passed their own limits: each costs a hash.
+    pub sign_up_global: RateLimit,
     /// Google sign-ins started (each a state row living `STATE_LIFETIME_SECS`) per client
     /// address and in total, per state lifetime.
     pub social_pending: SocialPending,
@@ -119,6 +123,10 @@ impl Settings {
                 window_secs: env.number(AUTH_RATE_LIMIT_WINDOW_SECS, 10, 1, 86_400)?,
             },
             sign_in: sign_in_limits(env)?,
+            sign_up_global: RateLimit {
+                max: env.number(AUTH_SIGN_UP_GLOBAL_MAX, 300, 1, 100_000_000)?,
+                window_secs: env.number(AUTH_SIGN_UP_GLOBAL_WINDOW_SECS, 60, 1, 86_400)?,
+            },
             social_pending: SocialPending {
                 per_address: env.number(AUTH_SOCIAL_PENDING_PER_ADDRESS, 30, 1, 1_000_000)?,
                 total: env.number(AUTH_SOCIAL_PENDING_MAX, 10_000, 1, 100_000_000)?,

@@ -134,6 +134,21 @@ impl AppState {
         .await
     }
 
+    /// Counts an attempt at `route` against the budget every client shares (`scope: "all"`).
+    /// Called only once the client's own limits passed, so that one client refused by them can
+    /// never spend what everyone shares.
+    pub async fn global_limit(&self, route: &'static str, limit: RateLimit) -> Result<(), ApiError> {
+        let key = keys::rate_limit_key(self.settings.auth.secret.expose(), route, "all", "");
+        nutrition_store::run(&self.pool, move |conn| {
+            let mut refusal = Refusal::default();
+            if let Err(secs) = rate_limits::hit(conn, &key, limit)? {
+                refusal.note(secs, "all", limit);
+            }
+            refusal.into_result()
+        })
+        .await
+    }
+
     /// The client's address as a rate-limit subject: an IPv6 address counts as its /64, the
     /// block one subscriber usually holds whole, so that walking through it gains nothing.
     fn client_network(&self, req: &HttpRequest) -> Option<String> {

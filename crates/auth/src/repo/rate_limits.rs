@@ -31,7 +31,7 @@ pub const EMAIL_ROUTES: [&str; 5] = [
     "send-verification-email",
     "request-password-reset",
 ];
-pub const USER_ROUTES: [&str; 1] = ["change-password"];
+pub const USER_ROUTES: [&str; 2] = ["change-password", "delete-user"];
 
 /// Every counter key that can be linked to the person with this address and id, removed when
 /// they are erased. The keys are keyed hashes, so only someone who knows both can find them.

@@ -56,6 +56,22 @@ pub fn consume(
     .optional()
 }
 
+/// [`consume`], also answering when the row would have expired.
+pub fn take(
+    conn: &mut PgConnection,
+    identifier: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<(String, DateTime<Utc>)>> {
+    diesel::delete(
+        verification::table
+            .filter(verification::identifier.eq(identifier))
+            .filter(verification::expires_at.gt(now)),
+    )
+    .returning((verification::value, verification::expires_at))
+    .get_result(conn)
+    .optional()
+}
+
 /// Deletes every row whose identifier starts with `prefix` and whose value is `value`: the other
 /// outstanding tokens of one purpose for one user.
 pub fn delete_matching(conn: &mut PgConnection, prefix: &str, value: &str) -> QueryResult<usize> {

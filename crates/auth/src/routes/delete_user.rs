@@ -27,6 +27,7 @@ pub struct DeleteUser {
 /// none.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn delete_user(
+    req: actix_web::HttpRequest,
     current: CurrentSession,
     state: web::Data<AppState>,
     body: web::Bytes,
@@ -45,6 +46,16 @@ pub async fn delete_user(
 
     match input.password.filter(|p| !p.is_empty()) {
         Some(plain) => {
+            // A password check costs a hash and answers whether the password is right: limited
+            // like sign-in, per address and per user.
+            state
+                .limit(
+                    &req,
+                    "delete-user",
+                    Some(("user", &user_id)),
+                    state.settings.rate_limit,
+                )
+                .await?;
             let lookup = verified.user.email.clone();
             let found = nutrition_store::run(&state.pool, move |conn| {
                 users::find_with_password(conn, &lookup).map_err(ApiError::from)

@@ -183,29 +183,38 @@ async fn reset(
         return Err(ApiError::bad("INVALID_TOKEN"));
     }
     check_length(&new_password)?;
-    // The slow hash only for a token that exists now; redeeming it below is what counts.
+    // The token is taken before the slow hash, so that parallel posts of one token cost one
+    // hash; it goes back if the hash cannot run now, so that the link still works afterwards.
     let lookup = token.to_owned();
-    let live = nutrition_store::run(&state.pool, move |conn| {
-        links::peek(conn, Purpose::Reset, &lookup, Utc::now()).map_err(ApiError::from)
+    let taken = nutrition_store::run(&state.pool, move |conn| {
+        links::take(conn, Purpose::Reset, &lookup, Utc::now()).map_err(ApiError::from)
     })
-    .await?;
-    if live.is_none() {
-        return Err(ApiError::bad("INVALID_TOKEN"));
-    }
-    let hash = state
-        .hashes
-        .hash(new_password)
-        .await?
-        .map_err(ApiError::internal)?;
-    let token = token.to_owned();
+    .await?
+    .ok_or_else(|| ApiError::bad("INVALID_TOKEN"))?;
+    let hashed = match state.hashes.hash(new_password).await {
+        Ok(Ok(hash)) => Ok(hash),
+        Ok(Err(e)) => Err(ApiError::internal(e)),
+        Err(busy) => Err(ApiError::from(busy)),
+    };
+    let hash = match hashed {
+        Ok(hash) => hash,
+        Err(e) => {
+            let token = token.to_owned();
+            nutrition_store::run(&state.pool, move |conn| {
+                links::put_back(conn, Purpose::Reset, &token, &taken, Utc::now())
+                    .map_err(ApiError::from)
+            })
+            .await?;
+            return Err(e);
+        }
+    };
     let user_id = nutrition_store::run(&state.pool, move |conn| {
         conn.transaction(|conn| {
             let now = Utc::now();
-            let user_id = links::redeem(conn, Purpose::Reset, &token, now)?
-                .ok_or_else(|| ApiError::bad("INVALID_TOKEN"))?;
-            accounts::set_password(conn, &user_id, &hash, now)?;
-            sessions::delete_all(conn, &user_id)?;
-            Ok::<_, ApiError>(user_id)
+            links::drop_others(conn, Purpose::Reset, &taken.user_id)?;
+            accounts::set_password(conn, &taken.user_id, &hash, now)?;
+            sessions::delete_all(conn, &taken.user_id)?;
+            Ok::<_, ApiError>(taken.user_id)
         })
     })
     .await?;

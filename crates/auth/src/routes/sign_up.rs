@@ -67,6 +67,9 @@ async fn handle(
     let image = valid_image(input.image.as_deref())?;
     let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
     state.rate_limit(req, "sign-up", Some(&email)).await?;
+    state
+        .global_limit("sign-up", state.settings.sign_up_global)
+        .await?;
 
     let hash = state
         .hashes

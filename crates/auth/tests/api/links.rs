@@ -394,3 +394,38 @@ async fn required_verification_refuses_unverified_sign_in() {
     let resp = app.post("/api/auth/sign-in/email", sign_in, None).await;
     assert_eq!(resp.status, 200, "{}", resp.text);
 }
+
+/// Parallel posts of one reset token cost one password hash, not one each: the token is taken
+/// before the hash, so the hashing workers cannot be filled with copies of one request (which
+/// would answer everyone else's sign-in 503).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_resets_with_one_token_cost_one_hash() {
+    let app = spawn_with(&[("AUTH_HASH_CONCURRENCY".into(), "1".into())]).await;
+    let (cookie, _) = app.sign_up("parallel-reset@example.com", PASSWORD).await;
+    let id = user_id(&app, &cookie).await;
+    let token = issue(&app, Purpose::Reset, &id);
+    let body = json!({ "newPassword": "brand-new-pass-1", "token": token });
+    let posts = (0..60).map(|_| app.post("/api/auth/reset-password", body.clone(), None));
+    let answers = futures_util::future::join_all(posts).await;
+    let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        answers
+            .iter()
+            .filter(|r| r.status != 200)
+            .all(|r| r.status == 400 && r.body["code"] == "INVALID_TOKEN"),
+        "{statuses:?}"
+    );
+    let signed_in = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "parallel-reset@example.com", "password": "brand-new-pass-1" }),
+            None,
+        )
+        .await;
+    assert_eq!(signed_in.status, 200, "{}", signed_in.text);
+}

@@ -303,3 +303,66 @@ async fn one_address_flooding_sign_in_never_spends_the_global_budget() {
     .await;
     assert_eq!(r.status, 200, "another person signs in: {}", r.text);
 }
+
+async fn sign_up_from(app: &TestApp, email: &str, client_ip: &str) -> crate::helpers::Resp {
+    read(
+        app.http
+            .post(format!("{}/api/auth/sign-up/email", app.base))
+            .header("x-forwarded-for", client_ip)
+            .json(&json!({ "name": "N", "email": email, "password": "password-1" }))
+            .send()
+            .await
+            .expect("POST"),
+    )
+    .await
+}
+
+/// Sign-ups from many addresses together are bounded too (each costs a password hash), and as
+/// for sign-in, only sign-ups that passed their own address's limit count there.
+#[tokio::test]
+async fn sign_ups_from_all_addresses_share_a_global_budget() {
+    let settings = with(
+        limits(2, 60),
+        &[
+            ("AUTH_SIGN_UP_GLOBAL_MAX", "4"),
+            ("AUTH_SIGN_UP_GLOBAL_WINDOW_SECS", "60"),
+        ],
+    );
+    let app = spawn_with(&settings).await;
+    // One address over its own limit spends nothing of the global budget.
+    for i in 0..10 {
+        sign_up_from(&app, &format!("flood{i}@example.com"), "203.0.113.9").await;
+    }
+    for i in 0..2 {
+        let r = sign_up_from(&app, &format!("ok{i}@example.com"), &format!("198.51.100.{}", 30 + i)).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let r = sign_up_from(&app, "late@example.com", "198.51.100.99").await;
+    assert_eq!(r.status, 429, "{}", r.text);
+    assert_eq!(r.body["limit"]["scope"], "all");
+    assert_eq!(app.count("auth.\"user\""), 4);
+}
+
+/// Deleting the account with a password costs a hash: it is limited per address and per user,
+/// so a signed-in client can neither keep the hashing workers busy nor guess the password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_user_with_a_password_is_rate_limited() {
+    let app = spawn_with(&limits(3, 60)).await;
+    let (cookie, _) = app.sign_up("keeper@example.com", "password-123").await;
+    let tries = (0..10).map(|_| {
+        app.post(
+            "/api/auth/delete-user",
+            json!({ "password": "wrong-password" }),
+            Some(&cookie),
+        )
+    });
+    let answers = futures_util::future::join_all(tries).await;
+    let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 429).count(),
+        7,
+        "{statuses:?}"
+    );
+    assert!(answers.iter().filter(|r| r.status == 429).all(|r| r.header("retry-after").is_some()));
+    assert_eq!(app.count("auth.\"user\""), 1);
+}
