@@ -67,6 +67,7 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
     .await;
     assert_eq!(status, 200, "{body}");
     let token = body["token"].as_str().expect("token").to_owned();
+    let user_id = body["user"]["id"].as_str().expect("user id").to_owned();
     let cookie = cookies
         .iter()
         .find(|c| c.contains("session_token="))
@@ -98,6 +99,19 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
     let (status, body, _) = send(me(reqwest::Method::POST, "/me/notifications/test")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["sent"], 1, "{body}");
+
+    // A reset link followed through nginx: its token opens the account, so it must appear in no
+    // log, nginx's access log included.
+    let reset_token = {
+        let mut conn = stack.pg.connect();
+        auth::links::issue(&mut conn, auth::links::Purpose::Reset, &user_id, chrono::Utc::now())
+            .expect("issue a reset token")
+    };
+    let (status, _, _) = send(http.get(format!(
+        "{base}/api/auth/reset-password/{reset_token}?callbackURL=%2Freset-password"
+    )))
+    .await;
+    assert!(status < 400, "reset link {status}");
 
     // A purchase: the licence server creates the licence and queues its mail.
     let event = json!({
@@ -149,7 +163,14 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
         sub.p256dh.as_str(),
         sub.auth.as_str(),
         licence_key.as_str(),
+        reset_token.as_str(),
     ];
+    let access = stack.nginx.access_log();
+    assert!(access.contains("/api/auth/reset-password/"), "{access}");
+    for secret in secrets {
+        let leaks: Vec<&str> = access.lines().filter(|l| l.contains(secret)).collect();
+        assert!(leaks.is_empty(), "nginx logs {secret}: {leaks:#?}");
+    }
     for process in [
         &stack.auth,
         &stack.nutrition,

@@ -193,7 +193,6 @@ async fn serve(
         let span = crate::http::request_span(
             &head.method,
             route.path,
-            route.path,
             &headers,
             &uuid::Uuid::new_v4().to_string(),
         );

@@ -409,7 +409,6 @@ impl tracing_actix_web::RootSpanBuilder for RequestSpan {
         request_span(
             request.method(),
             request.match_pattern().as_deref().unwrap_or_default(),
-            request.path(),
             request.headers(),
             &request_id,
         )
@@ -438,11 +437,12 @@ impl tracing_actix_web::RootSpanBuilder for RequestSpan {
 pub const SERVER_ERROR_LOG: &str = "answered a server error";
 
 /// The span of one request, shared by [`RequestSpan`] and the requests served before actix (see
-/// [`crate::files`]). `path` is without the query.
+/// [`crate::files`]). It names the route's template, never the path: a path can carry a
+/// capability (a reset link's token) or a person's identifiers, and every log line of the
+/// request would repeat it.
 pub(crate) fn request_span(
     method: &actix_web::http::Method,
     route: &str,
-    path: &str,
     headers: &header::HeaderMap,
     request_id: &str,
 ) -> tracing::Span {
@@ -452,7 +452,6 @@ pub(crate) fn request_span(
         otel.kind = "server",
         http.method = %method,
         http.route = %route,
-        http.path = %path,
         http.status_code = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
         exception.message = tracing::field::Empty,

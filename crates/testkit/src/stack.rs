@@ -296,6 +296,11 @@ impl Nginx {
     pub fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
+
+    /// What nginx wrote to its access log so far.
+    pub fn access_log(&self) -> String {
+        fs::read_to_string(self._dir.path().join("access.log")).unwrap_or_default()
+    }
 }
 
 impl Drop for Nginx {
