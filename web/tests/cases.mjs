@@ -286,8 +286,46 @@ const CASES = {
       await page.getByRole('heading', { level: 1 }).waitFor();
       await page.waitForLoadState('networkidle');
       const w = await page.evaluate(() => document.documentElement.scrollWidth);
+      if (process.env.SHOTS) await page.screenshot({ path: `${process.env.SHOTS}/narrow${path.replace(/\//g, '-')}.png` });
       console.log(`  ${path}: ${w} px`);
-      if (w > 320) wide.push(`${path}: ${w} px`);
+      // Fixed bars do not widen the page but can still be cut off: every box and every text must fit.
+      const cut = await page.evaluate(() =>
+        [...document.querySelectorAll('body *')]
+          .filter((el) => el.closest('.sr-only') === null && getComputedStyle(el).visibility !== 'hidden')
+          .flatMap((el) => [...el.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim()))
+          .filter((n) => {
+            const r = document.createRange();
+            r.selectNodeContents(n);
+            const box = r.getBoundingClientRect();
+            const parent = n.parentElement.getBoundingClientRect();
+            return box.width > 0 && (box.right > 320.5 || box.left < -0.5 || box.right > parent.right + 0.5 || box.left < parent.left - 0.5);
+          })
+          .filter((n) => !n.parentElement.closest('.skip'))
+          .map((n) => `"${n.textContent.trim().slice(0, 40)}"`),
+      );
+      if (cut.length) wide.push(`${path}: text cut off or spilling out of its box: ${cut.join(', ')}`);
+      if (w > 320) {
+        // What sticks out, to say where to look.
+        const out = await page.evaluate(() =>
+          [...document.querySelectorAll('body *')]
+            .filter((el) => el.getBoundingClientRect().right > 320.5)
+            .slice(0, 8)
+            .map((el) => `${el.tagName.toLowerCase()}.${el.className} ${Math.round(el.getBoundingClientRect().right)}`)
+            .concat(
+              [...document.querySelectorAll('body *')].flatMap((el) =>
+                [...el.childNodes]
+                  .filter((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim())
+                  .filter((n) => {
+                    const r = document.createRange();
+                    r.selectNodeContents(n);
+                    return r.getBoundingClientRect().right > 320.5;
+                  })
+                  .map((n) => `"${n.textContent.trim().slice(0, 40)}"`),
+              ),
+            ),
+        );
+        wide.push(`${path}: ${w} px (${out.join(', ')})`);
+      }
     }
     assert.deepEqual(wide, [], 'pages wider than 320 px');
   },

@@ -108,7 +108,9 @@ function BarChart({ title, bars, id }: { title: string; bars: Bar[]; id: string 
           );
         })}
       </svg>
-      <table class="sr-only" id={`${id}-table`}>
+      {/* A table is as wide as its cells whatever its own width: the wrapper keeps it out of the layout. */}
+      <div class="sr-only">
+      <table id={`${id}-table`}>
         <caption>{title}</caption>
         <tbody>
           {bars.map((b) => (
@@ -119,6 +121,7 @@ function BarChart({ title, bars, id }: { title: string; bars: Bar[]; id: string 
           ))}
         </tbody>
       </table>
+      </div>
     </figure>
   );
 }
