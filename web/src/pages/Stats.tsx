@@ -2,7 +2,7 @@ import { api } from '../api/client';
 import type { Fast, Stats as StatsData } from '../api/types';
 import { LoadError, Loading, PageTitle } from '../components/ui';
 import { useLoad } from '../hooks';
-import { addDays, firstOfMonth, mondayOf, overlapHours, romeDate, romeMidnight } from '../time';
+import { addDays, firstOfMonth, fmtDecimal, fmtNumber, fmtPercent, mondayOf, overlapHours, romeDate, romeMidnight } from '../time';
 
 const WEEKS = 8;
 const MONTHS = 6;
@@ -42,6 +42,7 @@ function hoursIn(fasts: Fast[], from: number, to: number, now: number): number {
 const monthName = new Intl.DateTimeFormat('it-IT', { month: 'short', timeZone: 'UTC' });
 const monthLong = new Intl.DateTimeFormat('it-IT', { month: 'long', year: 'numeric', timeZone: 'UTC' });
 const dayLong = new Intl.DateTimeFormat('it-IT', { day: 'numeric', month: 'long', timeZone: 'UTC' });
+const dayShort = new Intl.DateTimeFormat('it-IT', { day: 'numeric', month: 'numeric', timeZone: 'UTC' });
 
 function weekBars(fasts: Fast[], now: number): Bar[] {
   const monday = mondayOf(romeDate(now));
@@ -49,7 +50,7 @@ function weekBars(fasts: Fast[], now: number): Bar[] {
     const start = addDays(monday, -7 * (WEEKS - 1 - i));
     const hours = hoursIn(fasts, romeMidnight(start), romeMidnight(addDays(start, 7)), now);
     const d = new Date(`${start}T00:00:00Z`);
-    return { label: `${d.getUTCDate()}/${d.getUTCMonth() + 1}`, long: `settimana dal ${dayLong.format(d)}`, hours };
+    return { label: dayShort.format(d), long: `settimana dal ${dayLong.format(d)}`, hours };
   });
 }
 
@@ -81,7 +82,17 @@ function streakDays(fasts: Fast[]): Set<string> {
   return days;
 }
 
-function BarChart({ title, bars, id }: { title: string; bars: Bar[]; id: string }) {
+function BarChart({ title, bars, id, empty }: { title: string; bars: Bar[]; id: string; empty: string }) {
+  if (bars.every((b) => b.hours < 0.05)) {
+    return (
+      <figure class="card chart" aria-labelledby={`${id}-cap`}>
+        <figcaption id={`${id}-cap`}>
+          <h2>{title}</h2>
+        </figcaption>
+        <p class="empty">{empty}</p>
+      </figure>
+    );
+  }
   const max = Math.max(24, ...bars.map((b) => b.hours));
   const w = 320;
   const h = 160;
@@ -99,7 +110,7 @@ function BarChart({ title, bars, id }: { title: string; bars: Bar[]; id: string 
             <g key={b.label}>
               <rect class="bar" x={i * bw + bw * 0.15} y={h - bh} width={bw * 0.7} height={bh} rx="3" />
               <text class="value" x={i * bw + bw / 2} y={h - bh - 4} text-anchor="middle">
-                {b.hours >= 0.05 ? b.hours.toFixed(b.hours < 10 ? 1 : 0) : ''}
+                {b.hours >= 0.05 ? (b.hours < 10 ? fmtDecimal(b.hours) : fmtNumber(Math.round(b.hours))) : ''}
               </text>
               <text class="label" x={i * bw + bw / 2} y={h + 22} text-anchor="middle">
                 {b.label}
@@ -116,7 +127,7 @@ function BarChart({ title, bars, id }: { title: string; bars: Bar[]; id: string 
           {bars.map((b) => (
             <tr key={b.label}>
               <th scope="row">{b.long}</th>
-              <td>{b.hours.toFixed(1)} ore</td>
+              <td>{fmtDecimal(b.hours)} ore</td>
             </tr>
           ))}
         </tbody>
@@ -137,6 +148,9 @@ function Calendar({ days, now }: { days: Set<string>; now: number }) {
         <h2>Calendario della serie</h2>
         <p class="muted">Giorni con un digiuno completato nelle ultime {CAL_WEEKS} settimane.</p>
       </figcaption>
+      {cells.every((d) => !days.has(d)) && (
+        <p class="empty">Ancora nessun digiuno completato in queste settimane: ogni giorno in cui ne completi uno si colora.</p>
+      )}
       <svg viewBox={`0 0 ${7 * size} ${CAL_WEEKS * size + 20}`} role="img" aria-labelledby="cal-cap" aria-describedby="cal-list">
         {['L', 'M', 'M', 'G', 'V', 'S', 'D'].map((d, i) => (
           <text key={`h${i}`} class="label" x={i * size + size / 2} y="14" text-anchor="middle">
@@ -191,11 +205,11 @@ export function Stats() {
           <dl class="card kpis" data-testid="kpis">
             <div>
               <dt>Ore questa settimana</dt>
-              <dd data-testid="weekly-hours">{s.weeklyHours.toFixed(1)}</dd>
+              <dd data-testid="weekly-hours">{fmtDecimal(s.weeklyHours)}</dd>
             </div>
             <div>
               <dt>Ore questo mese</dt>
-              <dd>{s.monthlyHours.toFixed(1)}</dd>
+              <dd>{fmtDecimal(s.monthlyHours)}</dd>
             </div>
             <div>
               <dt>Serie attuale</dt>
@@ -213,11 +227,21 @@ export function Stats() {
             </div>
             <div>
               <dt>Tasso di completamento</dt>
-              <dd>{Math.round(s.completionRate * 100)}%</dd>
+              <dd>{fmtPercent(s.completionRate)}</dd>
             </div>
           </dl>
-          <BarChart id="weeks" title="Ore di digiuno per settimana" bars={weekBars(res.data.fasts, now)} />
-          <BarChart id="months" title="Ore di digiuno per mese" bars={monthBars(res.data.fasts, now)} />
+          <BarChart
+            id="weeks"
+            title="Ore di digiuno per settimana"
+            bars={weekBars(res.data.fasts, now)}
+            empty={`Ancora nessun digiuno concluso nelle ultime ${WEEKS} settimane: le ore di ogni settimana compariranno qui.`}
+          />
+          <BarChart
+            id="months"
+            title="Ore di digiuno per mese"
+            bars={monthBars(res.data.fasts, now)}
+            empty={`Ancora nessun digiuno concluso negli ultimi ${MONTHS} mesi: le ore di ogni mese compariranno qui.`}
+          />
           <Calendar days={streakDays(res.data.fasts)} now={now} />
         </>
       )}
