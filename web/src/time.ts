@@ -82,3 +82,15 @@ export function fmtHours(ms: number): string {
   const m = min % 60;
   return h > 0 ? `${h} h ${m} min` : `${m} min`;
 }
+
+// Numbers as an Italian reader writes them: `90,7`, `1.200`.
+const decimalFmt = new Intl.NumberFormat('it-IT', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+const numberFmt = new Intl.NumberFormat('it-IT', { maximumFractionDigits: 1 });
+const percentFmt = new Intl.NumberFormat('it-IT', { style: 'percent', maximumFractionDigits: 0 });
+
+/** One decimal always: `1,5`, `16,0`. */
+export const fmtDecimal = (n: number) => decimalFmt.format(n);
+/** At most one decimal: `12`, `12,5`, `1.200`. */
+export const fmtNumber = (n: number) => numberFmt.format(n);
+/** A ratio as a percentage: 0.5 → `50%`. */
+export const fmtPercent = (ratio: number) => percentFmt.format(ratio);

@@ -1,5 +1,6 @@
 import { api } from '../api/client';
 import { useLoad } from '../hooks';
+import { fmtNumber } from '../time';
 import { LoadError, Loading } from './ui';
 
 /** Easy-to-digest recipes to break a fast of 24 hours or more. */
@@ -17,7 +18,7 @@ export function Suggestions({ fastId }: { fastId: string }) {
               <strong>{r.name}</strong>
               <span class="muted">
                 {' '}
-                · {r.kcal} kcal · {r.prepMinutes} min · proteine {r.proteinG} g
+                · {fmtNumber(r.kcal)} kcal · {fmtNumber(r.prepMinutes)} min · proteine {fmtNumber(r.proteinG)} g
               </span>
               <p>{r.description}</p>
             </li>

@@ -2,7 +2,7 @@ import { api } from '../api/client';
 import type { Recipe, Slot, SlotCategory, TodayPlan } from '../api/types';
 import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad } from '../hooks';
-import { fmtDate, fmtTime } from '../time';
+import { fmtDate, fmtNumber, fmtTime } from '../time';
 
 const CATEGORY: Record<SlotCategory, { label: string; recipe: Recipe['category'] }> = {
   COL: { label: 'Colazione', recipe: 'COLAZIONE' },
@@ -106,7 +106,7 @@ function SlotItem({ slot, onChange, onFastChanged }: { slot: Slot; onChange: (s:
       <p class="slot-name">{name}</p>
       {slot.recipe && (
         <p class="muted">
-          {slot.recipe.kcal} kcal · {slot.recipe.prepMinutes} min
+          {fmtNumber(slot.recipe.kcal)} kcal · {fmtNumber(slot.recipe.prepMinutes)} min
         </p>
       )}
       {slot.consumed && slot.consumedAt && <p class="muted">Consumato alle {fmtTime(slot.consumedAt)}</p>}
