@@ -57,6 +57,11 @@ impl fmt::Display for FastStatus {
 /// How far in the past a fast may be said to have started.
 pub const MAX_BACKDATE: Duration = Duration::days(7);
 
+/// Fasts one person may start on one Rome calendar day (counted on the day each starts). Far
+/// above any real use (a fast lasts hours), it bounds how fast one account's history, and every
+/// read of all of it (statistics, export), can grow.
+pub const MAX_FASTS_PER_DAY: i64 = 20;
+
 /// How long a person can take back what one tap did: resume a fast they just ended, or un-mark
 /// a dinner together with the fast it started. Long enough to notice the slip, short enough that
 /// the history it changes is still the moment just past.

@@ -205,6 +205,8 @@ fn fasts_list() {}
             body = ErrorBody, example = json!({"code": "VALIDATION_ERROR", "message": "protocol: is required when no preferred protocol is set"})),
         (status = 409, description = "A fast is already running.", body = ErrorBody,
             example = json!({"code": "FAST_ALREADY_RUNNING", "message": "a fast is already running"})),
+        (status = 422, description = "20 fasts already started on that day (Europe/Rome).", body = ErrorBody,
+            example = json!({"code": "DAILY_LIMIT_REACHED", "message": "at most 20 fasts may start on one day"})),
     ))]
 fn fasts_start() {}
 
@@ -247,7 +249,7 @@ fn fasts_patch() {}
         example = json!({"endedAt": "2026-11-23T12:05:00Z"})),
     responses(
         (status = 200, description = "The ended fast.", body = Fast, example = json!(fast_example())),
-        (status = 400, description = "`endedAt` in the future or before the start.", body = ErrorBody,
+        (status = 400, description = "`endedAt` in the future, or not after the start.", body = ErrorBody,
             example = json!({"code": "VALIDATION_ERROR", "message": "endedAt: must not be in the future"})),
         (status = 404, description = "No such fast of this user.", body = ErrorBody,
             example = json!({"code": "NOT_FOUND", "message": "no such resource"})),

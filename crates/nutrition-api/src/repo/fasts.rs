@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use domain::fasting::{FastStatus, UNDO_WINDOW, next_milestone_at};
+use domain::fasting::{FastStatus, MAX_FASTS_PER_DAY, UNDO_WINDOW, next_milestone_at};
 use domain::protocol::Protocol;
 use nutrition_store::schema::nutrition::fast_event;
 
@@ -15,6 +15,8 @@ pub enum StartOutcome {
     AlreadyRunning,
     /// `started_at` lies before the end of the user's previous fast.
     Overlaps,
+    /// [`MAX_FASTS_PER_DAY`] fasts already started on that day.
+    DailyLimit,
 }
 
 /// Starts a fast. In one transaction under the user's lock (see [`crate::repo::lock_user`]), so
@@ -32,6 +34,16 @@ pub fn start(
         crate::repo::lock_user(conn, user_id)?;
         if last_end(conn, user_id)?.is_some_and(|end| end > started_at) {
             return Ok(StartOutcome::Overlaps);
+        }
+        let (day_start, day_end) = domain::rome::day_range(domain::rome::local_date(started_at));
+        let that_day: i64 = fast_event::table
+            .filter(fast_event::user_id.eq(user_id))
+            .filter(fast_event::started_at.ge(day_start))
+            .filter(fast_event::started_at.lt(day_end))
+            .count()
+            .get_result(conn)?;
+        if that_day >= MAX_FASTS_PER_DAY {
+            return Ok(StartOutcome::DailyLimit);
         }
         let now = Utc::now();
         let planned_end = started_at + protocol.planned_duration();
@@ -108,11 +120,19 @@ pub fn list(
     q.load(conn)
 }
 
-/// Every fast of the user, for statistics.
-pub fn all(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<FastRow>> {
+/// The status and times of every fast of the user, for statistics: nothing else (no diary), so
+/// that a long history stays small in memory.
+pub fn spans(
+    conn: &mut PgConnection,
+    user_id: &str,
+) -> QueryResult<Vec<(String, DateTime<Utc>, Option<DateTime<Utc>>)>> {
     fast_event::table
         .filter(fast_event::user_id.eq(user_id))
-        .select(FastRow::as_select())
+        .select((
+            fast_event::status,
+            fast_event::started_at,
+            fast_event::ended_at,
+        ))
         .load(conn)
 }
 
@@ -164,7 +184,8 @@ pub fn end(
         }
         let now = Utc::now();
         let ended_at = ended_at.unwrap_or(now);
-        if ended_at < fast.started_at {
+        // A fast has a length: one ending where it started is refused.
+        if ended_at <= fast.started_at {
             return Ok(EndOutcome::BeforeStart);
         }
         let status = FastStatus::on_end(fast.planned_end_at, ended_at);

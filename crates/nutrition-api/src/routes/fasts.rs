@@ -73,6 +73,10 @@ pub async fn start(
                 "startedAt",
                 "must not be before the end of the previous fast",
             )),
+            StartOutcome::DailyLimit => Err(ApiError::Unprocessable {
+                code: "DAILY_LIMIT_REACHED",
+                message: "at most 20 fasts may start on one day",
+            }),
         }
     })
     .await?;
@@ -115,7 +119,7 @@ pub async fn end(
             code: "FAST_NOT_RUNNING",
             message: "this fast is not running",
         }),
-        EndOutcome::BeforeStart => Err(invalid("endedAt", "must not be before the fast started")),
+        EndOutcome::BeforeStart => Err(invalid("endedAt", "must be after the fast started")),
     }
 }
 

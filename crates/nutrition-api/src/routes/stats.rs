@@ -15,18 +15,18 @@ pub async fn stats(
     let user_id = current.0.user.id;
     let (rows, pauses) = nutrition_store::run(&state.pool, move |conn| {
         Ok::<_, ApiError>((
-            fasts::all(conn, &user_id)?,
+            fasts::spans(conn, &user_id)?,
             profile::pauses(conn, &user_id)?,
         ))
     })
     .await?;
     let spans: Vec<FastSpan> = rows
         .iter()
-        .filter_map(|r| {
+        .filter_map(|(status, started_at, ended_at)| {
             Some(FastSpan {
-                status: r.status.parse().ok()?,
-                started_at: r.started_at,
-                ended_at: r.ended_at,
+                status: status.parse().ok()?,
+                started_at: *started_at,
+                ended_at: *ended_at,
             })
         })
         .collect();

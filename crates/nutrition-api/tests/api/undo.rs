@@ -153,3 +153,50 @@ async fn personal_answers_are_never_stored_by_caches() {
         (401, Some("no-store"))
     );
 }
+
+/// A fast has a length: ending it at the instant it started is refused, so that no account can
+/// pile up fasts of no duration (and two fasts never share a start, which paging relies on).
+#[tokio::test]
+async fn a_fast_cannot_end_at_the_instant_it_started() {
+    let app = spawn_app().await;
+    let u = app.user("zero@example.com");
+    let r = app
+        .post("/me/fast-events", &u, json!({ "protocol": "16:8", "startedAt": "2026-11-26T20:00:00Z" }))
+        .await;
+    // A fixed instant may lie more than 7 days back when the tests run late: fall back to now.
+    let (id, started) = if r.status == 201 {
+        (r.body["id"].as_str().expect("id").to_owned(), r.body["startedAt"].clone())
+    } else {
+        let r = app.post("/me/fast-events", &u, json!({ "protocol": "16:8" })).await;
+        (r.body["id"].as_str().expect("id").to_owned(), r.body["startedAt"].clone())
+    };
+    let r = app
+        .post(&format!("/me/fast-events/{id}/end"), &u, json!({ "endedAt": started }))
+        .await;
+    assert_eq!((r.status, r.body["code"].as_str()), (400, Some("VALIDATION_ERROR")), "{}", r.text);
+    assert!(r.body["message"].as_str().unwrap_or_default().contains("endedAt"));
+}
+
+/// Fasts started on one day are bounded per person, so that one account cannot grow its history
+/// (and every read of it: statistics, export) without end.
+#[tokio::test]
+async fn fasts_started_on_one_day_are_bounded() {
+    let app = spawn_app().await;
+    let u = app.user("many@example.com");
+    let mut refused = None;
+    for i in 0..40 {
+        let r = app.post("/me/fast-events", &u, json!({ "protocol": "16:8" })).await;
+        if r.status != 201 {
+            refused = Some((i, r.status, r.body["code"].as_str().map(str::to_owned)));
+            break;
+        }
+        let id = r.body["id"].as_str().expect("id").to_owned();
+        let e = app.post(&format!("/me/fast-events/{id}/end"), &u, json!({})).await;
+        assert_eq!(e.status, 200, "{}", e.text);
+    }
+    assert_eq!(
+        refused,
+        Some((20, 422, Some("DAILY_LIMIT_REACHED".to_owned()))),
+        "the 21st fast of the day is refused"
+    );
+}
