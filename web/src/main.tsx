@@ -8,6 +8,7 @@ import { History } from './pages/History';
 import { Stats } from './pages/Stats';
 import { Settings } from './pages/Settings';
 import { NotFound } from './pages/NotFound';
+import { Weight } from './pages/Weight';
 import { whoAmI } from './session';
 
 const NAV = [
@@ -24,6 +25,7 @@ const TITLES: Record<string, string> = {
   '/history': 'Storico',
   '/stats': 'Statistiche',
   '/settings': 'Impostazioni',
+  '/weight': 'Peso',
 };
 
 function App() {
@@ -58,6 +60,9 @@ function App() {
       break;
     case '/settings':
       page = <Settings />;
+      break;
+    case '/weight':
+      page = <Weight />;
       break;
     default:
       page = <NotFound />;

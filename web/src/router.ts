@@ -46,4 +46,4 @@ export function onLinkClick(e: MouseEvent): void {
   navigate(url.pathname);
 }
 
-export const APP_ROUTES = ['/', '/plan', '/history', '/stats', '/settings'];
+export const APP_ROUTES = ['/', '/plan', '/history', '/stats', '/settings', '/weight'];

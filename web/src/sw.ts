@@ -41,7 +41,7 @@ sw.addEventListener('activate', (event) => {
   );
 });
 
-const APP_ROUTES = new Set(['/', '/plan', '/history', '/stats', '/settings']);
+const APP_ROUTES = new Set(['/', '/plan', '/history', '/stats', '/settings', '/weight']);
 
 const isPersonal = (path: string) => (path === '/me' || path.startsWith('/me/')) && !path.startsWith('/me/export');
 /** Requests that start or end a session: whatever the cache holds may belong to someone else. */
