@@ -1,5 +1,7 @@
 // A person using the app in a real Chromium, through nginx on the real stack (started by the
-// Rust test tests/web.rs, which passes BASE). Exits non-zero on the first failed step.
+// Rust test tests/web.rs, which passes BASE): sign-up, a fast with its diary, ending it with an
+// undo, history, stats, settings, a dinner that starts a fast and its undo, the pause, offline
+// and back, export, sign-out, deletion. Exits non-zero on the first failed step.
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
 
@@ -56,7 +58,17 @@ try {
   assert.deepEqual(current.symptoms, { headache: true, energy: 7, hunger: 3, clarity: 5, note: 'Tutto bene, un po’ di fame' });
   assert.equal(current.status, 'IN_PROGRESS');
 
-  step('end the fast');
+  step('end the fast, undo it within 10 s: the same fast runs again');
+  await page.getByRole('button', { name: 'Termina il digiuno' }).click();
+  await page.getByRole('heading', { name: 'Digiuno terminato in anticipo' }).waitFor();
+  await page.getByTestId('undo-end').getByRole('button', { name: 'Annulla' }).click();
+  await page.locator('#timer-title').waitFor();
+  const resumed = await page.evaluate(async () => (await fetch('/me/fast-events/current')).json());
+  assert.equal(resumed.id, current.id);
+  assert.equal(resumed.status, 'IN_PROGRESS');
+  assert.equal(resumed.symptoms.note, 'Tutto bene, un po’ di fame', 'the diary stays with the resumed fast');
+
+  step('end the fast again');
   await page.getByRole('button', { name: 'Termina il digiuno' }).click();
   await page.getByRole('heading', { name: 'Digiuno terminato in anticipo' }).waitFor();
   await page.getByRole('button', { name: 'Inizia il digiuno' }).waitFor();
@@ -124,6 +136,17 @@ try {
   await page.getByText('Il digiuno è iniziato').waitFor();
   await page.getByTestId('running-fast').waitFor();
   assert.match(await page.getByTestId('running-fast').textContent(), /16:8 in corso/);
+
+  step('un-consuming the dinner at once also removes the fast it started');
+  await dinner.getByRole('button', { name: /Annulla/ }).click();
+  await page.getByText('Digiuno annullato', { exact: false }).waitFor();
+  await page.getByTestId('running-fast').waitFor({ state: 'detached' });
+  assert.equal(await page.evaluate(async () => (await fetch('/me/fast-events/current')).status), 404);
+
+  step('consumed again, the dinner starts a fast again');
+  await dinner.getByRole('button', { name: /Segna come consumato/ }).click();
+  await page.getByText('Il digiuno è iniziato').waitFor();
+  await page.getByTestId('running-fast').waitFor();
   await dinner.getByRole('button', { name: /Annulla/ }).waitFor();
   await page.getByRole('link', { name: 'Apri il timer' }).click();
   await page.waitForURL(`${BASE}/`);
@@ -151,6 +174,19 @@ try {
   await page.reload();
   await page.locator('#timer-title').waitFor();
   await context.setOffline(false);
+
+  step('a fast ended online shows as ended offline, and after the connection returns');
+  await page.reload();
+  await page.getByRole('button', { name: 'Termina il digiuno' }).click();
+  await page.getByRole('button', { name: 'Inizia il digiuno' }).waitFor();
+  await context.setOffline(true);
+  await page.reload();
+  await page.getByRole('heading', { name: 'Nessun digiuno in corso' }).waitFor();
+  assert.equal(await page.locator('#timer-title').count(), 0, 'the ended fast does not show as running offline');
+  await context.setOffline(false);
+  await page.reload();
+  await page.getByRole('heading', { name: 'Nessun digiuno in corso' }).waitFor();
+  assert.equal(await page.locator('#timer-title').count(), 0);
 
   step('the export downloads every record as JSON');
   await page.goto(`${BASE}/settings`);
