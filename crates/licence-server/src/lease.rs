@@ -133,29 +133,56 @@ impl SigningRing {
     }
 
     /// The `Licence-Signature` value of an answer to `method path`, sent with `date` and `body`.
+    /// With the request's `nonce` the signature covers it and names it, so the answer proves
+    /// it was made for that request and cannot be replayed to another.
     pub fn answer_signature(
         &self,
         method: &str,
         path: &str,
         date: &str,
+        nonce: Option<&str>,
         body: &[u8],
     ) -> Option<String> {
         let key = self.signer()?;
-        let sig = key.sign(signed_message(method, path, date, body).as_bytes());
-        Some(format!(
-            "kid=\"{}\", alg=\"ed25519\", sig=\"{}\"",
-            key.kid,
-            URL_SAFE_NO_PAD.encode(sig)
-        ))
+        let sig = key.sign(signed_message(method, path, date, nonce, body).as_bytes());
+        let sig = URL_SAFE_NO_PAD.encode(sig);
+        Some(match nonce {
+            Some(nonce) => format!(
+                "kid=\"{}\", alg=\"ed25519\", nonce=\"{nonce}\", sig=\"{sig}\"",
+                key.kid
+            ),
+            None => format!("kid=\"{}\", alg=\"ed25519\", sig=\"{sig}\"", key.kid),
+        })
     }
 }
 
-/// `<method> <path>\n<Date header>\n<base64url sha256 of the body>`: what an answer signature covers.
-pub fn signed_message(method: &str, path: &str, date: &str, body: &[u8]) -> String {
-    format!(
-        "{method} {path}\n{date}\n{}",
-        URL_SAFE_NO_PAD.encode(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, body))
-    )
+/// What an answer signature covers: `<method> <path>\n<Date>\n<base64url sha256 of the body>`,
+/// or with the request's nonce `<method> <path>\n<Date>\n<nonce>\n<base64url sha256 of the
+/// body>`. A nonce is base64url, so it holds no newline and the two forms never share a message.
+pub fn signed_message(
+    method: &str,
+    path: &str,
+    date: &str,
+    nonce: Option<&str>,
+    body: &[u8],
+) -> String {
+    let digest =
+        URL_SAFE_NO_PAD.encode(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, body));
+    match nonce {
+        Some(nonce) => format!("{method} {path}\n{date}\n{nonce}\n{digest}"),
+        None => format!("{method} {path}\n{date}\n{digest}"),
+    }
+}
+
+/// The shortest and longest `Licence-Nonce` accepted.
+pub const NONCE_LENGTH: std::ops::RangeInclusive<usize> = 16..=64;
+
+/// Whether `nonce` is a usable `Licence-Nonce`: 16 to 64 base64url characters.
+pub fn valid_nonce(nonce: &str) -> bool {
+    NONCE_LENGTH.contains(&nonce.len())
+        && nonce
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// The expiry of a lease issued at `now`.
@@ -271,7 +298,13 @@ mod tests {
         assert!(vk.verify(input.as_bytes(), &sig).is_ok());
 
         let header = ring
-            .answer_signature("GET", "/api/latest", "Mon, 23 Nov 2026 08:00:00 GMT", b"{}")
+            .answer_signature(
+                "GET",
+                "/api/latest",
+                "Mon, 23 Nov 2026 08:00:00 GMT",
+                None,
+                b"{}",
+            )
             .expect("signature");
         let sig = header
             .split("sig=\"")
@@ -279,9 +312,39 @@ mod tests {
             .expect("sig")
             .trim_end_matches('"');
         let sig = Signature::from_slice(&URL_SAFE_NO_PAD.decode(sig).expect("b64")).expect("sig");
-        let msg = signed_message("GET", "/api/latest", "Mon, 23 Nov 2026 08:00:00 GMT", b"{}");
+        let msg = signed_message(
+            "GET",
+            "/api/latest",
+            "Mon, 23 Nov 2026 08:00:00 GMT",
+            None,
+            b"{}",
+        );
         assert!(vk.verify(msg.as_bytes(), &sig).is_ok());
-        let other = signed_message("GET", "/api/latest", "Mon, 23 Nov 2026 08:00:01 GMT", b"{}");
+        let other = signed_message(
+            "GET",
+            "/api/latest",
+            "Mon, 23 Nov 2026 08:00:01 GMT",
+            None,
+            b"{}",
+        );
         assert!(vk.verify(other.as_bytes(), &sig).is_err());
+    }
+
+    #[test]
+    fn nonce_rules() {
+        assert!(valid_nonce(&"A".repeat(16)));
+        assert!(valid_nonce(&"a-_9".repeat(16)));
+        for bad in [
+            String::new(),
+            "A".repeat(15),
+            "A".repeat(65),
+            "AAAAAAAAAAAAAAA=".into(),
+            "AAAAAAAA/AAAAAAA".into(),
+            "AAAAAAAA AAAAAAA".into(),
+            "AAAAAAAA\nAAAAAAA".into(),
+            "AAAAAAAAéAAAAAAA".into(),
+        ] {
+            assert!(!valid_nonce(&bad), "{bad:?}");
+        }
     }
 }

@@ -229,6 +229,27 @@ fn usage_status() {}
     ))]
 fn api_health() {}
 
+/// The optional `Licence-Nonce` request header of every signed route (contract section 12).
+fn nonce_parameter() -> utoipa::openapi::path::Parameter {
+    use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+    use utoipa::openapi::{ObjectBuilder, Required, Type};
+    let schema = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(*crate::lease::NONCE_LENGTH.start()))
+        .max_length(Some(*crate::lease::NONCE_LENGTH.end()))
+        .pattern(Some("^[A-Za-z0-9_-]{16,64}$"));
+    ParameterBuilder::new()
+        .name("Licence-Nonce")
+        .parameter_in(ParameterIn::Header)
+        .required(Required::False)
+        .description(Some(
+            "A fresh random value per request (16 to 64 base64url characters, else 400 `VALIDATION_ERROR`): \
+             the answer's `Licence-Signature` then covers and names it, so that the answer cannot be replayed to another request",
+        ))
+        .schema(Some(schema))
+        .build()
+}
+
 struct Shared;
 
 impl Modify for Shared {
@@ -251,6 +272,9 @@ impl Modify for Shared {
             p.starts_with("/api/license/") || p == "/api/latest" || p.starts_with("/api/usage/")
         };
         for (_, op) in service_kit::openapi::operations_mut(doc, signed) {
+            op.parameters
+                .get_or_insert_with(Vec::new)
+                .push(nonce_parameter());
             for response in op.responses.responses.values_mut() {
                 if let utoipa::openapi::RefOr::T(response) = response {
                     response.headers.insert(
@@ -258,7 +282,9 @@ impl Modify for Shared {
                         utoipa::openapi::HeaderBuilder::new()
                             .schema(String::schema())
                             .description(Some(
-                                "`kid=\"…\", alg=\"ed25519\", sig=\"<base64url>\"` over `<method> <path>\\n<Date>\\n<base64url sha256 of the body>`",
+                                "`kid=\"…\", alg=\"ed25519\", sig=\"<base64url>\"` over `<method> <path>\\n<Date>\\n<base64url sha256 of the body>`; \
+                                 when the request sent `Licence-Nonce`, `kid=\"…\", alg=\"ed25519\", nonce=\"…\", sig=\"<base64url>\"` over \
+                                 `<method> <path>\\n<Date>\\n<nonce>\\n<base64url sha256 of the body>`",
                             ))
                             .build(),
                     );
@@ -296,4 +322,44 @@ pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = service_kit::openapi::complete(LicenceServer::openapi());
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     doc
+}
+
+#[cfg(test)]
+mod tests {
+    /// The names of the header parameters of `method path` in the document.
+    fn headers_of(path: &str, method: &str) -> Vec<String> {
+        let doc = serde_json::to_value(super::document()).unwrap_or_default();
+        doc["paths"][path][method]["parameters"]
+            .as_array()
+            .map(|ps| {
+                ps.iter()
+                    .filter(|p| p["in"] == "header")
+                    .filter_map(|p| p["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn signed_routes_document_the_nonce_header() {
+        for (path, method) in [
+            ("/api/license/activate", "post"),
+            ("/api/license/validate", "post"),
+            ("/api/usage/consume", "post"),
+            ("/api/usage/status", "get"),
+            ("/api/latest", "get"),
+        ] {
+            assert!(
+                headers_of(path, method)
+                    .iter()
+                    .any(|h| h == "Licence-Nonce"),
+                "{method} {path}"
+            );
+        }
+        assert!(
+            !headers_of("/api/download", "get")
+                .iter()
+                .any(|h| h == "Licence-Nonce")
+        );
+    }
 }

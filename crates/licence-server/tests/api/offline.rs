@@ -172,6 +172,150 @@ async fn public_keys_lease_and_signed_answers_verify_independently() {
     assert_signed("POST", "/api/license/activate", &headers, &bytes);
 }
 
+/// Sends `method path` with `Licence-Nonce: nonce`; the answer.
+async fn raw_with_nonce(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    bearer: Option<&str>,
+    nonce: &str,
+) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+    let mut req = app
+        .client
+        .request(
+            method.parse().expect("method"),
+            format!("{}{path}", app.base),
+        )
+        .header("licence-nonce", nonce);
+    if let Some(t) = bearer {
+        req = req.bearer_auth(t);
+    }
+    let resp = req.send().await.expect("request");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    (status, headers, resp.bytes().await.expect("body").to_vec())
+}
+
+/// Checks that the `Licence-Signature` of an answer to `method path` names `nonce` and covers it
+/// in `<method> <path>\n<Date>\n<nonce>\n<digest>`, and nothing else verifies.
+fn assert_signed_with_nonce(
+    method: &str,
+    path: &str,
+    nonce: &str,
+    headers: &reqwest::header::HeaderMap,
+    body: &[u8],
+) {
+    let value = headers
+        .get("licence-signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_else(|| panic!("{method} {path} carries no Licence-Signature"));
+    assert!(
+        value.starts_with(&format!(
+            "kid=\"ed1\", alg=\"ed25519\", nonce=\"{nonce}\", sig=\""
+        )),
+        "{value}"
+    );
+    let sig = value
+        .rsplit("sig=\"")
+        .next()
+        .expect("sig")
+        .trim_end_matches('"');
+    let date = headers
+        .get("date")
+        .and_then(|v| v.to_str().ok())
+        .expect("a Date header");
+    let digest = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(body));
+    let message = format!("{method} {path}\n{date}\n{nonce}\n{digest}");
+    expected_key()
+        .verify(message.as_bytes(), &signature(sig))
+        .unwrap_or_else(|_| panic!("{method} {path}: signature does not cover the nonce"));
+    // The old form no longer verifies: an answer bound to one request is useless for another.
+    let unbound = format!("{method} {path}\n{date}\n{digest}");
+    assert!(
+        expected_key()
+            .verify(unbound.as_bytes(), &signature(sig))
+            .is_err()
+    );
+    let other = format!("{method} {path}\n{date}\nAAAAAAAAAAAAAAAAAAAAAA\n{digest}");
+    assert!(
+        expected_key()
+            .verify(other.as_bytes(), &signature(sig))
+            .is_err()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_licence_nonce_is_covered_and_named_by_the_answer_signature() {
+    let app = spawn_app().await;
+    let licence = app.licence("basic", "active");
+    let token = app.token(&licence, "mac-1").await;
+    let nonce = "n0nce-of_the-request-0123456789AB";
+    for (method, path, bearer, status) in [
+        ("POST", "/api/license/validate", Some(token.as_str()), 200),
+        ("GET", "/api/latest", None, 200),
+        ("GET", "/api/usage/status", Some(token.as_str()), 200),
+        ("POST", "/api/usage/consume", Some(token.as_str()), 200),
+        ("GET", "/api/license/activations", Some(token.as_str()), 200),
+        ("GET", "/api/license/public-keys", None, 200),
+        ("GET", "/api/usage/status", None, 401),
+        ("GET", "/api/license/nope", None, 404),
+    ] {
+        let (s, headers, bytes) = raw_with_nonce(&app, method, path, bearer, nonce).await;
+        assert_eq!(s, status, "{method} {path}");
+        assert_signed_with_nonce(method, path, nonce, &headers, &bytes);
+    }
+    // The shortest and the longest nonce are taken as they are.
+    for nonce in ["A".repeat(16), "_".repeat(64)] {
+        let (s, headers, bytes) = raw_with_nonce(&app, "GET", "/api/latest", None, &nonce).await;
+        assert_eq!(s, 200);
+        assert_signed_with_nonce("GET", "/api/latest", &nonce, &headers, &bytes);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_licence_nonce_is_a_validation_error_and_consumes_nothing() {
+    let app = spawn_app().await;
+    let licence = app.licence("basic", "active");
+    let token = app.token(&licence, "mac-1").await;
+    for nonce in [
+        "",
+        "short",
+        &"A".repeat(15),
+        &"A".repeat(65),
+        "has spaces in the middle!!",
+        "padded+base64/standard=====",
+        "quote\"inside-the-nonce-value",
+    ] {
+        let (s, headers, bytes) =
+            raw_with_nonce(&app, "POST", "/api/usage/consume", Some(&token), nonce).await;
+        let body: Value = serde_json::from_slice(&bytes).expect("json");
+        assert_error(s, &body, 400, "VALIDATION_ERROR");
+        assert!(
+            body["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Licence-Nonce")),
+            "{body}"
+        );
+        // Still signed, in the form that names no nonce.
+        assert_signed("POST", "/api/usage/consume", &headers, &bytes);
+    }
+    // Two nonces are as ambiguous as a malformed one.
+    let resp = app
+        .client
+        .get(format!("{}/api/latest", app.base))
+        .header("licence-nonce", "A".repeat(20))
+        .header("licence-nonce", "B".repeat(20))
+        .send()
+        .await
+        .expect("request");
+    let (s, body) = answer(resp).await;
+    assert_error(s, &body, 400, "VALIDATION_ERROR");
+    // None of the refused requests took a unit.
+    let (s, body) = app.get("/api/usage/status", Some(&token)).await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(body["used"], 0, "{body}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn activations_list_and_deactivating_another_installation() {
     let app = spawn_app().await;
