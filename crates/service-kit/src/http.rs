@@ -502,6 +502,10 @@ where
 pub struct Limits {
     /// A request body that sends nothing for this long is answered 408 and the connection closed.
     pub body_idle_timeout: Duration,
+    /// A request body not complete this long after its first byte was awaited is answered 408
+    /// too, however steadily it trickles: the idle timeout alone lets a byte every few seconds
+    /// hold a connection for days.
+    pub body_deadline: Duration,
     /// Open connections per process; beyond it new ones wait in the listen backlog.
     pub max_connections: usize,
     /// Threads per process that run blocking work (database calls), when set: the service's pool
@@ -517,6 +521,7 @@ pub struct Limits {
 }
 
 pub const REQUEST_BODY_TIMEOUT_SECS: &str = "REQUEST_BODY_TIMEOUT_SECS";
+pub const REQUEST_BODY_DEADLINE_SECS: &str = "REQUEST_BODY_DEADLINE_SECS";
 pub const MAX_CONNECTIONS: &str = "MAX_CONNECTIONS";
 pub const HTTP_WORKERS: &str = "HTTP_WORKERS";
 
@@ -529,6 +534,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             body_idle_timeout: Duration::from_secs(15),
+            body_deadline: Duration::from_secs(60),
             max_connections: 4096,
             blocking_threads: None,
             workers: cores(),
@@ -552,6 +558,12 @@ impl Limits {
                 1,
                 300,
             )?),
+            body_deadline: Duration::from_secs(env.number(
+                REQUEST_BODY_DEADLINE_SECS,
+                default.body_deadline.as_secs(),
+                1,
+                3_600,
+            )?),
             max_connections: env.number(MAX_CONNECTIONS, default.max_connections, 16, 1_000_000)?,
             blocking_threads: default.blocking_threads,
             workers: std::num::NonZeroUsize::new(workers).unwrap_or(default.workers),
@@ -559,8 +571,8 @@ impl Limits {
     }
 }
 
-/// Cuts off a request body that stalls: each chunk must arrive within the idle timeout, else the
-/// body ends with an error and the answer is 408 `REQUEST_TIMEOUT` with `Connection: close`,
+/// Cuts off a request body that stalls: each chunk must arrive within the idle timeout and the
+/// whole body within the body deadline, else the body ends with an error and the answer is 408 `REQUEST_TIMEOUT` with `Connection: close`,
 /// whatever the handler made of the broken body. Without it a client that sends headers and
 /// then trickles (or nothing) would hold a worker's connection and buffer for as long as it likes.
 async fn body_deadline(
@@ -571,10 +583,12 @@ async fn body_deadline(
     actix_web::Error,
 > {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let idle = req
+    let limits = req
         .app_data::<web::Data<Limits>>()
-        .map(|l| l.body_idle_timeout)
-        .unwrap_or_else(|| Limits::default().body_idle_timeout);
+        .map(|l| l.get_ref().clone())
+        .unwrap_or_default();
+    let (idle, whole) = (limits.body_idle_timeout, limits.body_deadline);
+    let deadline = actix_web::rt::time::Instant::now() + whole;
     let stalled = Arc::new(AtomicBool::new(false));
     let payload = actix_web::HttpMessage::take_payload(&mut req);
     let flag = Arc::clone(&stalled);
@@ -582,7 +596,8 @@ async fn body_deadline(
         let flag = Arc::clone(&flag);
         async move {
             let mut payload = state?;
-            match actix_web::rt::time::timeout(idle, payload.next()).await {
+            let left = deadline.saturating_duration_since(actix_web::rt::time::Instant::now());
+            match actix_web::rt::time::timeout(idle.min(left), payload.next()).await {
                 Ok(Some(item)) => Some((item, Some(payload))),
                 Ok(None) => None,
                 Err(_) => {
@@ -605,7 +620,11 @@ async fn body_deadline(
     let mut timeout = error_response(
         StatusCode::REQUEST_TIMEOUT,
         "REQUEST_TIMEOUT",
-        format!("the request body sent nothing for {} s", idle.as_secs()),
+        format!(
+            "the request body sent nothing for {} s, or was not complete within {} s",
+            idle.as_secs(),
+            whole.as_secs()
+        ),
     );
     timeout
         .head_mut()

@@ -251,3 +251,42 @@ async fn dates_outside_the_databases_range_are_4xx() {
         assert_refused(&r, &format!("{body}"));
     }
 }
+
+/// A body dripped one byte at a time, each byte well within the idle timeout, still ends at the
+/// whole-body deadline: otherwise one client could hold a connection (and its buffer) for days
+/// where the service is reachable without nginx in front.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_dripped_byte_by_byte_ends_at_the_whole_body_deadline() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn_with(&[
+        ("REQUEST_BODY_TIMEOUT_SECS".into(), "2".into()),
+        ("REQUEST_BODY_DEADLINE_SECS".into(), "3".into()),
+    ])
+    .await;
+    let u = app.user("drip@example.com");
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let head = format!(
+        "POST /me/fast-events HTTP/1.1\r\nHost: {addr}\r\nOrigin: {}\r\nCookie: {}\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n",
+        crate::helpers::BASE_URL,
+        u.cookie
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    for _ in 0..12 {
+        if stream.write_all(b" ").await.is_err() {
+            break;
+        }
+        let mut buf = [0u8; 1024];
+        if let Ok(Ok(n)) =
+            tokio::time::timeout(std::time::Duration::from_millis(700), stream.read(&mut buf)).await
+        {
+            answer.extend_from_slice(&buf[..n]);
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "no 408 after {:?}: {text}", started.elapsed());
+    assert!(started.elapsed() < std::time::Duration::from_secs(6), "{:?}", started.elapsed());
+}
