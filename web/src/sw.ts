@@ -96,13 +96,50 @@ const USER = '/__personal/user';
 const CURRENT = '/me/fast-events/current';
 const match = { cacheName: DATA, ignoreVary: true, ignoreSearch: false };
 
-async function forgetPersonal(): Promise<void> {
-  await caches.delete(DATA);
+// Every step that reads or changes DATA runs alone, in arrival order: a cache opened before a
+// concurrent `caches.delete` would swallow what is put into it, and two first answers of `/me`
+// could each empty what the other had just kept.
+let queue: Promise<unknown> = Promise.resolve();
+function alone<T>(step: () => Promise<T>): Promise<T> {
+  const run = queue.then(step);
+  queue = run.catch(() => undefined);
+  return run;
+}
+
+function forgetPersonal(): Promise<void> {
+  return alone(async () => {
+    await caches.delete(DATA);
+  });
 }
 
 async function knownUser(): Promise<string | null> {
   const hit = await caches.match(USER, match);
   return hit ? hit.text() : null;
+}
+
+let learning: Promise<void> | null = null;
+
+/**
+ * Asks the server who is signed in, when an answer comes before the page's own `GET /me` has
+ * told (the first page load under this worker): the answer is kept instead of lost.
+ */
+function learnUser(): Promise<void> {
+  learning ??= (async () => {
+    try {
+      const res = await fetch('/me', { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+      if (!res.ok) return;
+      const id = ((await res.json()) as { user?: { id?: string } }).user?.id;
+      if (!id) return;
+      await alone(async () => {
+        if ((await knownUser()) === null) await (await caches.open(DATA)).put(USER, new Response(id));
+      });
+    } catch {
+      // Offline or refused: nothing is kept until the page's own request says who it is.
+    } finally {
+      learning = null;
+    }
+  })();
+  return learning;
 }
 
 function jsonResponse(body: unknown, status = 200): Response {
@@ -123,24 +160,27 @@ async function read(req: Request, url: URL): Promise<Response> {
   try {
     res = await fetch(req);
   } catch {
-    if ((await knownUser()) === null) return Response.error();
-    return (await caches.match(req, match)) ?? Response.error();
+    return alone(async () => {
+      if ((await knownUser()) === null) return Response.error();
+      return (await caches.match(req, match)) ?? Response.error();
+    });
   }
   if (res.status === 401) {
     await forgetPersonal();
     return res;
   }
-  if (url.pathname === '/me' && res.ok) {
-    const me = (await res.clone().json()) as { user?: { id?: string } };
-    const id = me.user?.id;
+  const id = url.pathname === '/me' && res.ok ? ((await res.clone().json()) as { user?: { id?: string } }).user?.id : undefined;
+  const copy = res.clone();
+  if (!id && (copy.ok || copy.status === 404) && (await knownUser()) === null) await learnUser();
+  await alone(async () => {
     if (id && id !== (await knownUser())) {
-      await forgetPersonal();
+      await caches.delete(DATA);
       await (await caches.open(DATA)).put(USER, new Response(id));
     }
-  }
-  if ((res.ok || res.status === 404) && (await knownUser()) !== null) {
-    await (await caches.open(DATA)).put(req, res.clone());
-  }
+    if ((copy.ok || copy.status === 404) && (await knownUser()) !== null) {
+      await (await caches.open(DATA)).put(req, copy);
+    }
+  });
   return res;
 }
 
@@ -148,7 +188,13 @@ async function read(req: Request, url: URL): Promise<Response> {
 async function change(req: Request, url: URL): Promise<Response> {
   const res = await fetch(req);
   if (res.status === 401) await forgetPersonal();
-  else if (res.ok && (await knownUser()) !== null) await afterChange(req.method, url.pathname, res.clone());
+  else if (res.ok) {
+    const copy = res.clone();
+    if ((await knownUser()) === null) await learnUser();
+    await alone(async () => {
+      if ((await knownUser()) !== null) await afterChange(req.method, url.pathname, copy);
+    });
+  }
   return res;
 }
 

@@ -62,6 +62,18 @@ async function controlled(page) {
   await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
 }
 
+/** What the service worker keeps, to say why an offline page showed what it showed. */
+const keptAnswers = (page) =>
+  page.evaluate(async () => {
+    const out = [];
+    for (const name of await caches.keys()) {
+      if (!name.startsWith('data-')) continue;
+      const cache = await caches.open(name);
+      for (const key of await cache.keys()) out.push(`${name} ${new URL(key.url).pathname}${new URL(key.url).search} ${(await cache.match(key))?.status}`);
+    }
+    return JSON.stringify(out);
+  });
+
 const CASES = {
   /** Turning push on answers within 15 s even where no push service can be reached. */
   async 'push-unreachable'() {
@@ -119,7 +131,13 @@ const CASES = {
     step('offline, / shows no running fast');
     await context.setOffline(true);
     await page.reload();
-    await page.getByRole('heading', { name: 'Nessun digiuno in corso' }).waitFor();
+    await page
+      .getByRole('heading', { name: 'Nessun digiuno in corso' })
+      .waitFor()
+      .catch(async (e) => {
+        console.log(`  kept answers: ${await keptAnswers(page)}`);
+        throw e;
+      });
     assert.equal(await page.locator('#timer-title').count(), 0, 'the ended fast is not shown as running');
     step('started again online, offline shows it running');
     await context.setOffline(false);
