@@ -8,7 +8,7 @@
 //   PHASE=deliver   PAYLOAD (what the push service decrypted) goes to the service worker through
 //                   CDP's ServiceWorker.deliverPushMessage; the notification it shows must carry
 //                   the payload's title, body and tag; a click on it opens its url (/plan) in
-//                   the open window.
+//                   the open window; a weekly weigh-in's click opens /weight, a page of the app.
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
 
@@ -137,6 +137,26 @@ async function deliver() {
   await page.getByRole('heading', { level: 1 }).waitFor();
   const left = await page.evaluate(async () => (await (await navigator.serviceWorker.ready).getNotifications()).length);
   assert.equal(left, 0, 'the clicked notification is closed');
+  console.log(`clicked: ${page.url()}`);
+
+  // The weekly weigh-in leads to /weight, a page of the app (CONTRACT section 9).
+  const weighIn = { title: 'Pesata settimanale', body: 'È lunedì: registra il tuo peso.', url: '/weight', tag: 'weekly_weigh_in', kind: 'weekly_weigh_in' };
+  await worker.evaluate(() => {
+    self.__shown = [];
+  });
+  await cdp.send('ServiceWorker.deliverPushMessage', { origin: BASE, registrationId: reg.registrationId, data: JSON.stringify(weighIn) });
+  const second = await worker.evaluate(async (timeout) => {
+    const deadline = Date.now() + timeout;
+    while (!self.__shown.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    return self.__shown.length ? Promise.all(self.__shown) : [];
+  }, T);
+  assert.deepEqual(second, ['shown']);
+  await worker.evaluate(async () => {
+    const [shown] = await self.registration.getNotifications({ tag: 'weekly_weigh_in' });
+    self.dispatchEvent(new self.NotificationEvent('notificationclick', { notification: shown }));
+  });
+  await page.waitForURL(`${BASE}/weight`);
+  await page.getByRole('heading', { level: 1, name: 'Peso' }).waitFor();
   console.log(`clicked: ${page.url()}`);
 }
 
