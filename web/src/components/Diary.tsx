@@ -71,9 +71,22 @@ export function Diary({ fast, onSaved }: { fast: Fast; onSaved?: (f: Fast) => vo
     <form class="card diary" onSubmit={submit} aria-labelledby={`${id}-title`}>
       <h2 id={`${id}-title`}>Diario dei sintomi</h2>
       {restored && (
-        <p class="notice" role="status">
-          La sessione è scaduta: abbiamo conservato la nota che stavi scrivendo.
-        </p>
+        <div class="notice" role="status">
+          <p>La sessione è scaduta: abbiamo conservato la nota che stavi scrivendo.</p>
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              dropDraft(draftName);
+              setRestored(false);
+              setHeadache(s.headache ?? false);
+              setLevels({ energy: s.energy ?? 5, hunger: s.hunger ?? 5, clarity: s.clarity ?? 5 });
+              setNote(s.note ?? '');
+            }}
+          >
+            Scarta la bozza
+          </button>
+        </div>
       )}
       <label class="check">
         <input type="checkbox" name="headache" checked={headache} onChange={(e) => { setHeadache(e.currentTarget.checked); }} />
