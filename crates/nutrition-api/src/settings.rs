@@ -21,6 +21,9 @@ pub struct Settings {
     pub vapid: Option<VapidConfig>,
     /// Accept `http://` and private-network push endpoints (tests against a local push service).
     pub allow_http_endpoints: bool,
+    /// The push endpoints a device may register (`PUSH_ENDPOINT_HOSTS`, default the known Web
+    /// Push services; any host with `PUSH_ALLOW_HTTP_ENDPOINTS`).
+    pub push_endpoints: push::EndpointPolicy,
 }
 
 impl Settings {
@@ -33,6 +36,7 @@ impl Settings {
             auth: AuthSettings::from_env(env)?,
             vapid: VapidConfig::from_env(env)?,
             allow_http_endpoints: push::vapid::allow_http_endpoints(env)?,
+            push_endpoints: push::EndpointPolicy::from_env(env)?,
         })
     }
 }
@@ -80,6 +84,24 @@ mod tests {
         assert_eq!(s.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
         assert!(s.vapid.is_none());
         assert!(!s.allow_http_endpoints);
+        assert_eq!(
+            s.push_endpoints,
+            push::EndpointPolicy::known_push_services()
+        );
+    }
+
+    #[test]
+    fn push_endpoint_hosts_are_host_suffixes_or_a_star() {
+        assert_eq!(
+            failing(&[("PUSH_ENDPOINT_HOSTS", "com")]),
+            "PUSH_ENDPOINT_HOSTS"
+        );
+        assert_eq!(
+            with(&[("PUSH_ENDPOINT_HOSTS", "*")])
+                .expect("valid")
+                .push_endpoints,
+            push::EndpointPolicy::any_public_host()
+        );
     }
 
     #[test]

@@ -397,6 +397,7 @@ fn deliver_batch(
         on_claim();
         let now = Utc::now();
         let mut settled = Vec::with_capacity(claimed.len());
+        let mut gone: Vec<String> = Vec::new();
         let mut sends = tokio::task::JoinSet::new();
         for (row, _) in claimed.into_iter().zip(accepted).filter(|(_, ok)| *ok) {
             if row.expires_at <= now {
@@ -419,6 +420,20 @@ fn deliver_batch(
                 });
                 continue;
             };
+            if sender.policy().check(&endpoint).is_err() {
+                // Registered under a wider host rule than the one in force: never sent to, and
+                // removed like a subscription its push service reports gone.
+                settled.push(Settled {
+                    id: row.id,
+                    status: "gone",
+                    error: Some("endpoint host not allowed".into()),
+                    next: None,
+                });
+                gone.push(row.device_id);
+                counters.removed.fetch_add(1, Ordering::Relaxed);
+                PUSH_OUTCOMES.with_label_values(&["gone"]).inc();
+                continue;
+            }
             let sub = push::Subscription {
                 endpoint,
                 p256dh,
@@ -448,7 +463,6 @@ fn deliver_batch(
             );
         }
         let outcomes = runtime.block_on(sends.join_all());
-        let mut gone: Vec<String> = Vec::new();
         for (message, outcome) in outcomes {
             match outcome {
                 Outcome::Delivered => {

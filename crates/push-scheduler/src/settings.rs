@@ -18,6 +18,9 @@ pub struct Settings {
     /// `None`: push is off; jobs record what they would send but nothing is delivered.
     pub vapid: Option<VapidConfig>,
     pub allow_http_endpoints: bool,
+    /// The push endpoints sent to (`PUSH_ENDPOINT_HOSTS`, default the known Web Push services;
+    /// any host with `PUSH_ALLOW_HTTP_ENDPOINTS`); a message for another is dropped as gone.
+    pub push_endpoints: push::EndpointPolicy,
 }
 
 impl Settings {
@@ -29,6 +32,7 @@ impl Settings {
             http: service_kit::http::Limits::from_env(env)?,
             vapid: VapidConfig::from_env(env)?,
             allow_http_endpoints: push::vapid::allow_http_endpoints(env)?,
+            push_endpoints: push::EndpointPolicy::from_env(env)?,
         })
     }
 }
@@ -111,6 +115,18 @@ mod tests {
                 ("VAPID_SUBJECT", "a@example.com"),
             ]),
             "VAPID_SUBJECT"
+        );
+    }
+
+    #[test]
+    fn push_endpoint_hosts_default_to_the_known_push_services() {
+        assert_eq!(
+            with(&[]).expect("valid").push_endpoints,
+            push::EndpointPolicy::known_push_services()
+        );
+        assert_eq!(
+            failing(&[("PUSH_ENDPOINT_HOSTS", "*,fcm.googleapis.com")]),
+            "PUSH_ENDPOINT_HOSTS"
         );
     }
 

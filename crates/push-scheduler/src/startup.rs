@@ -19,7 +19,13 @@ pub fn scheduler(
     let Some(vapid) = settings.vapid.clone() else {
         return Ok(None);
     };
-    let sender = push::Sender::new(vapid, settings.allow_http_endpoints)?;
+    let sender = push::Sender::with_options(
+        vapid,
+        push::SenderOptions {
+            policy: settings.push_endpoints.clone(),
+            ..push::SenderOptions::default()
+        },
+    )?;
     // Each send in flight holds a pooled connection; leave two for runs and the probe.
     let workers = usize::try_from(settings.pool_size.saturating_sub(2).max(1)).unwrap_or(1);
     Ok(Some(crate::Scheduler::new(pool.clone(), sender, workers)))

@@ -8,12 +8,17 @@
 //! to every address a host name resolves to at connection time ([`PublicOnlyResolver`]), because
 //! a public-looking name can point at a private address, or be changed to later.
 //!
+//! On top of that, [`EndpointPolicy`] accepts only the hosts of the known push services unless
+//! `PUSH_ENDPOINT_HOSTS` says otherwise: a public host that accepts connections and never answers
+//! costs a send's whole time-out per message.
+//!
 //! `allow_http` (the `PUSH_ALLOW_HTTP_ENDPOINTS` flag) lifts all of this for tests, whose fake push
 //! service listens on `http://127.0.0.1`.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use service_kit::{ConfigError, Env};
 use url::{Host, Url};
 
 /// Longest endpoint accepted; real ones are a few hundred characters.
@@ -40,6 +45,8 @@ pub enum EndpointError {
     NonPublicAddress,
     #[error("endpoint must name a public host, not a local or internal one")]
     LocalName,
+    #[error("endpoint must be on the host of a known Web Push service")]
+    UnknownPushService,
 }
 
 /// Checks an endpoint and returns it parsed.
@@ -83,6 +90,188 @@ pub fn check_endpoint(endpoint: &str, allow_http: bool) -> Result<Url, EndpointE
         }
     }
     Ok(url)
+}
+
+/// The variable naming the hosts push endpoints may be on.
+pub const PUSH_ENDPOINT_HOSTS: &str = "PUSH_ENDPOINT_HOSTS";
+
+/// The hosts of the Web Push services browsers subscribe with: FCM (Chrome, Edge on Android and
+/// most Chromium browsers), Mozilla autopush (Firefox), Apple (Safari) and WNS (Edge on Windows).
+/// A name matches itself and its subdomains; `*.` matches subdomains only.
+pub const KNOWN_PUSH_HOSTS: [&str; 6] = [
+    "fcm.googleapis.com",
+    "updates.push.services.mozilla.com",
+    "push.services.mozilla.com",
+    "web.push.apple.com",
+    "*.push.apple.com",
+    "*.notify.windows.com",
+];
+
+/// Which push endpoints a service accepts: the checks of [`check_endpoint`] and, unless any
+/// public host is allowed, a list of host suffixes.
+///
+/// Anyone can register a device, so without a list any public host can be made a push endpoint,
+/// among them servers that accept connections and never answer: every message to them holds a
+/// send until the time-out. The real push services are a handful of hosts, so by default only
+/// they are accepted. Registration and delivery use the same policy: a device registered under a
+/// wider one is refused when a message is due for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointPolicy {
+    allow_http: bool,
+    /// `None`: any public host.
+    hosts: Option<Vec<HostSuffix>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HostSuffix {
+    /// Lower case, without a trailing dot.
+    name: String,
+    subdomains_only: bool,
+}
+
+impl HostSuffix {
+    fn parse(raw: &str) -> Result<Self, String> {
+        let raw = raw.trim().trim_end_matches('.').to_ascii_lowercase();
+        let (name, subdomains_only) = match raw.strip_prefix("*.") {
+            Some(rest) => (rest.to_owned(), true),
+            None => (raw, false),
+        };
+        let label_ok = |l: &str| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        };
+        // A single label (`com`) would open a whole top-level domain.
+        if !name.contains('.') || !name.split('.').all(label_ok) {
+            return Err(format!(
+                "{name:?} is not a host name with a dot (entries are host suffixes such as fcm.googleapis.com or *.notify.windows.com, or * alone)"
+            ));
+        }
+        Ok(Self {
+            name,
+            subdomains_only,
+        })
+    }
+
+    fn matches(&self, host: &str) -> bool {
+        match host.strip_suffix(self.name.as_str()) {
+            Some("") => !self.subdomains_only,
+            Some(rest) => rest.ends_with('.'),
+            None => false,
+        }
+    }
+}
+
+impl Default for EndpointPolicy {
+    fn default() -> Self {
+        Self::known_push_services()
+    }
+}
+
+impl EndpointPolicy {
+    /// `https` endpoints on [`KNOWN_PUSH_HOSTS`] only.
+    pub fn known_push_services() -> Self {
+        let hosts = KNOWN_PUSH_HOSTS
+            .iter()
+            .map(|entry| match entry.strip_prefix("*.") {
+                Some(name) => HostSuffix {
+                    name: (*name).to_owned(),
+                    subdomains_only: true,
+                },
+                None => HostSuffix {
+                    name: (*entry).to_owned(),
+                    subdomains_only: false,
+                },
+            })
+            .collect();
+        Self {
+            allow_http: false,
+            hosts: Some(hosts),
+        }
+    }
+
+    /// `https` endpoints on any public host (the rules of [`check_endpoint`]).
+    pub fn any_public_host() -> Self {
+        Self {
+            allow_http: false,
+            hosts: None,
+        }
+    }
+
+    /// Tests only: `http` too, and any host, loopback included.
+    pub fn allow_http() -> Self {
+        Self {
+            allow_http: true,
+            hosts: None,
+        }
+    }
+
+    /// `https` endpoints whose host matches one of `list` (comma-separated host suffixes: a name
+    /// matches itself and its subdomains, `*.name` only its subdomains), or any public host for
+    /// `*`.
+    pub fn hosts(list: &str) -> Result<Self, String> {
+        let entries: Vec<&str> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .collect();
+        if entries.is_empty() {
+            return Err("must name at least one host suffix, or * for any public host".into());
+        }
+        if entries.contains(&"*") {
+            if entries.len() > 1 {
+                return Err("* (any public host) cannot be combined with host suffixes".into());
+            }
+            return Ok(Self::any_public_host());
+        }
+        let hosts = entries
+            .into_iter()
+            .map(HostSuffix::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            allow_http: false,
+            hosts: Some(hosts),
+        })
+    }
+
+    /// `PUSH_ALLOW_HTTP_ENDPOINTS` (tests: any host, `http` too) and `PUSH_ENDPOINT_HOSTS` (default
+    /// [`KNOWN_PUSH_HOSTS`]).
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        let hosts = match env.get(PUSH_ENDPOINT_HOSTS)? {
+            None => Self::known_push_services(),
+            Some(list) => {
+                Self::hosts(list).map_err(|rule| ConfigError::new(PUSH_ENDPOINT_HOSTS, rule))?
+            }
+        };
+        if crate::vapid::allow_http_endpoints(env)? {
+            return Ok(Self::allow_http());
+        }
+        Ok(hosts)
+    }
+
+    /// Whether `http` and local endpoints are accepted (tests).
+    pub fn allows_http(&self) -> bool {
+        self.allow_http
+    }
+
+    /// Checks an endpoint against [`check_endpoint`] and the host list; returns it parsed.
+    pub fn check(&self, endpoint: &str) -> Result<Url, EndpointError> {
+        let url = check_endpoint(endpoint, self.allow_http)?;
+        let Some(hosts) = &self.hosts else {
+            return Ok(url);
+        };
+        let host = match url.host() {
+            Some(Host::Domain(name)) => name.trim_end_matches('.').to_ascii_lowercase(),
+            _ => return Err(EndpointError::UnknownPushService),
+        };
+        if hosts.iter().any(|suffix| suffix.matches(&host)) {
+            Ok(url)
+        } else {
+            Err(EndpointError::UnknownPushService)
+        }
+    }
 }
 
 /// Names that only mean something inside a network. A name without a dot is resolved through the

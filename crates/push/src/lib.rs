@@ -8,8 +8,13 @@ pub mod sender;
 pub mod subscription;
 pub mod vapid;
 
-pub use endpoint::{EndpointError, check_endpoint, is_public_ip};
+pub use endpoint::{
+    EndpointError, EndpointPolicy, KNOWN_PUSH_HOSTS, PUSH_ENDPOINT_HOSTS, check_endpoint,
+    is_public_ip,
+};
 pub use jwt::{REFRESH_BEFORE, TOKEN_LIFETIME};
-pub use sender::{MAX_PAYLOAD, Options, Outcome, SendSetupError, Sender, Topic, Urgency};
+pub use sender::{
+    MAX_PAYLOAD, Options, Outcome, SendSetupError, Sender, SenderOptions, Topic, Urgency,
+};
 pub use subscription::{KeyError, Subscription, check_keys};
 pub use vapid::{VapidConfig, VapidKeyPair};

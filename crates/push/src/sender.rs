@@ -17,7 +17,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HeaderMap, 
 use sha2::{Digest, Sha256};
 
 use crate::encryption::encrypt;
-use crate::endpoint::{NonPublicHost, PublicOnlyResolver, check_endpoint};
+use crate::endpoint::{EndpointPolicy, NonPublicHost, PublicOnlyResolver};
 use crate::jwt::VapidSigner;
 use crate::subscription::{Subscription, decode_keys, unpadded};
 use crate::vapid::VapidConfig;
@@ -147,14 +147,38 @@ pub struct Sender {
 struct Inner {
     client: reqwest::Client,
     vapid: VapidSigner,
-    allow_http_endpoints: bool,
+    policy: EndpointPolicy,
+    timeout: Duration,
+}
+
+/// How a [`Sender`] is built; [`Sender::with_options`].
+#[derive(Debug, Clone)]
+pub struct SenderOptions {
+    /// The endpoints it sends to; others are refused before any request.
+    pub policy: EndpointPolicy,
+    /// How long one request may take, connecting included.
+    pub timeout: Duration,
+    /// Host names resolved to these addresses instead of asking DNS (the port of the endpoint is
+    /// kept). Only with a policy that allows `http` (tests and benchmarks): a fixed address would
+    /// bypass the public-address check of the resolver.
+    pub resolve: Vec<(String, std::net::SocketAddr)>,
+}
+
+impl Default for SenderOptions {
+    fn default() -> Self {
+        Self {
+            policy: EndpointPolicy::any_public_host(),
+            timeout: DEFAULT_TIMEOUT,
+            resolve: Vec::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Sender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sender")
             .field("vapid_public_key", &self.inner.vapid.public_key())
-            .field("allow_http_endpoints", &self.inner.allow_http_endpoints)
+            .field("policy", &self.inner.policy)
             .finish_non_exhaustive()
     }
 }
@@ -167,12 +191,38 @@ impl Sender {
         Self::with_timeout(vapid, allow_http_endpoints, DEFAULT_TIMEOUT)
     }
 
-    /// A sender whose requests give up after `timeout`.
+    /// A sender whose requests give up after `timeout`; any public `https` host, or with
+    /// `allow_http_endpoints` any host at all.
     pub fn with_timeout(
         vapid: VapidConfig,
         allow_http_endpoints: bool,
         timeout: Duration,
     ) -> Result<Self, SendSetupError> {
+        let policy = if allow_http_endpoints {
+            EndpointPolicy::allow_http()
+        } else {
+            EndpointPolicy::any_public_host()
+        };
+        Self::with_options(
+            vapid,
+            SenderOptions {
+                policy,
+                timeout,
+                resolve: Vec::new(),
+            },
+        )
+    }
+
+    /// A sender for endpoints of `options.policy`.
+    pub fn with_options(
+        vapid: VapidConfig,
+        options: SenderOptions,
+    ) -> Result<Self, SendSetupError> {
+        let SenderOptions {
+            policy,
+            timeout,
+            resolve,
+        } = options;
         let private = URL_SAFE_NO_PAD
             .decode(vapid.private_key.expose().trim_end_matches('='))
             .map_err(|_| SendSetupError::PrivateKey)?;
@@ -189,7 +239,11 @@ impl Sender {
             .no_proxy()
             .pool_idle_timeout(Duration::from_secs(90))
             .user_agent(concat!("push/", env!("CARGO_PKG_VERSION")));
-        if !allow_http_endpoints {
+        if policy.allows_http() {
+            for (host, addr) in &resolve {
+                builder = builder.resolve(host, *addr);
+            }
+        } else {
             builder = builder.dns_resolver(PublicOnlyResolver).https_only(true);
         }
         let client = builder.build().map_err(SendSetupError::Client)?;
@@ -197,7 +251,8 @@ impl Sender {
             inner: Arc::new(Inner {
                 client,
                 vapid: signer,
-                allow_http_endpoints,
+                policy,
+                timeout,
             }),
         })
     }
@@ -246,6 +301,16 @@ impl Sender {
         outcome
     }
 
+    /// The endpoints this sender accepts.
+    pub fn policy(&self) -> &EndpointPolicy {
+        &self.inner.policy
+    }
+
+    /// How long one request may take.
+    pub fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
     /// How many VAPID tokens this sender has signed (one per push service and token lifetime).
     pub fn jwt_signings(&self) -> u64 {
         self.inner.vapid.signings()
@@ -272,7 +337,10 @@ impl Sender {
                 payload.len()
             ));
         }
-        let url = check_endpoint(&sub.endpoint, self.inner.allow_http_endpoints)
+        let url = self
+            .inner
+            .policy
+            .check(&sub.endpoint)
             .map_err(|e| e.to_string())?;
         let (ua_public, auth) = decode_keys(&sub.p256dh, &sub.auth).map_err(|e| e.to_string())?;
         let body = encrypt(&ua_public, &auth, payload)

@@ -155,7 +155,10 @@ pub async fn register(
             "1 to 32 letters, digits, '-', '_' or '.'",
         ));
     }
-    let endpoint = push::check_endpoint(body.endpoint.trim(), state.settings.allow_http_endpoints)
+    let endpoint = state
+        .settings
+        .push_endpoints
+        .check(body.endpoint.trim())
         .map_err(|e| invalid("endpoint", e))?
         .to_string();
     push::check_keys(&body.keys.p256dh, &body.keys.auth).map_err(|e| invalid("keys", e))?;
@@ -264,8 +267,12 @@ pub async fn test(
     };
     let deadline = tokio::time::Instant::now() + TEST_PUSH_DEADLINE;
     let work = &state.test_pushes;
+    // A device registered under a wider host rule is never sent to; it is removed as if its push
+    // service had answered 410, as the scheduler does.
+    let policy = &state.settings.push_endpoints;
     let outcomes: Vec<(&DeviceRow, Option<push::Outcome>)> = stream::iter(&devices)
         .map(|d| {
+            let refused = policy.check(&d.endpoint).is_err();
             let sub = push::Subscription {
                 endpoint: d.endpoint.clone(),
                 p256dh: d.p256dh.clone(),
@@ -273,6 +280,9 @@ pub async fn test(
             };
             let (sender, body, options) = (&sender, &body, &options);
             async move {
+                if refused {
+                    return (d, Some(push::Outcome::Gone));
+                }
                 let send = async {
                     let _permit = tokio::select! {
                         permit = work.sends.acquire() => permit.ok()?,

@@ -312,3 +312,126 @@ async fn push_off_answers_503() {
         (503, Some("PUSH_DISABLED"))
     );
 }
+
+const KNOWN_SERVICES: [&str; 6] = [
+    "https://fcm.googleapis.com/fcm/send/abc123",
+    "https://updates.push.services.mozilla.com/wpush/v2/gAAAA",
+    "https://web.push.apple.com/QGx9",
+    "https://api.push.apple.com/3/device/abc",
+    "https://wns2-par02p.notify.windows.com/w/?token=AwYAAAB",
+    "https://FCM.googleapis.com./fcm/send/dotted",
+];
+
+/// Public https hosts that are not push services: a server that accepts connections and never
+/// answers would hold every send to it until the time-out.
+const OTHER_HOSTS: [&str; 6] = [
+    "https://push.example.com/x",
+    "https://t1.tarpit.example.net/x",
+    "https://fcm.googleapis.com.evil.example/x",
+    "https://notfcm.googleapis.com/x",
+    "https://push.apple.com.example.org/x",
+    "https://8.8.8.8/x",
+];
+
+#[tokio::test]
+async fn only_known_push_services_are_accepted_by_default() {
+    let (_, env) = vapid_env(false);
+    let app = spawn_with(&env).await;
+    let push = FakePushService::start().await;
+    let sub = push.subscribe();
+    let u = app.user("hosts@example.com");
+    for endpoint in OTHER_HOSTS {
+        let r = register(&app, &u, endpoint, &sub.p256dh, &sub.auth).await;
+        assert_eq!(
+            (r.status, r.body["code"].as_str()),
+            (400, Some("VALIDATION_ERROR")),
+            "{endpoint}: {}",
+            r.text
+        );
+        assert!(
+            r.body["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("endpoint"),
+            "{}",
+            r.text
+        );
+    }
+    assert_eq!(devices(&app, &u), 0, "nothing stored");
+    for endpoint in KNOWN_SERVICES {
+        let r = register(&app, &u, endpoint, &sub.p256dh, &sub.auth).await;
+        assert_eq!(r.status, 201, "{endpoint}: {}", r.text);
+    }
+    assert_eq!(devices(&app, &u), 6);
+}
+
+#[tokio::test]
+async fn push_endpoint_hosts_overrides_the_known_services() {
+    let (_, mut env) = vapid_env(false);
+    env.push((
+        "PUSH_ENDPOINT_HOSTS".into(),
+        "push.example.com, *.corp.example".into(),
+    ));
+    let app = spawn_with(&env).await;
+    let push = FakePushService::start().await;
+    let sub = push.subscribe();
+    let u = app.user("hosts2@example.com");
+    for endpoint in [
+        "https://push.example.com/x",
+        "https://eu.push.example.com/x",
+        "https://a.corp.example/x",
+    ] {
+        let r = register(&app, &u, endpoint, &sub.p256dh, &sub.auth).await;
+        assert_eq!(r.status, 201, "{endpoint}: {}", r.text);
+    }
+    for endpoint in [
+        "https://fcm.googleapis.com/fcm/send/abc123",
+        "https://corp.example/x",
+        "https://xpush.example.com/x",
+        "https://127.0.0.1/x",
+    ] {
+        let r = register(&app, &u, endpoint, &sub.p256dh, &sub.auth).await;
+        assert_eq!(r.status, 400, "{endpoint}: {}", r.text);
+    }
+
+    let (_, mut env) = vapid_env(false);
+    env.push(("PUSH_ENDPOINT_HOSTS".into(), "*".into()));
+    let any = spawn_with(&env).await;
+    let v = any.user("hosts3@example.com");
+    let r = register(
+        &any,
+        &v,
+        "https://push.example.com/x",
+        &sub.p256dh,
+        &sub.auth,
+    )
+    .await;
+    assert_eq!(r.status, 201, "any public host with '*': {}", r.text);
+    for endpoint in ["https://localhost/x", "https://10.0.0.1/x", &sub.endpoint] {
+        let r = register(&any, &v, endpoint, &sub.p256dh, &sub.auth).await;
+        assert_eq!(r.status, 400, "still public hosts only: {endpoint}");
+    }
+}
+
+#[tokio::test]
+async fn a_device_on_another_host_gets_no_test_push_and_is_removed() {
+    let (_, env) = vapid_env(false);
+    let app = spawn_with(&env).await;
+    let u = app.user("legacy@example.com");
+    let push = FakePushService::start().await;
+    let sub = push.subscribe();
+    // Registered before the rule existed.
+    app.count(&format!(
+        "WITH d AS (INSERT INTO nutrition.device_token (id, user_id, platform, endpoint, p256dh, auth)
+                    VALUES ('legacy-device', '{}', 'web', 'https://push.example.com/x', '{}', '{}')
+                    RETURNING 1) SELECT count(*) AS n FROM d",
+        u.id, sub.p256dh, sub.auth
+    ));
+    assert_eq!(devices(&app, &u), 1);
+    let r = app
+        .call(Method::POST, "/me/notifications/test", Some(&u), None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body, json!({ "sent": 0, "removed": 1, "failed": 0 }));
+    assert_eq!(devices(&app, &u), 0);
+}

@@ -6,3 +6,4 @@ mod helpers;
 mod jobs;
 mod operations;
 mod safety;
+mod tarpit;

@@ -5,4 +5,5 @@ mod checks;
 mod classify;
 mod delivery;
 mod helpers;
+mod policy;
 mod vapid_cache;
