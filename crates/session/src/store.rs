@@ -13,6 +13,9 @@ pub const SESSION_LIFETIME: Duration = Duration::days(7);
 pub const SHORT_SESSION_LIFETIME: Duration = Duration::days(1);
 /// A session last refreshed this long ago is extended on its next verified request.
 pub const REFRESH_AGE: Duration = Duration::hours(24);
+/// Sessions one person may hold; a new one beyond ends the least recently used. Far above the
+/// devices a person uses, it keeps listing and revoking sessions (which read them all) small.
+pub const MAX_SESSIONS_PER_USER: i64 = 50;
 
 /// What a verified request learns about its session.
 #[derive(Debug, Clone)]
@@ -43,7 +46,7 @@ pub fn create(
     } else {
         SHORT_SESSION_LIFETIME
     };
-    diesel::insert_into(session::table)
+    let created = diesel::insert_into(session::table)
         .values((
             session::id.eq(ids::id()),
             session::token.eq(ids::session_token()),
@@ -55,7 +58,17 @@ pub fn create(
             session::user_agent.eq(origin.user_agent.as_deref()),
         ))
         .returning(Session::as_returning())
-        .get_result(conn)
+        .get_result(conn)?;
+    let beyond: Vec<String> = session::table
+        .filter(session::user_id.eq(user_id))
+        .order((session::updated_at.desc(), session::created_at.desc()))
+        .select(session::id)
+        .offset(MAX_SESSIONS_PER_USER)
+        .load(conn)?;
+    if !beyond.is_empty() {
+        diesel::delete(session::table.filter(session::id.eq_any(&beyond))).execute(conn)?;
+    }
+    Ok(created)
 }
 
 /// Looks `token` up. An expired session is deleted and reported as none; a session last

@@ -275,3 +275,43 @@ async fn answers_with_sessions_or_credentials_are_never_stored_by_caches() {
         (401, Some("no-store"))
     );
 }
+
+/// Sessions per person are bounded: a new sign-in beyond the bound ends the least recently used
+/// session, so that listing and revoking (which read them all) stay small whatever a client does.
+#[tokio::test]
+async fn sessions_per_person_are_bounded_and_the_oldest_goes_first() {
+    let app = spawn_app().await;
+    let (cookie, signed_up) = app.sign_up("many-sessions@example.com", "password-123").await;
+    let user_id = signed_up.body["user"]["id"].as_str().expect("id").to_owned();
+    // 60 older sessions, as 60 sign-ins from other devices over the past days would leave.
+    app.sql(&format!(
+        "INSERT INTO auth.session (id, token, user_id, expires_at, created_at, updated_at)
+         SELECT 'old-' || n, 'old-token-' || n, '{user_id}', now() + interval '5 days',
+                now() - interval '2 days' - n * interval '1 minute',
+                now() - interval '2 days' - n * interval '1 minute'
+         FROM generate_series(1, 60) AS n"
+    ));
+    let signed_in = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "many-sessions@example.com", "password": "password-123" }),
+            None,
+        )
+        .await;
+    assert_eq!(signed_in.status, 200, "{}", signed_in.text);
+    let count: i64 = app
+        .scalar(&format!(
+            "SELECT count(*)::text AS v FROM auth.session WHERE user_id = '{user_id}'"
+        ))
+        .and_then(|n| n.parse().ok())
+        .expect("count");
+    assert_eq!(count, 50);
+    // The oldest went; the two current ones (sign-up and sign-in) stay.
+    assert_eq!(
+        app.scalar("SELECT count(*)::text AS v FROM auth.session WHERE id = 'old-60'"),
+        Some("0".into())
+    );
+    let listed = app.get("/api/auth/list-sessions", Some(&cookie)).await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(listed.body.as_array().map(Vec::len), Some(50));
+}
