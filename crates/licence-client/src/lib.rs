@@ -5,13 +5,24 @@
 //! the lease is an Ed25519-signed JWS that the app checks against public keys pinned when it was
 //! built, so no server is needed until the lease expires (the server's `LICENCE_GRACE_DAYS`,
 //! 7 by default). While online, [`LicenceClient::refresh`] renews the lease once per
-//! [`REVALIDATE_EVERY`]. Every answer of the server must carry a valid `Licence-Signature`
-//! header; an answer without one, or signed by another key, is refused as
-//! [`Error::BadSignature`], so a fake server cannot unlock the app.
+//! [`REVALIDATE_EVERY`].
+//!
+//! Answers bound to their request: every request carries a fresh random `Licence-Nonce`, and
+//! its answer must carry a `Licence-Signature` by a pinned key that names and covers that nonce;
+//! an answer without one, signed by another key or made for another request is refused as
+//! [`Error::BadSignature`], and one whose `Date` is more than [`ANSWER_DATE_TOLERANCE`] from the
+//! client's clock as [`Error::ClockSkew`]. So a fake server can neither unlock the app nor
+//! replay answers the real server gave to other requests (a consume that succeeded, a 404 that
+//! would make the client forget its licence): such an answer changes nothing stored.
+//!
+//! Only `https://` servers are used, and `http://` ones on the loopback interface (tests, a
+//! local development server); anything else is refused when the client is made.
 //!
 //! Clock tampering: the last time the client saw is stored with the lease; a clock more than
 //! [`CLOCK_TOLERANCE`] behind it makes [`LicenceClient::check`] fail with
-//! [`Error::ClockSetBack`] until the server has been reached again.
+//! [`Error::ClockSetBack`] until the server has been reached again. The stored times are sealed
+//! with a MAC keyed from the lease and the installation: a state file edited by hand fails with
+//! [`Error::StateTampered`], which only an online validation cures.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), licence_client::Error> {
@@ -51,7 +62,7 @@ use serde::de::DeserializeOwned;
 
 pub use fingerprint::machine_instance_id;
 pub use store::State;
-pub use verify::{Lease, PublicKey, parse_keys, pinned_keys};
+pub use verify::{ANSWER_DATE_TOLERANCE, Lease, PublicKey, parse_keys, pinned_keys};
 
 /// How often [`LicenceClient::refresh`] asks the server again while the lease is valid.
 pub const REVALIDATE_EVERY: chrono::Duration = chrono::Duration::hours(24);
@@ -65,8 +76,17 @@ pub const HTTP_TIMEOUT: Duration = Duration::from_secs(15);
 pub enum Error {
     #[error("the licence server cannot be reached: {0}")]
     Network(#[from] reqwest::Error),
-    #[error("the answer is not signed by a licence server key this app trusts")]
+    #[error("the answer is not signed for this request by a licence server key this app trusts")]
     BadSignature,
+    #[error(
+        "the answer is dated {server_date}, more than 5 minutes from this computer's clock: \
+         set the clock right (or the answer was replayed)"
+    )]
+    ClockSkew { server_date: DateTime<Utc> },
+    #[error("the licence server address is refused: {0}")]
+    ServerUrlRefused(&'static str),
+    #[error("the stored licence state was edited; connect to the internet to validate it again")]
+    StateTampered,
     #[error("this app was built without the licence server's public keys")]
     NoPinnedKeys,
     #[error("this installation is not activated")]
@@ -207,7 +227,12 @@ impl LicenceClient {
         state_path: PathBuf,
         instance_id: String,
     ) -> Result<Self, Error> {
-        let http = reqwest::Client::builder().timeout(HTTP_TIMEOUT).build()?;
+        check_server_url(base_url)?;
+        // The licence routes never redirect; following one could leave https.
+        let http = reqwest::Client::builder()
+            .timeout(HTTP_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
         Ok(Self {
             http,
             base: base_url.trim_end_matches('/').to_owned(),
@@ -248,10 +273,13 @@ impl LicenceClient {
     }
 
     /// The offline decision: the stored lease, verified against the pinned keys, for this
-    /// installation, not expired, with a clock that did not go back.
+    /// installation, not expired, with a clock that did not go back and a state nobody edited.
     pub fn check(&self) -> Result<Status, Error> {
         let now = (self.clock)();
         let mut state = State::load(&self.state_path)?.ok_or(Error::NotActivated)?;
+        if !state.is_sealed_for(&self.instance_id) {
+            return Err(Error::StateTampered);
+        }
         if now + CLOCK_TOLERANCE < state.last_seen {
             return Err(Error::ClockSetBack {
                 last_seen: state.last_seen,
@@ -274,6 +302,7 @@ impl LicenceClient {
         }
         if now > state.last_seen {
             state.last_seen = now;
+            state.seal(&self.instance_id);
             state.save(&self.state_path)?;
         }
         Ok(Status {
@@ -287,25 +316,30 @@ impl LicenceClient {
     }
 
     /// [`check`](Self::check), and when revalidation is due, a validation with the server that
-    /// renews the lease. A server out of reach leaves the offline decision standing; a server
+    /// renews the lease. A server out of reach, or an answer that cannot be bound to the
+    /// request (a fake server, a captive portal), leaves the offline decision standing; a server
     /// that refuses the licence ends it.
     pub async fn refresh(&self) -> Result<Status, Error> {
         let status = match self.check() {
             Ok(s) if !s.revalidation_due => return Ok(s),
             Ok(s) => Some(s),
-            // A clock set back or an expired lease may be cured by the server.
-            Err(Error::ClockSetBack { .. } | Error::LeaseExpired { .. }) => None,
+            // A clock set back, an expired lease or an edited state may be cured by the server.
+            Err(Error::ClockSetBack { .. } | Error::LeaseExpired { .. } | Error::StateTampered) => {
+                None
+            }
             Err(other) => return Err(other),
         };
         match self.validate().await {
             Ok(fresh) => Ok(fresh),
-            Err(Error::Network(e)) => status.ok_or(Error::Network(e)),
+            Err(e @ (Error::Network(_) | Error::BadSignature | Error::ClockSkew { .. })) => {
+                status.ok_or(e)
+            }
             Err(e) => Err(e),
         }
     }
 
     /// Validates with the server now and stores the fresh token and lease. A refused licence
-    /// removes the stored lease.
+    /// removes the stored lease; only an answer bound to this request can refuse it.
     pub async fn validate(&self) -> Result<Status, Error> {
         let state = State::load(&self.state_path)?.ok_or(Error::NotActivated)?;
         let by_token = self
@@ -352,7 +386,7 @@ impl LicenceClient {
     /// and was renewed first), so a flaky network never costs two units.
     pub async fn consume(&self) -> Result<Usage, Error> {
         let state = State::load(&self.state_path)?.ok_or(Error::NotActivated)?;
-        let key = idempotency_key();
+        let key = random_token();
         let path = "/api/usage/consume";
         let first = self
             .call(
@@ -422,7 +456,7 @@ impl LicenceClient {
             return Err(Error::LeaseInvalid("issued to another installation"));
         }
         let now = (self.clock)();
-        let state = State {
+        let mut state = State {
             licence_key,
             token: granted.token,
             lease: granted.lease,
@@ -430,7 +464,9 @@ impl LicenceClient {
             // which is how a clock that was set back (and then fixed) is forgiven.
             last_seen: now,
             last_validated_at: now,
+            mac: String::new(),
         };
+        state.seal(&self.instance_id);
         state.save(&self.state_path)?;
         self.check()
     }
@@ -455,11 +491,19 @@ impl LicenceClient {
         if let Some(key) = idempotency_key {
             req = req.header("idempotency-key", key);
         }
+        // Fresh for every request, so that no answer made for another one is taken for its own.
+        let nonce = random_token();
+        req = req.header("licence-nonce", &nonce);
         let resp = req.send().await?;
         let status = resp.status();
         let headers = resp.headers().clone();
         let bytes = resp.bytes().await?;
-        verify::answer(&self.keys, method.as_str(), path, &headers, &bytes)?;
+        let request = verify::Request {
+            method: method.as_str(),
+            path,
+            nonce: &nonce,
+        };
+        verify::answer(&self.keys, &request, &headers, &bytes, (self.clock)())?;
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(|_| Error::Server {
                 status: status.as_u16(),
@@ -502,9 +546,95 @@ impl LicenceClient {
     }
 }
 
-/// 32 random URL-safe characters.
-fn idempotency_key() -> String {
+/// 32 random URL-safe characters (192 bits): idempotency keys and nonces.
+fn random_token() -> String {
     use base64::Engine;
     let bytes: [u8; 24] = rand::random();
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// `https://` anywhere, `http://` only on the loopback interface (127.0.0.0/8, `::1`,
+/// `localhost`), where no one on the network can read or answer the requests; no credentials,
+/// query or fragment, since paths are appended to the address.
+fn check_server_url(base_url: &str) -> Result<(), Error> {
+    let url = reqwest::Url::parse(base_url)
+        .map_err(|_| Error::ServerUrlRefused("not an absolute http(s) address"))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(Error::ServerUrlRefused("credentials in the address"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(Error::ServerUrlRefused(
+            "a query or fragment in the address",
+        ));
+    }
+    let host = url
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or(Error::ServerUrlRefused("no host in the address"))?;
+    // The parser has already normalised IPv4 forms (`127.1`, hex) and put IPv6 in brackets.
+    let ip = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = match ip.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => host.eq_ignore_ascii_case("localhost"),
+    };
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        "http" => Err(Error::ServerUrlRefused(
+            "http:// is allowed only on the loopback interface; use https://",
+        )),
+        _ => Err(Error::ServerUrlRefused("not an http(s) address")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn construct(base: &str) -> Result<LicenceClient, Error> {
+        LicenceClient::with_keys(
+            base,
+            Vec::new(),
+            std::env::temp_dir().join("licence-client-never-written.json"),
+            "desk".into(),
+        )
+    }
+
+    #[test]
+    fn an_http_server_other_than_loopback_is_refused_at_construction() {
+        for refused in [
+            "http://licences.example.com",
+            "http://licences.example.com:8083/",
+            "http://10.0.0.7:8083",
+            "http://192.168.1.20",
+            "http://[fe80::1]:8083",
+            "http://localhost.example.com",
+            "http://127.0.0.1.example.com",
+            "http://0.0.0.0:8083",
+            "ftp://licences.example.com",
+            "file:///etc/passwd",
+            "licences.example.com",
+            "",
+            "https://user:secret@licences.example.com",
+            "https://licences.example.com/?x=1",
+        ] {
+            assert!(
+                matches!(construct(refused), Err(Error::ServerUrlRefused(_))),
+                "{refused} must be refused"
+            );
+        }
+        for allowed in [
+            "https://licences.example.com",
+            "https://licences.example.com/",
+            "https://10.0.0.7:8443",
+            "http://127.0.0.1:8083",
+            "http://127.0.0.2:8083/",
+            "http://127.255.255.254",
+            "http://[::1]:8083",
+            "http://localhost:8083",
+            "http://LOCALHOST:8083",
+        ] {
+            assert!(construct(allowed).is_ok(), "{allowed} must be taken");
+        }
+    }
 }

@@ -3,7 +3,8 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ed25519_dalek::{Signature, Verifier, VerifyingKey};
+use chrono::{DateTime, Utc};
+use ed25519_dalek::{Signature, VerifyingKey};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -97,38 +98,49 @@ fn decode_json<T: serde::de::DeserializeOwned>(part: &str) -> Option<T> {
     serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).ok()?).ok()
 }
 
-/// Verifies the `Licence-Signature` of an answer to `method path`.
+/// How far an answer's `Date` may be from the client's clock. A replayed answer carries the time
+/// it was first made, so the window bounds how long a captured answer is worth anything.
+pub const ANSWER_DATE_TOLERANCE: chrono::Duration = chrono::Duration::minutes(5);
+
+/// Verifies the `Licence-Signature` of an answer to `method path` sent with `nonce`: signed by a
+/// pinned key over `<method> <path>\n<Date>\n<nonce>\n<digest>`, naming that nonce, and dated
+/// within [`ANSWER_DATE_TOLERANCE`] of `now`. The signature is checked first, so a `Date` that
+/// nobody signed never decides which error is reported.
 pub fn answer(
     keys: &[PublicKey],
-    method: &str,
-    path: &str,
+    request: &Request<'_>,
     headers: &reqwest::header::HeaderMap,
     body: &[u8],
+    now: DateTime<Utc>,
 ) -> Result<(), Error> {
-    let value = headers
-        .get("licence-signature")
-        .and_then(|v| v.to_str().ok())
-        .ok_or(Error::BadSignature)?;
-    let date = headers
-        .get(reqwest::header::DATE)
-        .and_then(|v| v.to_str().ok())
-        .ok_or(Error::BadSignature)?;
+    let value = single(headers, "licence-signature").ok_or(Error::BadSignature)?;
+    let date = single(headers, reqwest::header::DATE.as_str()).ok_or(Error::BadSignature)?;
     let mut kid = None;
     let mut sig = None;
     let mut alg = None;
+    let mut nonce = None;
     for part in value.split(',') {
         let Some((name, v)) = part.trim().split_once('=') else {
             continue;
         };
         let v = v.trim().trim_matches('"');
-        match name.trim() {
-            "kid" => kid = Some(v),
-            "sig" => sig = Some(v),
-            "alg" => alg = Some(v),
-            _ => {}
+        let slot = match name.trim() {
+            "kid" => &mut kid,
+            "sig" => &mut sig,
+            "alg" => &mut alg,
+            "nonce" => &mut nonce,
+            _ => continue,
+        };
+        // A parameter named twice leaves it open which one was meant.
+        if slot.replace(v).is_some() {
+            return Err(Error::BadSignature);
         }
     }
     if alg != Some("ed25519") {
+        return Err(Error::BadSignature);
+    }
+    // An answer that names no nonce, or another one, was made for another request.
+    if !nonce.is_some_and(|n| constant_time_eq(n.as_bytes(), request.nonce.as_bytes())) {
         return Err(Error::BadSignature);
     }
     let key = kid
@@ -139,10 +151,101 @@ pub fn answer(
         .and_then(|b| Signature::from_slice(&b).ok())
         .ok_or(Error::BadSignature)?;
     let message = format!(
-        "{method} {path}\n{date}\n{}",
+        "{} {}\n{date}\n{}\n{}",
+        request.method,
+        request.path,
+        request.nonce,
         URL_SAFE_NO_PAD.encode(Sha256::digest(body))
     );
     key.key
-        .verify(message.as_bytes(), &sig)
-        .map_err(|_| Error::BadSignature)
+        .verify_strict(message.as_bytes(), &sig)
+        .map_err(|_| Error::BadSignature)?;
+    let dated = DateTime::parse_from_rfc2822(date)
+        .map(|d| d.with_timezone(&Utc))
+        .map_err(|_| Error::BadSignature)?;
+    if (dated - now).abs() > ANSWER_DATE_TOLERANCE {
+        return Err(Error::ClockSkew { server_date: dated });
+    }
+    Ok(())
+}
+
+/// What an answer must be bound to: the request's method, path and nonce.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub nonce: &'a str,
+}
+
+/// The one value of header `name`; `None` when it is missing, repeated or not text.
+fn single<'a>(headers: &'a reqwest::header::HeaderMap, name: &str) -> Option<&'a str> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    first.to_str().ok()
+}
+
+/// Whether `a` and `b` are equal, in a time that depends on their lengths only.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut block = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.map(|b| b ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231() {
+        // Test cases 2 and 6: a short key, and a key longer than the block.
+        assert_eq!(
+            hex(&hmac_sha256(b"Jefe", b"what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        assert_eq!(
+            hex(&hmac_sha256(
+                &[0xaa; 131],
+                b"Test Using Larger Than Block-Size Key - Hash Key First"
+            )),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+    }
+
+    #[test]
+    fn constant_time_comparison() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+        assert!(constant_time_eq(b"", b""));
+    }
 }

@@ -2,6 +2,7 @@
 
 mod admin;
 mod client;
+mod client_binding;
 mod hardening;
 mod helpers;
 mod licences;
