@@ -131,12 +131,14 @@ async fn finish(
         .and_then(domain::email::normalise)
         .ok_or_else(|| with_url("EMAIL_NOT_FOUND"))?;
     let origin = client::origin(req, &state.settings.trusted_proxies);
+    let require_verified = state.settings.require_email_verification;
     let linked = nutrition_store::run(&state.pool, move |conn| {
-        conn.transaction(|conn| link(conn, &profile, &tokens, &email, &origin))
+        conn.transaction(|conn| link(conn, &profile, &tokens, &email, &origin, require_verified))
     })
     .await
     .map_err(|e: LinkError| match e {
         LinkError::NotLinked => with_url("ACCOUNT_NOT_LINKED"),
+        LinkError::Unverified => with_url("GOOGLE_EMAIL_NOT_VERIFIED"),
         LinkError::Db(cause) => {
             tracing::error!(%cause, "linking a Google account failed");
             with_url("INTERNAL_ERROR")
@@ -160,6 +162,8 @@ struct Linked {
 enum LinkError {
     #[error("an account with this e-mail exists and its address is not verified on both sides")]
     NotLinked,
+    #[error("verification is required and Google does not vouch for this address")]
+    Unverified,
     #[error("{0}")]
     Db(String),
 }
@@ -177,13 +181,15 @@ impl From<nutrition_store::DbError> for LinkError {
 }
 
 /// Finds the user of this Google account, links it to the user with the same verified e-mail
-/// address, or creates the user; then opens a session.
+/// address, or creates the user; then opens a session. With verification required, a new user
+/// needs an address Google vouches for: nothing else would prove it.
 fn link(
     conn: &mut PgConnection,
     profile: &google::Profile,
     tokens: &google::Tokens,
     email: &str,
     origin: &session::store::Origin,
+    require_verified: bool,
 ) -> Result<Linked, LinkError> {
     let now = Utc::now();
     let (user, new_user) = if let Some(user) =
@@ -219,6 +225,9 @@ fn link(
             accounts::insert(conn, &account(&user.id), now)?;
             (user, false)
         } else {
+            if require_verified && !profile.email_verified {
+                return Err(LinkError::Unverified);
+            }
             let name = profile.name.clone().unwrap_or_default();
             let new = NewUser {
                 name: name.trim(),

@@ -64,6 +64,9 @@ pub fn message(code: &str) -> &'static str {
             "Conferma prima il tuo indirizzo e-mail: ti abbiamo inviato un nuovo link."
         }
         "INVALID_TOKEN" => "Il link non è valido o è scaduto. Richiedine uno nuovo.",
+        "GOOGLE_EMAIL_NOT_VERIFIED" => {
+            "Google non conferma questo indirizzo e-mail: registrati con e-mail e password."
+        }
         "EMAIL_DISABLED" => "L'invio di e-mail non è disponibile al momento.",
         "INVALID_ORIGIN" | "MISSING_OR_NULL_ORIGIN" => {
             "Richiesta non consentita. Riprova da questa pagina."

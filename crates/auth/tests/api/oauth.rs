@@ -359,3 +359,27 @@ async fn pending_google_sign_ins_are_bounded_per_address_and_in_total() {
         5
     );
 }
+
+/// With verification required, a Google profile whose address Google does not vouch for creates
+/// no user and opens no session: the address would be unproven, which the requirement forbids.
+#[tokio::test]
+async fn with_verification_required_an_unverified_google_address_creates_no_user() {
+    let fake = FakeOAuth::start().await;
+    let mut env = fake.env();
+    env.push(("AUTH_REQUIRE_EMAIL_VERIFICATION".into(), "true".into()));
+    let app = spawn_with(&env).await;
+    fake.sign_in_as(identity("google-sub-unverified", "unproven@example.com", false));
+    let done = google_flow(&app, Some("/welcome")).await;
+    assert_eq!(done.status, 302, "{}", done.text);
+    let location = done.header("location").unwrap_or_default();
+    assert!(location.contains("error=GOOGLE_EMAIL_NOT_VERIFIED"), "{location}");
+    assert!(done.session_cookie().is_none(), "no session");
+    assert_eq!(app.count("auth.\"user\""), 0);
+    assert_eq!(app.count("auth.account"), 0);
+
+    // Google vouching for it, the same person gets in.
+    fake.sign_in_as(identity("google-sub-unverified", "unproven@example.com", true));
+    let done = google_flow(&app, None).await;
+    assert!(done.session_cookie().is_some(), "{:?}", done.header("location"));
+    assert_eq!(app.count("auth.\"user\""), 1);
+}
