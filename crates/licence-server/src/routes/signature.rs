@@ -53,10 +53,9 @@ pub async fn sign_answers(
     };
     let (req, res) = res.into_parts();
     let (mut head, body) = res.into_parts();
-    let body = actix_web::body::to_bytes(body).await.map_err(|e| {
-        let e: Box<dyn std::error::Error> = e.into();
-        actix_web::error::ErrorInternalServerError(e.to_string())
-    })?;
+    let body = actix_web::body::to_bytes(body)
+        .await
+        .map_err(|e| actix_web::error::ErrorInternalServerError(e.to_string()))?;
     let date = httpdate::fmt_http_date(std::time::SystemTime::from(state.clock.now()));
     let headers = head.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&date) {
