@@ -13,6 +13,12 @@ use crate::settings::Settings;
 use crate::settings::{RateLimit, SignInLimits};
 use crate::{client, keys};
 
+/// Reset and verification mails one e-mail address may be sent in a day, whoever asks.
+pub const MAILS_PER_ADDRESS_PER_DAY: RateLimit = RateLimit {
+    max: 10,
+    window_secs: 86_400,
+};
+
 #[derive(Clone)]
 pub struct AppState {
     pub settings: Arc<Settings>,
@@ -130,6 +136,19 @@ impl AppState {
                 }
             }
             refusal.into_result()
+        })
+        .await
+    }
+
+    /// Whether one more reset or verification mail may go to `email` today: at most
+    /// [`MAILS_PER_ADDRESS_PER_DAY`], whoever asks. Counted per request (whether or not the
+    /// address has an account, so the answer and its time tell nothing); the request itself is
+    /// answered as usual either way, so that nobody can make someone else's request fail. The
+    /// limit on refusals is each client's own (`limit` without an e-mail subject).
+    pub async fn mail_allowed(&self, email: &str) -> Result<bool, ApiError> {
+        let key = keys::rate_limit_key(self.settings.auth.secret.expose(), "mail-day", "email", email);
+        nutrition_store::run(&self.pool, move |conn| {
+            Ok::<_, ApiError>(rate_limits::hit(conn, &key, MAILS_PER_ADDRESS_PER_DAY)?.is_ok())
         })
         .await
     }

@@ -24,12 +24,13 @@ struct Counted {
 /// that erasure finds its counters.
 /// (Failed sign-ins per address and e-mail address are keyed on both, so they cannot be found
 /// without the address; like every counter they are deleted a day after their window.)
-pub const EMAIL_ROUTES: [&str; 5] = [
+pub const EMAIL_ROUTES: [&str; 6] = [
     "sign-in",
     "sign-in-failure",
     "sign-up",
     "send-verification-email",
     "request-password-reset",
+    "mail-day",
 ];
 pub const USER_ROUTES: [&str; 2] = ["change-password", "delete-user"];
 

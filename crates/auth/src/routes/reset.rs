@@ -64,21 +64,22 @@ async fn request_reset(
         .map_err(|_| ApiError::Forbidden("INVALID_REDIRECT_URL"))?
         .unwrap_or_else(|| DEFAULT_RESET_PAGE.to_owned());
     let limit = state.settings.mail_rate_limit;
+    // Refused only past this client's own budget: a count per e-mail address would let anyone
+    // block someone else's reset.
     state
-        .limit(
-            req,
-            "request-password-reset",
-            Some(("email", &email)),
-            limit,
-        )
+        .limit(req, "request-password-reset", None, limit)
         .await?;
     let started = tokio::time::Instant::now();
+    let allowed = state.mail_allowed(&email).await?;
     let base_url = state.settings.auth.base_url.clone();
     let queued = nutrition_store::run(&state.pool, move |conn| {
         conn.transaction(|conn| {
             let Some(user) = users::find_by_email(conn, &email)? else {
                 return Ok(false);
             };
+            if !allowed {
+                return Ok(false);
+            }
             let token = links::issue(conn, Purpose::Reset, &user.id, Utc::now())?;
             let link = links::reset_link(&base_url, &token, &callback);
             mailbox::queue(

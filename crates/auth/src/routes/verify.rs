@@ -61,14 +61,11 @@ pub async fn send_verification_email(
     let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?
         .unwrap_or_else(|| "/".to_owned());
     let limit = state.settings.mail_rate_limit;
+    // Refused only past this client's own budget (see request-password-reset).
     state
-        .limit(
-            &req,
-            "send-verification-email",
-            Some(("email", &email)),
-            limit,
-        )
+        .limit(&req, "send-verification-email", None, limit)
         .await?;
+    let allowed = state.mail_allowed(&email).await?;
     let base_url = state.settings.auth.base_url.clone();
     if let Some(me) = current.0 {
         if me.user.email != email {
@@ -77,17 +74,19 @@ pub async fn send_verification_email(
         if me.user.email_verified {
             return Err(ApiError::bad("EMAIL_ALREADY_VERIFIED"));
         }
-        nutrition_store::run(&state.pool, move |conn| {
-            conn.transaction(|conn| send_verification(conn, &base_url, &me.user, &callback))
-        })
-        .await?;
-        mailbox::wake(&state);
+        if allowed {
+            nutrition_store::run(&state.pool, move |conn| {
+                conn.transaction(|conn| send_verification(conn, &base_url, &me.user, &callback))
+            })
+            .await?;
+            mailbox::wake(&state);
+        }
         return Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })));
     }
     let started = tokio::time::Instant::now();
     let outcome = nutrition_store::run(&state.pool, move |conn| {
         conn.transaction(|conn| match users::find_by_email(conn, &email)? {
-            Some(user) if !user.email_verified => {
+            Some(user) if !user.email_verified && allowed => {
                 send_verification(conn, &base_url, &user, &callback)
             }
             _ => Ok(()),

@@ -369,3 +369,46 @@ async fn the_forgot_password_page_posts_a_form() {
             .is_some_and(|l| l.starts_with("/reset-password?token="))
     );
 }
+
+async fn reset_from(app: &TestApp, email: &str, client_ip: &str) -> u16 {
+    app.http
+        .post(format!("{}/api/auth/request-password-reset", app.base))
+        .header("x-forwarded-for", client_ip)
+        .json(&json!({ "email": email }))
+        .send()
+        .await
+        .expect("POST")
+        .status()
+        .as_u16()
+}
+
+/// Someone asking again and again for another person's reset spends only their own client's
+/// budget: the person asking from elsewhere still gets the mail. What one address can be sent
+/// is capped per day instead, so that nobody can flood a person's inbox either.
+#[tokio::test]
+async fn nobody_can_block_another_persons_reset_and_mails_per_address_are_capped() {
+    let (app, _smtp) = with_mail(&[
+        ("AUTH_MAIL_RATE_LIMIT_MAX", "3"),
+        ("AUTH_MAIL_RATE_LIMIT_WINDOW_SECS", "60"),
+        ("TRUSTED_PROXIES", "127.0.0.1"),
+    ])
+    .await;
+    app.sign_up("target@example.com", PASSWORD).await;
+    let queued = || app.count("auth.mail_outbox WHERE kind = 'password_reset'");
+    for _ in 0..3 {
+        assert_eq!(reset_from(&app, "target@example.com", "203.0.113.5").await, 200);
+    }
+    assert_eq!(reset_from(&app, "target@example.com", "203.0.113.5").await, 429);
+    // The person, from their own device.
+    assert_eq!(reset_from(&app, "target@example.com", "198.51.100.7").await, 200);
+    assert_eq!(queued(), 4);
+    // From many addresses, no more than 10 mails a day reach one address; the answers stay the
+    // same, so they tell nothing either.
+    for i in 0..10 {
+        assert_eq!(
+            reset_from(&app, "target@example.com", &format!("192.0.2.{}", 10 + i)).await,
+            200
+        );
+    }
+    assert_eq!(queued(), 10);
+}
