@@ -38,7 +38,7 @@ for (const [label, viewport] of [['mobile', { width: 390, height: 844 }], ['desk
   for (const scheme of ['light', 'dark']) {
     const ctx = await browser.newContext({ viewport, storageState: state, colorScheme: scheme, locale: 'it-IT', timezoneId: 'Europe/Rome', deviceScaleFactor: 1 });
     const p = await ctx.newPage();
-    for (const [name, path] of [['today', '/'], ['plan', '/plan'], ['history', '/history'], ['stats', '/stats'], ['settings', '/settings'], ['not-found', '/pagina-inesistente']]) {
+    for (const [name, path] of [['today', '/'], ['plan', '/plan'], ['history', '/history'], ['stats', '/stats'], ['settings', '/settings'], ['weight', '/weight'], ['not-found', '/pagina-inesistente']]) {
       if (scheme === 'dark' && !['today', 'stats'].includes(name)) continue;
       await p.goto(`${BASE}${path}`);
       await p.locator('h1').waitFor();
@@ -47,6 +47,31 @@ for (const [label, viewport] of [['mobile', { width: 390, height: 844 }], ['desk
     }
     await ctx.close();
   }
+}
+// auth's own pages, signed out, in the app's look; and the narrowest phone.
+for (const [label, viewport] of [['mobile', { width: 390, height: 844 }], ['desktop', { width: 1280, height: 800 }]]) {
+  for (const scheme of ['light', 'dark']) {
+    const ctx = await browser.newContext({ viewport, colorScheme: scheme, locale: 'it-IT', timezoneId: 'Europe/Rome', deviceScaleFactor: 1 });
+    const p = await ctx.newPage();
+    for (const [name, path] of [['sign-in', '/sign-in'], ['forgot-password', '/forgot-password']]) {
+      if (scheme === 'dark' && name !== 'sign-in') continue;
+      await p.goto(`${BASE}${path}`);
+      await p.locator('h1').waitFor();
+      await p.screenshot({ path: new URL(`${name}-${label}${scheme === 'dark' ? '-dark' : ''}.png`, out).pathname });
+    }
+    await ctx.close();
+  }
+}
+{
+  const ctx = await browser.newContext({ viewport: { width: 320, height: 640 }, storageState: state, locale: 'it-IT', timezoneId: 'Europe/Rome', deviceScaleFactor: 1 });
+  const p = await ctx.newPage();
+  for (const [name, path] of [['stats', '/stats'], ['settings', '/settings']]) {
+    await p.goto(`${BASE}${path}`);
+    await p.locator('h1').waitFor();
+    await p.waitForLoadState('networkidle');
+    await p.screenshot({ path: new URL(`${name}-320.png`, out).pathname });
+  }
+  await ctx.close();
 }
 await browser.close();
 console.log('screenshots written');
