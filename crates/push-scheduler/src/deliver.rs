@@ -25,9 +25,16 @@
 //!
 //! Fairness: senders take the messages that expire first, each user's first device before
 //! anyone's second ([`Lanes`] and the `fair_rank` column), and one process never has more than
-//! [`PER_USER`] messages of one user in flight or all of its senders on one push service. A batch
-//! may mix push services, so a slow one delays the commit of the faster messages in the same
-//! batch (bounded by the send time-out), never the other senders.
+//! [`PER_USER`] messages of one user in flight or all of its senders on one push service.
+//!
+//! Slow sends: a batch may mix push services, and a push endpoint may accept connections and
+//! never answer. A batch waits for its sends only while they keep ending; once none has ended for
+//! [`HOLD`], the ones left are handed to the [`Keeper`]: their rows are leased (`attempts`
+//! counted, `next_attempt_at` pushed past the longest the keeper can take), their devices stay
+//! share-locked in the keeper's own transaction, and the batch commits the rest and its sender
+//! goes on. Each kept message's outcome is committed as soon as its send ends. So one endpoint
+//! that never answers delays neither the messages sent with it nor its sender's next batch; it
+//! costs one connection of the keeper for one send time-out.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -234,6 +241,48 @@ impl Lanes {
     }
 }
 
+/// Messages in flight outside any sender (handed to the [`Keeper`]), counted in their users'
+/// lanes and in what the process has in flight until dropped: a drain is not over while they
+/// run.
+struct HeldUsers {
+    lanes: Arc<Lanes>,
+    users: Vec<String>,
+}
+
+trait HoldUsers {
+    fn hold(&self, users: Vec<String>) -> HeldUsers;
+}
+
+impl HoldUsers for Arc<Lanes> {
+    fn hold(&self, users: Vec<String>) -> HeldUsers {
+        let mut c = self.lock();
+        for user in &users {
+            *c.users.entry(user.clone()).or_default() += 1;
+        }
+        c.total += users.len();
+        drop(c);
+        HeldUsers {
+            lanes: Arc::clone(self),
+            users,
+        }
+    }
+}
+
+impl Drop for HeldUsers {
+    fn drop(&mut self) {
+        let mut c = self.lanes.lock();
+        for user in &self.users {
+            if let Some(n) = c.users.get_mut(user) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    c.users.remove(user);
+                }
+            }
+        }
+        c.total = c.total.saturating_sub(self.users.len());
+    }
+}
+
 /// One sender's claimed messages counted in their lanes until dropped.
 struct Held<'a> {
     lanes: &'a Lanes,
@@ -360,18 +409,219 @@ struct Settled {
     next: Option<DateTime<Utc>>,
 }
 
+/// How long a batch waits for its next send to end before it hands the ones still in flight to
+/// the [`Keeper`] and commits the rest. Push services answer in tens of milliseconds; a send that
+/// takes this much longer than the others of its batch is slow or never answers, and must not
+/// keep them unsettled.
+pub const HOLD: Duration = Duration::from_millis(250);
+/// Transactions the [`Keeper`] has at most: one taking new messages, one waiting for its last
+/// ones. Each takes new messages for one send time-out, so the older one has always ended when
+/// the newer one stops taking them.
+const EPOCHS: usize = 2;
+
+/// Keeps the devices of messages still in flight after their batch committed share-locked, in
+/// an open transaction on a pooled connection of its own, and writes each one's outcome there as
+/// its send ends: removing a device still waits for a send to it, as it waits for a batch. Such
+/// a transaction (an epoch) commits as soon as none of its messages is in flight, and takes new
+/// ones for one send time-out only, so it ends at most two time-outs after it began. When no
+/// epoch can take them (no connection free), a batch keeps its slow messages itself, as before.
+pub struct Keeper {
+    pool: PgPool,
+    /// How long an epoch takes new messages: the send time-out.
+    open_for: Duration,
+    epochs: Mutex<Vec<Epoch>>,
+    generation: AtomicU64,
+}
+
+struct Epoch {
+    generation: u64,
+    conn: service_kit::db::PooledConnection<PgConnection>,
+    opened: std::time::Instant,
+    outstanding: usize,
+    gone: Vec<String>,
+}
+
+/// Which epoch holds a message's device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochId(u64);
+
+/// The outcome of a message handed to the keeper: the row as settled and the `attempts` its
+/// lease gave it (a row leased again since, by another sender, is not overwritten).
+type KeptOutcome = (Settled, i32);
+
+impl Keeper {
+    /// A keeper for sends that give up after `send_timeout`.
+    pub fn new(pool: PgPool, send_timeout: Duration) -> Self {
+        Self {
+            pool,
+            open_for: send_timeout,
+            epochs: Mutex::new(Vec::new()),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Epoch>> {
+        self.epochs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Share-locks `devices` in the epoch taking messages (opening one if there is room); the
+    /// epoch and how long to lease the messages: past the latest the epoch can commit, so that
+    /// no other sender takes them meanwhile and a process that died with them leaves them to be
+    /// sent again after that. `None` when no epoch can take them now.
+    fn take(&self, devices: &[String]) -> Option<(EpochId, Duration)> {
+        let mut epochs = self.lock();
+        let open = epochs
+            .iter()
+            .position(|e| e.opened.elapsed() < self.open_for);
+        let index = match open {
+            Some(index) => index,
+            None if epochs.len() < EPOCHS => {
+                let mut conn = self.pool.get_timeout(Duration::from_millis(50)).ok()?;
+                begin(&mut conn).ok()?;
+                epochs.push(Epoch {
+                    generation: self.generation.fetch_add(1, Ordering::Relaxed),
+                    conn,
+                    opened: std::time::Instant::now(),
+                    outstanding: 0,
+                    gone: Vec::new(),
+                });
+                epochs.len() - 1
+            }
+            None => return None,
+        };
+        let epoch = &mut epochs[index];
+        // Compatible with the batch's own share locks, so it never waits for them.
+        let locked = diesel::sql_query(
+            "SELECT 1 FROM nutrition.device_token WHERE id = ANY($1) FOR KEY SHARE",
+        )
+        .bind::<Array<Text>, _>(devices)
+        .execute(&mut epoch.conn);
+        match locked {
+            Ok(_) => {
+                epoch.outstanding += devices.len();
+                let still_open = self.open_for.saturating_sub(epoch.opened.elapsed());
+                let lease = still_open + self.open_for + Duration::from_secs(5);
+                Some((EpochId(epoch.generation), lease))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not keep slow pushes; their leases bring them back");
+                let mut epoch = epochs.swap_remove(index);
+                rollback(&mut epoch.conn);
+                None
+            }
+        }
+    }
+
+    /// Records the outcome of one message of `epoch` (`None`: nothing to write) and commits the
+    /// epoch when it was the last one in flight.
+    ///
+    /// The outcome is committed at once on a connection borrowed for it, not with the epoch,
+    /// which may wait for a send that never answers; only when no connection is free is it
+    /// written in the epoch's transaction.
+    fn settle(&self, epoch: EpochId, outcome: Option<KeptOutcome>, gone: Option<String>) {
+        let mut outcome = outcome;
+        if let Some(kept) = &outcome
+            && let Ok(mut conn) = self.pool.get_timeout(Duration::from_millis(100))
+        {
+            match write_kept(&mut conn, kept) {
+                Ok(_) => outcome = None,
+                Err(e) => tracing::warn!(error = %e, "could not record a slow push; trying again"),
+            }
+        }
+        let mut epochs = self.lock();
+        let Some(index) = epochs.iter().position(|e| e.generation == epoch.0) else {
+            return;
+        };
+        let current = &mut epochs[index];
+        if let Some(kept) = &outcome
+            && let Err(e) = write_kept(&mut current.conn, kept)
+        {
+            tracing::warn!(error = %e, "could not record slow pushes; their leases bring them back");
+            let mut epoch = epochs.swap_remove(index);
+            rollback(&mut epoch.conn);
+            return;
+        }
+        current.gone.extend(gone);
+        current.outstanding = current.outstanding.saturating_sub(1);
+        if current.outstanding > 0 {
+            return;
+        }
+        let mut done = epochs.swap_remove(index);
+        drop(epochs);
+        if let Err(e) = commit(&mut done.conn) {
+            tracing::warn!(error = %e, "could not record slow pushes; their leases bring them back");
+            return;
+        }
+        // Outside the lock: deleting a device waits for the batches sending to it.
+        if !done.gone.is_empty()
+            && let Err(e) = remove_gone(&mut done.conn, &done.gone)
+        {
+            tracing::warn!(error = %e, "could not remove gone devices");
+        }
+    }
+}
+
+/// Writes the outcome of a message handed to the keeper. Skips a row someone else holds (a
+/// deletion, another sender's cancellation): waiting for it could deadlock with a deletion that
+/// waits for the keeper.
+fn write_kept(conn: &mut PgConnection, (settled, attempts): &KeptOutcome) -> QueryResult<usize> {
+    diesel::sql_query(
+        "UPDATE scheduler.outbox
+            SET status = $2, last_error = $3,
+                finished_at = CASE WHEN $2 = 'pending' THEN NULL ELSE now() END,
+                next_attempt_at = COALESCE($4, next_attempt_at)
+          WHERE id IN (SELECT id FROM scheduler.outbox
+                        WHERE id = $1 AND status = 'pending' AND attempts = $5
+                        FOR UPDATE SKIP LOCKED)",
+    )
+    .bind::<Int8, _>(settled.id)
+    .bind::<Text, _>(settled.status)
+    .bind::<Nullable<Text>, _>(settled.error.as_deref())
+    .bind::<Nullable<Timestamptz>, _>(settled.next)
+    .bind::<Integer, _>(*attempts)
+    .execute(conn)
+}
+
+fn begin(conn: &mut PgConnection) -> QueryResult<()> {
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    AnsiTransactionManager::begin_transaction(conn)?;
+    // A keeper waits for no lock for long: it holds others' deletions while it waits.
+    diesel::sql_query("SET LOCAL lock_timeout = '5s'").execute(conn)?;
+    Ok(())
+}
+
+fn commit(conn: &mut PgConnection) -> QueryResult<()> {
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    diesel::sql_query("SET LOCAL synchronous_commit = off").execute(conn)?;
+    AnsiTransactionManager::commit_transaction(conn)
+}
+
+fn rollback(conn: &mut PgConnection) {
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    // A connection left inside a transaction is discarded by the pool, not reused.
+    let _ = AnsiTransactionManager::rollback_transaction(conn);
+}
+
 /// Claims the next messages this process may take, sends them concurrently and settles them
 /// with one statement, all in one transaction; then deletes the devices found gone.
+///
+/// The batch waits for its sends at most [`HOLD`]: the messages still in flight then are handed
+/// to the [`Keeper`] (their rows leased, their devices share-locked in the keeper's transaction)
+/// and the rest is committed, so that one push endpoint that never answers holds up neither the
+/// messages sent with it nor this sender's next batch. When the keeper cannot take them, the
+/// batch waits for them as it always did.
+#[allow(clippy::too_many_arguments)]
 fn deliver_batch(
     conn: &mut PgConnection,
     sender: &Sender,
-    lanes: &Lanes,
+    lanes: &Arc<Lanes>,
+    keeper: &Arc<Keeper>,
     workers: usize,
-    counters: &Counters,
+    counters: &Arc<Counters>,
     runtime: &tokio::runtime::Handle,
     on_claim: &dyn Fn(),
 ) -> QueryResult<Step> {
-    let (step, gone) = conn.transaction::<_, diesel::result::Error, _>(|conn| {
+    let result = conn.transaction::<_, diesel::result::Error, _>(|conn| {
         // The full shares are read, the claim made without holding the lanes (so that senders
         // claim in parallel), and the shares taken afterwards: a message whose user or push
         // service filled up meanwhile is left untouched, for later.
@@ -384,7 +634,7 @@ fn deliver_batch(
             .bind::<Int8, _>(batch)
             .load(conn)?;
         if claimed.is_empty() {
-            return Ok((Step::Idle { excluded }, Vec::new()));
+            return Ok((Step::Idle { excluded }, Vec::new(), None));
         }
         let keys: Vec<(&str, &str)> = claimed
             .iter()
@@ -392,13 +642,14 @@ fn deliver_batch(
             .collect();
         let (_held, accepted) = lanes.take(&keys);
         if !accepted.contains(&true) {
-            return Ok((Step::Raced, Vec::new()));
+            return Ok((Step::Raced, Vec::new(), None));
         }
         on_claim();
         let now = Utc::now();
         let mut settled = Vec::with_capacity(claimed.len());
         let mut gone: Vec<String> = Vec::new();
         let mut sends = tokio::task::JoinSet::new();
+        let mut in_flight: HashMap<i64, Message> = HashMap::new();
         for (row, _) in claimed.into_iter().zip(accepted).filter(|(_, ok)| *ok) {
             if row.expires_at <= now {
                 settled.push(Settled {
@@ -449,83 +700,126 @@ fn deliver_batch(
                 topic: Some(topic(&row.job, row.slot, kind)),
             };
             let sender = sender.clone();
-            let message = Message {
-                id: row.id,
-                device_id: row.device_id,
-                attempts: row.attempts,
-                expires_at: row.expires_at,
-            };
+            in_flight.insert(
+                row.id,
+                Message {
+                    id: row.id,
+                    user_id: row.user_id,
+                    device_id: row.device_id,
+                    attempts: row.attempts,
+                    expires_at: row.expires_at,
+                },
+            );
+            let id = row.id;
             // The rows stay locked while the push services are asked: no other process can take
             // them.
             sends.spawn_on(
-                async move { (message, sender.send_with(&sub, &body, &options).await) },
+                async move { (id, sender.send_with(&sub, &body, &options).await) },
                 runtime,
             );
         }
-        let outcomes = runtime.block_on(sends.join_all());
-        for (message, outcome) in outcomes {
-            match outcome {
-                Outcome::Delivered => {
-                    settled.push(Settled {
-                        id: message.id,
-                        status: "delivered",
-                        error: None,
-                        next: None,
-                    });
-                    counters.sent.fetch_add(1, Ordering::Relaxed);
-                    PUSH_OUTCOMES.with_label_values(&["delivered"]).inc();
+        let mut outcomes = Vec::with_capacity(in_flight.len());
+        runtime.block_on(async {
+            // While sends keep ending the batch waits (they are merely slow, all alike); once
+            // none has ended for HOLD, those left are slower than the rest by that much.
+            let mut hold_until = tokio::time::Instant::now() + HOLD;
+            loop {
+                tokio::select! {
+                    done = sends.join_next() => match done {
+                        Some(Ok(outcome)) => {
+                            outcomes.push(outcome);
+                            hold_until = tokio::time::Instant::now() + HOLD;
+                        }
+                        Some(Err(e)) => tracing::error!(error = %e, "a push send task failed"),
+                        None => break,
+                    },
+                    () = tokio::time::sleep_until(hold_until) => break,
                 }
-                Outcome::Gone => {
-                    settled.push(Settled {
-                        id: message.id,
-                        status: "gone",
-                        error: Some("subscription gone".into()),
-                        next: None,
-                    });
-                    gone.push(message.device_id);
-                    counters.removed.fetch_add(1, Ordering::Relaxed);
-                    PUSH_OUTCOMES.with_label_values(&["gone"]).inc();
+            }
+        });
+        let settle_done = |outcomes: Vec<(i64, Outcome)>,
+                           in_flight: &mut HashMap<i64, Message>,
+                           settled: &mut Vec<Settled>,
+                           gone: &mut Vec<String>| {
+            for (id, outcome) in outcomes {
+                if let Some(message) = in_flight.remove(&id) {
+                    settled.push(settle_outcome(&message, outcome, now, counters, gone));
                 }
-                Outcome::RetryAfter(hint) => {
-                    let delay = backoff(message.attempts, hint);
-                    let next = now
-                        + chrono::Duration::from_std(delay)
-                            .unwrap_or(chrono::Duration::seconds(60));
-                    if next >= message.expires_at {
-                        settled.push(Settled {
-                            id: message.id,
-                            status: "expired",
-                            error: Some("still refused when the message expired".into()),
-                            next: None,
-                        });
-                        counters.failed.fetch_add(1, Ordering::Relaxed);
-                        PUSH_OUTCOMES.with_label_values(&["expired"]).inc();
-                    } else {
-                        settled.push(Settled {
-                            id: message.id,
-                            status: "pending",
-                            error: Some(format!("retry in {} s", delay.as_secs())),
-                            next: Some(next),
-                        });
-                        counters.retried.fetch_add(1, Ordering::Relaxed);
-                        PUSH_OUTCOMES.with_label_values(&["retry"]).inc();
-                    }
-                }
-                Outcome::Failed { status, reason } => {
-                    tracing::error!(
-                        outbox_id = message.id,
-                        ?status,
-                        %reason,
-                        "push refused: check the VAPID keys and the payload (configuration error)"
-                    );
-                    settled.push(Settled {
-                        id: message.id,
-                        status: "failed",
-                        error: Some(format!("{status:?}: {reason}")),
-                        next: None,
+            }
+        };
+        settle_done(outcomes, &mut in_flight, &mut settled, &mut gone);
+        let mut committed = None;
+        if !in_flight.is_empty() {
+            let stragglers: Vec<Message> = in_flight.drain().map(|(_, m)| m).collect();
+            let devices: Vec<String> = stragglers.iter().map(|m| m.device_id.clone()).collect();
+            match keeper.take(&devices) {
+                Some((epoch, lease)) => {
+                    let ids: Vec<i64> = stragglers.iter().map(|m| m.id).collect();
+                    // Leased past the longest the keeper can hold them: a process that dies
+                    // meanwhile leaves them to be sent again after that, never lost.
+                    diesel::sql_query(
+                        "UPDATE scheduler.outbox
+                            SET attempts = attempts + 1,
+                                next_attempt_at = now() + make_interval(secs => $2)
+                          WHERE id = ANY($1)",
+                    )
+                    .bind::<Array<Int8>, _>(&ids)
+                    .bind::<diesel::sql_types::Double, _>(lease.as_secs_f64())
+                    .execute(conn)?;
+                    let (tx, rx) = tokio::sync::oneshot::channel::<bool>();
+                    committed = Some(tx);
+                    let users: Vec<String> = stragglers.iter().map(|m| m.user_id.clone()).collect();
+                    let held = lanes.hold(users);
+                    let keeper = Arc::clone(keeper);
+                    let counters = Arc::clone(counters);
+                    runtime.spawn(async move {
+                        // Written in the keeper's transaction only once the batch that leased
+                        // them has committed: until then the batch holds their rows.
+                        let batch_committed = rx.await.unwrap_or(false);
+                        let mut stragglers: HashMap<i64, Message> =
+                            stragglers.into_iter().map(|m| (m.id, m)).collect();
+                        while let Some(done) = sends.join_next().await {
+                            let Ok((id, outcome)) = done else { continue };
+                            let Some(message) = stragglers.remove(&id) else {
+                                continue;
+                            };
+                            let mut gone = Vec::new();
+                            let settled =
+                                settle_outcome(&message, outcome, Utc::now(), &counters, &mut gone);
+                            let write = batch_committed.then_some((settled, message.attempts + 1));
+                            let keeper = Arc::clone(&keeper);
+                            let _ = tokio::task::spawn_blocking(move || {
+                                keeper.settle(epoch, write, gone.pop());
+                            })
+                            .await;
+                        }
+                        // A send that ended without an outcome (its task panicked) is left to
+                        // its lease.
+                        for _ in stragglers {
+                            let keeper = Arc::clone(&keeper);
+                            let _ = tokio::task::spawn_blocking(move || {
+                                keeper.settle(epoch, None, None);
+                            })
+                            .await;
+                        }
+                        drop(held);
                     });
-                    counters.failed.fetch_add(1, Ordering::Relaxed);
-                    PUSH_OUTCOMES.with_label_values(&["failed"]).inc();
+                }
+                None => {
+                    let mut rest = Vec::new();
+                    runtime.block_on(async {
+                        while let Some(done) = sends.join_next().await {
+                            match done {
+                                Ok(outcome) => rest.push(outcome),
+                                Err(e) => {
+                                    tracing::error!(error = %e, "a push send task failed");
+                                }
+                            }
+                        }
+                    });
+                    let mut in_flight: HashMap<i64, Message> =
+                        stragglers.into_iter().map(|m| (m.id, m)).collect();
+                    settle_done(rest, &mut in_flight, &mut settled, &mut gone);
                 }
             }
         }
@@ -535,8 +829,16 @@ fn deliver_batch(
         // that dies before its commit. Waiting for the flush would cost a disk sync per batch.
         diesel::sql_query("SET LOCAL synchronous_commit = off").execute(conn)?;
         settle(conn, &settled)?;
-        Ok((Step::Done, gone))
-    })?;
+        Ok((Step::Done, gone, committed))
+    });
+    let (step, gone, committed) = match result {
+        Ok(done) => done,
+        // A sender dropped here tells the stragglers that their batch did not commit.
+        Err(e) => return Err(e),
+    };
+    if let Some(committed) = committed {
+        let _ = committed.send(true);
+    }
     if !gone.is_empty() {
         remove_gone(conn, &gone)?;
     }
@@ -570,9 +872,84 @@ fn remove_gone(conn: &mut PgConnection, gone: &[String]) -> QueryResult<()> {
 /// What is kept of a message while it is sent.
 struct Message {
     id: i64,
+    user_id: String,
     device_id: String,
     attempts: i32,
     expires_at: DateTime<Utc>,
+}
+
+/// How the outcome of one send is recorded; counted as it is decided. A gone device is added to
+/// `gone`.
+fn settle_outcome(
+    message: &Message,
+    outcome: Outcome,
+    now: DateTime<Utc>,
+    counters: &Counters,
+    gone: &mut Vec<String>,
+) -> Settled {
+    match outcome {
+        Outcome::Delivered => {
+            counters.sent.fetch_add(1, Ordering::Relaxed);
+            PUSH_OUTCOMES.with_label_values(&["delivered"]).inc();
+            Settled {
+                id: message.id,
+                status: "delivered",
+                error: None,
+                next: None,
+            }
+        }
+        Outcome::Gone => {
+            gone.push(message.device_id.clone());
+            counters.removed.fetch_add(1, Ordering::Relaxed);
+            PUSH_OUTCOMES.with_label_values(&["gone"]).inc();
+            Settled {
+                id: message.id,
+                status: "gone",
+                error: Some("subscription gone".into()),
+                next: None,
+            }
+        }
+        Outcome::RetryAfter(hint) => {
+            let delay = backoff(message.attempts, hint);
+            let next =
+                now + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::seconds(60));
+            if next >= message.expires_at {
+                counters.failed.fetch_add(1, Ordering::Relaxed);
+                PUSH_OUTCOMES.with_label_values(&["expired"]).inc();
+                Settled {
+                    id: message.id,
+                    status: "expired",
+                    error: Some("still refused when the message expired".into()),
+                    next: None,
+                }
+            } else {
+                counters.retried.fetch_add(1, Ordering::Relaxed);
+                PUSH_OUTCOMES.with_label_values(&["retry"]).inc();
+                Settled {
+                    id: message.id,
+                    status: "pending",
+                    error: Some(format!("retry in {} s", delay.as_secs())),
+                    next: Some(next),
+                }
+            }
+        }
+        Outcome::Failed { status, reason } => {
+            tracing::error!(
+                outbox_id = message.id,
+                ?status,
+                %reason,
+                "push refused: check the VAPID keys and the payload (configuration error)"
+            );
+            counters.failed.fetch_add(1, Ordering::Relaxed);
+            PUSH_OUTCOMES.with_label_values(&["failed"]).inc();
+            Settled {
+                id: message.id,
+                status: "failed",
+                error: Some(format!("{status:?}: {reason}")),
+                next: None,
+            }
+        }
+    }
 }
 
 /// Writes a batch's outcomes in one statement: a retry stays pending with its next attempt, every
@@ -635,9 +1012,11 @@ pub async fn drain_due(
     shutdown: &Arc<Shutdown>,
 ) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Handle::current();
+    let keeper = Arc::new(Keeper::new(pool.clone(), sender.timeout()));
     let (claimed_tx, mut claimed_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let spawn = |tasks: &mut tokio::task::JoinSet<anyhow::Result<()>>| {
         let pool = pool.clone();
+        let keeper = Arc::clone(&keeper);
         let sender = sender.clone();
         let lanes = Arc::clone(lanes);
         let counters = Arc::clone(counters);
@@ -656,7 +1035,7 @@ pub async fn drain_due(
             while !shutdown.is_triggered() {
                 let started = std::time::Instant::now();
                 match deliver_batch(
-                    &mut conn, &sender, &lanes, workers, &counters, &runtime, &on_claim,
+                    &mut conn, &sender, &lanes, &keeper, workers, &counters, &runtime, &on_claim,
                 )? {
                     Step::Done | Step::Raced => {}
                     // Others' sends may free a share this sender can use; with none in
@@ -695,6 +1074,11 @@ pub async fn drain_due(
                 }
             },
         }
+    }
+    // Messages handed to the keeper are still being sent; what was in flight is settled before
+    // the drain returns (within one send time-out).
+    while lanes.in_flight() > 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     first_error.map_or(Ok(()), Err)
 }

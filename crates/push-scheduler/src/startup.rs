@@ -26,8 +26,9 @@ pub fn scheduler(
             ..push::SenderOptions::default()
         },
     )?;
-    // Each send in flight holds a pooled connection; leave two for runs and the probe.
-    let workers = usize::try_from(settings.pool_size.saturating_sub(2).max(1)).unwrap_or(1);
+    // Each sender holds a pooled connection; leave two for the sends that outlast their batch
+    // (the keeper's, `deliver::Keeper`) and two for runs and the probe.
+    let workers = usize::try_from(settings.pool_size.saturating_sub(4).max(1)).unwrap_or(1);
     Ok(Some(crate::Scheduler::new(pool.clone(), sender, workers)))
 }
 

@@ -2,7 +2,12 @@
 //! configured otherwise, a message is settled as soon as its own send ends, and a host whose
 //! sends keep timing out is left alone for a while, whatever subdomain each device names.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use push_scheduler::deliver::{Counters, Lanes, Shutdown, drain_due};
+use service_kit::{Env, Secret};
+use testkit::push_service::{FakeSubscription, Tarpit};
 
 use crate::helpers::{Profile, World};
 
@@ -31,13 +36,13 @@ fn device_at(w: &World, endpoint: &str) -> (String, String) {
     (person.id, device_id)
 }
 
-/// Queues a push for every device, due now.
+/// Queues a push for every device, due now, in no particular order of devices.
 fn queue_all(w: &World) {
     w.sql(
         "INSERT INTO scheduler.outbox (job, slot, user_id, device_id, endpoint, p256dh, auth, payload, expires_at)
          SELECT 'meal-lunch', TIMESTAMP '2026-01-05 13:00', d.user_id, d.id, d.endpoint, d.p256dh, d.auth,
                 '{\"kind\": \"meal_lunch\", \"tag\": \"meal_lunch\"}'::jsonb, now() + INTERVAL '1 hour'
-           FROM nutrition.device_token d",
+           FROM nutrition.device_token d ORDER BY md5(d.id)",
     );
 }
 
@@ -58,7 +63,13 @@ async fn a_device_registered_on_another_host_is_dropped_as_gone_not_sent() {
     let dir = testkit::stack::ScratchDir::new("tarpit-hosts");
     let serve = w.serve("serve", &dir);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while outbox(&w, "status = 'pending'") > 0 {
+    let devices_left = || {
+        w.count(&format!(
+            "SELECT count(*) AS n FROM nutrition.device_token WHERE id IN ('{legacy}', '{widened}')"
+        ))
+    };
+    // The devices are removed after the messages are settled.
+    while outbox(&w, "status = 'pending'") > 0 || devices_left() > 0 {
         assert!(Instant::now() < deadline, "not settled: {}", serve.log());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -69,13 +80,7 @@ async fn a_device_registered_on_another_host_is_dropped_as_gone_not_sent() {
         "{}",
         w.count("SELECT count(*) AS n FROM scheduler.outbox WHERE status = 'pending'")
     );
-    assert_eq!(
-        w.count(&format!(
-            "SELECT count(*) AS n FROM nutrition.device_token WHERE id IN ('{legacy}', '{widened}')"
-        )),
-        0,
-        "the devices are removed"
-    );
+    assert_eq!(devices_left(), 0, "the devices are removed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,4 +113,139 @@ async fn push_endpoint_hosts_is_applied_before_sending() {
         outbox(&w, &format!("device_id = '{kept}' AND status <> 'gone'")),
         1
     );
+}
+
+/// `n` users with one device each, on the endpoint `endpoint` makes of a fresh subscription of
+/// the world's push service (whose keys the device keeps).
+fn devices(
+    w: &World,
+    n: usize,
+    endpoint: impl Fn(usize, &FakeSubscription) -> String,
+) -> Vec<FakeSubscription> {
+    let people: Vec<(String, FakeSubscription)> = (0..n)
+        .map(|i| {
+            let mut sub = w.push.subscribe();
+            sub.endpoint = endpoint(i, &sub);
+            (session::ids::id(), sub)
+        })
+        .collect();
+    let list = |row: &dyn Fn(&(String, FakeSubscription)) -> String| -> String {
+        people.iter().map(row).collect::<Vec<_>>().join(",")
+    };
+    w.sql(&format!(
+        "INSERT INTO auth.\"user\" (id, name, email) VALUES {}",
+        list(&|(id, _)| format!("('{id}', 'T', lower('{id}@example.com'))"))
+    ));
+    w.sql(&format!(
+        "INSERT INTO nutrition.profile (user_id, meal_reminders, weekly_weigh_in, fasting_milestones) VALUES {}",
+        list(&|(id, _)| format!("('{id}', false, false, false)"))
+    ));
+    w.sql(&format!(
+        "INSERT INTO nutrition.device_token (id, user_id, platform, endpoint, p256dh, auth) VALUES {}",
+        list(&|(id, d)| format!(
+            "('{}', '{id}', 'web', '{}', '{}', '{}')",
+            session::ids::id(),
+            d.endpoint,
+            d.p256dh,
+            d.auth
+        ))
+    ));
+    people.into_iter().map(|(_, d)| d).collect()
+}
+
+/// The world's sender with this time-out, resolving `names` to `addr`.
+fn sender(
+    w: &World,
+    timeout: Duration,
+    names: &[String],
+    addr: std::net::SocketAddr,
+) -> push::Sender {
+    let env = Env::from_pairs(w.env.clone());
+    let vapid = push::VapidConfig::from_env(&env)
+        .expect("VAPID settings")
+        .expect("VAPID keys");
+    push::Sender::with_options(
+        vapid,
+        push::SenderOptions {
+            policy: push::EndpointPolicy::allow_http(),
+            timeout,
+            resolve: names.iter().map(|n| (n.clone(), addr)).collect(),
+        },
+    )
+    .expect("sender")
+}
+
+/// Drains the outbox in this process with `workers` senders, as `serve` does.
+fn drain(
+    w: &World,
+    sender: push::Sender,
+    workers: usize,
+) -> (
+    tokio::task::JoinHandle<anyhow::Result<()>>,
+    Arc<Counters>,
+    Arc<Shutdown>,
+) {
+    let pool = nutrition_store::pool(
+        &Secret::new(w.db.url()),
+        u32::try_from(workers + 3).expect("pool size"),
+    );
+    let counters = Arc::new(Counters::default());
+    let lanes = Arc::new(Lanes::new(workers));
+    let shutdown = Arc::new(Shutdown::default());
+    let task = {
+        let counters = Arc::clone(&counters);
+        let shutdown = Arc::clone(&shutdown);
+        tokio::spawn(async move {
+            drain_due(&pool, &sender, workers, &lanes, &counters, &shutdown).await
+        })
+    };
+    (task, counters, shutdown)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_deliveries_settle_before_the_tarpit_time_out() {
+    let w = World::new().await;
+    let tarpit = Tarpit::start().await;
+    let real = devices(&w, 200, |_, sub| sub.endpoint.clone());
+    devices(&w, 20, |i, _| {
+        tarpit.endpoint("127.0.0.1", &format!("d{i}"))
+    });
+    queue_all(&w);
+    let timeout = Duration::from_secs(4);
+    let started = Instant::now();
+    let (task, counters, shutdown) = drain(&w, sender(&w, timeout, &[], tarpit.addr()), 4);
+    let deadline = started + Duration::from_secs(30);
+    while outbox(&w, "status = 'delivered'") < 200 {
+        assert!(Instant::now() < deadline, "not delivered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let settled_after = started.elapsed();
+    assert!(
+        settled_after < timeout,
+        "the real deliveries were settled after {settled_after:?}, not before the tarpit's time-out of {timeout:?}"
+    );
+    // The tarpit's messages come back for their retries as long as the drain runs.
+    while outbox(&w, "endpoint LIKE '%/tarpit/%' AND attempts = 0") > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the tarpit's messages were not tried"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    shutdown.trigger();
+    tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("drain ends")
+        .expect("drain task")
+        .expect("drain");
+    assert_eq!(w.push.all_received().len(), real.len(), "each once");
+    assert!(tarpit.connections() > 0, "the tarpit was tried");
+    assert_eq!(
+        outbox(&w, "endpoint LIKE '%/tarpit/%' AND status = 'pending'"),
+        20,
+        "the tarpit's messages wait for a retry, not failed"
+    );
+    let (sent, removed, failed, retried) = counters.snapshot();
+    assert_eq!((sent, removed, failed), (200, 0, 0));
+    assert!(retried >= 20, "{retried}");
 }
