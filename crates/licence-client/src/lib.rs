@@ -497,7 +497,7 @@ impl LicenceClient {
         let resp = req.send().await?;
         let status = resp.status();
         let headers = resp.headers().clone();
-        let bytes = resp.bytes().await?;
+        let bytes = read_limited(resp).await?;
         let request = verify::Request {
             method: method.as_str(),
             path,
@@ -544,6 +544,34 @@ impl LicenceClient {
             },
         })
     }
+}
+
+/// The largest answer the client reads; the server's are a few kilobytes.
+pub const MAX_ANSWER_BYTES: usize = 1 << 20;
+
+/// The body of `resp`, refused once it grows past [`MAX_ANSWER_BYTES`], so that whatever
+/// answers at the server's address cannot make the app hold an unbounded body.
+async fn read_limited(mut resp: reqwest::Response) -> Result<Vec<u8>, Error> {
+    let status = resp.status().as_u16();
+    let too_large = || Error::Server {
+        status,
+        code: "ANSWER_TOO_LARGE".into(),
+        message: format!("the answer is larger than {MAX_ANSWER_BYTES} bytes"),
+    };
+    if resp
+        .content_length()
+        .is_some_and(|n| n > MAX_ANSWER_BYTES as u64)
+    {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// 32 random URL-safe characters (192 bits): idempotency keys and nonces.

@@ -61,6 +61,10 @@ pub async fn sign_answers(
     if let Ok(v) = HeaderValue::from_str(&date) {
         headers.insert(header::DATE, v);
     }
+    if nonce.is_some() {
+        // Bound to this one request, the answer is useless to any other: no cache may keep it.
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     if let Some(sig) = state
         .signing
         .answer_signature(&method, &path, &date, nonce.as_deref(), &body)

@@ -469,3 +469,27 @@ async fn an_edited_last_seen_is_detected() {
     write_stored(&dir, &state);
     assert!(matches!(c.check(), Err(Error::StateTampered)));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_answer_is_refused_before_it_is_read_whole() {
+    let app = spawn_app().await;
+    let dir = ScratchDir::new("licence-client");
+    let keys = trusted_keys(&app).await;
+    let key = app.licence("pro", "active");
+    client(&app.base, keys.clone(), &dir, &app.clock)
+        .activate(&key, None)
+        .await
+        .expect("activate");
+    let flood = Captured {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: vec![b' '; 8 << 20],
+    };
+    let fake = FakeServer::replaying(flood).await;
+    let c = client(&fake.base, keys, &dir, &app.clock);
+    match c.consume().await {
+        Err(Error::Server { code, .. }) => assert_eq!(code, "ANSWER_TOO_LARGE"),
+        other => panic!("expected ANSWER_TOO_LARGE, got {other:?}"),
+    }
+    assert!(c.check().is_ok());
+}

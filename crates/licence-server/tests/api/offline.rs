@@ -263,6 +263,12 @@ async fn a_licence_nonce_is_covered_and_named_by_the_answer_signature() {
         let (s, headers, bytes) = raw_with_nonce(&app, method, path, bearer, nonce).await;
         assert_eq!(s, status, "{method} {path}");
         assert_signed_with_nonce(method, path, nonce, &headers, &bytes);
+        // Useless to any other request, so no cache between app and server may keep it.
+        assert_eq!(
+            headers.get("cache-control").map(|v| v.as_bytes()),
+            Some(&b"no-store"[..]),
+            "{method} {path}"
+        );
     }
     // The shortest and the longest nonce are taken as they are.
     for nonce in ["A".repeat(16), "_".repeat(64)] {
