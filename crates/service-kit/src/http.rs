@@ -585,7 +585,7 @@ async fn body_deadline(
     use std::sync::atomic::{AtomicBool, Ordering};
     let limits = req
         .app_data::<web::Data<Limits>>()
-        .map(|l| l.get_ref().clone())
+        .map(|l| *l.get_ref())
         .unwrap_or_default();
     let (idle, whole) = (limits.body_idle_timeout, limits.body_deadline);
     let deadline = actix_web::rt::time::Instant::now() + whole;

@@ -120,12 +120,12 @@ pub fn list(
     q.load(conn)
 }
 
+/// A fast's status, start and end.
+pub type SpanRow = (String, DateTime<Utc>, Option<DateTime<Utc>>);
+
 /// The status and times of every fast of the user, for statistics: nothing else (no diary), so
 /// that a long history stays small in memory.
-pub fn spans(
-    conn: &mut PgConnection,
-    user_id: &str,
-) -> QueryResult<Vec<(String, DateTime<Utc>, Option<DateTime<Utc>>)>> {
+pub fn spans(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<SpanRow>> {
     fast_event::table
         .filter(fast_event::user_id.eq(user_id))
         .select((
