@@ -46,6 +46,8 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, Int8, Integer, Nullable, Text, Timestamp, Timestamptz};
 use nutrition_store::PgPool;
 use push::{Options, Outcome, Sender, Topic};
+
+use crate::breaker::{Admit, Breakers};
 use rand::Rng;
 use tokio::sync::Notify;
 
@@ -132,6 +134,8 @@ const MAX_IDLE_POLL: Duration = Duration::from_millis(500);
 #[derive(Debug)]
 pub struct Lanes {
     per_origin: usize,
+    /// The push domains not answering, whose messages wait.
+    breakers: Arc<Breakers>,
     counts: Mutex<LaneCounts>,
     /// The last count of due messages (capped) and when it was taken.
     due: Mutex<Option<(std::time::Instant, i64)>>,
@@ -149,11 +153,21 @@ impl Lanes {
     /// Lanes for `workers` senders: one push service may take all but one of them, so a slow one
     /// always leaves a sender for everyone else.
     pub fn new(workers: usize) -> Self {
+        Self::with_breakers(workers, Breakers::default())
+    }
+
+    /// [`Self::new`] with breakers of other settings.
+    pub fn with_breakers(workers: usize, breakers: Breakers) -> Self {
         Self {
             per_origin: workers.saturating_sub(1).max(1),
+            breakers: Arc::new(breakers),
             counts: Mutex::default(),
             due: Mutex::default(),
         }
+    }
+
+    pub fn breakers(&self) -> &Breakers {
+        &self.breakers
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, LaneCounts> {
@@ -404,6 +418,8 @@ struct Settled {
     id: i64,
     /// `pending` for a retry.
     status: &'static str,
+    /// Whether this was an attempt: a message deferred without being sent is not.
+    counted: bool,
     error: Option<String>,
     /// The next attempt of a retry.
     next: Option<DateTime<Utc>>,
@@ -655,6 +671,7 @@ fn deliver_batch(
                 settled.push(Settled {
                     id: row.id,
                     status: "expired",
+                    counted: true,
                     error: Some("expired before delivery".into()),
                     next: None,
                 });
@@ -666,17 +683,19 @@ fn deliver_batch(
                 settled.push(Settled {
                     id: row.id,
                     status: "cancelled",
+                    counted: true,
                     error: Some("the device left its user".into()),
                     next: None,
                 });
                 continue;
             };
-            if sender.policy().check(&endpoint).is_err() {
+            let Ok(url) = sender.policy().check(&endpoint) else {
                 // Registered under a wider host rule than the one in force: never sent to, and
                 // removed like a subscription its push service reports gone.
                 settled.push(Settled {
                     id: row.id,
                     status: "gone",
+                    counted: true,
                     error: Some("endpoint host not allowed".into()),
                     next: None,
                 });
@@ -684,7 +703,44 @@ fn deliver_batch(
                 counters.removed.fetch_add(1, Ordering::Relaxed);
                 PUSH_OUTCOMES.with_label_values(&["gone"]).inc();
                 continue;
-            }
+            };
+            let domain = push::registrable_domain(&url).unwrap_or_default();
+            let probe = match lanes.breakers.admit(&domain) {
+                Admit::Send { probe } => probe,
+                Admit::Defer(wait) => {
+                    // The device is not at fault: no attempt is counted, and the message keeps
+                    // its place for when its push service answers again.
+                    let next = now
+                        + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::minutes(5));
+                    if next >= row.expires_at {
+                        settled.push(Settled {
+                            id: row.id,
+                            status: "expired",
+                            counted: false,
+                            error: Some(
+                                "push service not answering until the message expired".into(),
+                            ),
+                            next: None,
+                        });
+                        counters.failed.fetch_add(1, Ordering::Relaxed);
+                        PUSH_OUTCOMES.with_label_values(&["expired"]).inc();
+                    } else {
+                        settled.push(Settled {
+                            id: row.id,
+                            status: "pending",
+                            counted: false,
+                            error: Some(format!(
+                                "push service not answering; deferred {} s",
+                                wait.as_secs()
+                            )),
+                            next: Some(next),
+                        });
+                        counters.retried.fetch_add(1, Ordering::Relaxed);
+                        PUSH_OUTCOMES.with_label_values(&["deferred"]).inc();
+                    }
+                    continue;
+                }
+            };
             let sub = push::Subscription {
                 endpoint,
                 p256dh,
@@ -713,8 +769,13 @@ fn deliver_batch(
             let id = row.id;
             // The rows stay locked while the push services are asked: no other process can take
             // them.
+            let breakers = Arc::clone(&lanes.breakers);
             sends.spawn_on(
-                async move { (id, sender.send_with(&sub, &body, &options).await) },
+                async move {
+                    let (outcome, reached) = sender.try_send(&sub, &body, &options).await;
+                    breakers.record(&domain, reached, probe);
+                    (id, outcome)
+                },
                 runtime,
             );
         }
@@ -894,6 +955,7 @@ fn settle_outcome(
             Settled {
                 id: message.id,
                 status: "delivered",
+                counted: true,
                 error: None,
                 next: None,
             }
@@ -905,6 +967,7 @@ fn settle_outcome(
             Settled {
                 id: message.id,
                 status: "gone",
+                counted: true,
                 error: Some("subscription gone".into()),
                 next: None,
             }
@@ -919,6 +982,7 @@ fn settle_outcome(
                 Settled {
                     id: message.id,
                     status: "expired",
+                    counted: true,
                     error: Some("still refused when the message expired".into()),
                     next: None,
                 }
@@ -928,6 +992,7 @@ fn settle_outcome(
                 Settled {
                     id: message.id,
                     status: "pending",
+                    counted: true,
                     error: Some(format!("retry in {} s", delay.as_secs())),
                     next: Some(next),
                 }
@@ -945,6 +1010,7 @@ fn settle_outcome(
             Settled {
                 id: message.id,
                 status: "failed",
+                counted: true,
                 error: Some(format!("{status:?}: {reason}")),
                 next: None,
             }
@@ -962,24 +1028,28 @@ fn settle(conn: &mut PgConnection, settled: &[Settled]) -> QueryResult<usize> {
     let statuses: Vec<&str> = settled.iter().map(|s| s.status).collect();
     let errors: Vec<Option<&str>> = settled.iter().map(|s| s.error.as_deref()).collect();
     let next: Vec<Option<DateTime<Utc>>> = settled.iter().map(|s| s.next).collect();
+    let counted: Vec<bool> = settled.iter().map(|s| s.counted).collect();
     diesel::sql_query(
         "UPDATE scheduler.outbox o
-            SET status = u.status, attempts = o.attempts + 1, last_error = u.error,
+            SET status = u.status, attempts = o.attempts + CASE WHEN u.counted THEN 1 ELSE 0 END,
+                last_error = u.error,
                 finished_at = CASE WHEN u.status = 'pending' THEN NULL ELSE now() END,
                 next_attempt_at = COALESCE(u.next, o.next_attempt_at)
-           FROM unnest($1::int8[], $2::text[], $3::text[], $4::timestamptz[])
-                AS u (id, status, error, next)
+           FROM unnest($1::int8[], $2::text[], $3::text[], $4::timestamptz[], $5::bool[])
+                AS u (id, status, error, next, counted)
           WHERE o.id = u.id",
     )
     .bind::<Array<Int8>, _>(&ids)
     .bind::<Array<Text>, _>(&statuses)
     .bind::<Array<Nullable<Text>>, _>(&errors)
     .bind::<Array<Nullable<Timestamptz>>, _>(&next)
+    .bind::<Array<diesel::sql_types::Bool>, _>(&counted)
     .execute(conn)
 }
 
 /// Push deliveries by outcome class: delivered, gone (device removed), retry (429 or 5xx, tried
-/// again later), expired (still refused at the message's TTL), failed (refused for good).
+/// again later), deferred (not sent: its push domain is not answering, see `breaker`), expired
+/// (still refused at the message's TTL), failed (refused for good).
 static PUSH_OUTCOMES: std::sync::LazyLock<service_kit::metrics::prometheus::IntCounterVec> =
     std::sync::LazyLock::new(|| {
         service_kit::metrics::counter_vec(
@@ -991,7 +1061,14 @@ static PUSH_OUTCOMES: std::sync::LazyLock<service_kit::metrics::prometheus::IntC
 
 /// Exports every outcome from the start, so that rates exist before the first push.
 pub fn register_metrics() {
-    for outcome in ["delivered", "gone", "retry", "expired", "failed"] {
+    for outcome in [
+        "delivered",
+        "gone",
+        "retry",
+        "deferred",
+        "expired",
+        "failed",
+    ] {
         PUSH_OUTCOMES.with_label_values(&[outcome]);
     }
 }

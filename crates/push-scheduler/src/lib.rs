@@ -3,6 +3,7 @@
 //! Jobs claim their slot, queue messages in an outbox in the same transaction, and a sender
 //! drains the outbox; see ARCHITECTURE.md ("Scheduled pushes").
 
+pub mod breaker;
 pub mod deliver;
 pub mod jobs;
 pub mod openapi;

@@ -274,6 +274,22 @@ impl EndpointPolicy {
     }
 }
 
+/// The party that controls an endpoint's host: its registrable domain (the public suffix and one
+/// label more, e.g. `example.com` for `t1.push.example.com`, `a.github.io` for itself), or the
+/// address of an IP literal. Every subdomain of one registrable domain can be pointed at the same
+/// server by whoever holds it, so a host that misbehaves is judged by this, not by its name. A
+/// name under a suffix the list does not know counts its last label as the suffix.
+pub fn registrable_domain(endpoint: &Url) -> Option<String> {
+    match endpoint.host()? {
+        Host::Ipv4(ip) => Some(ip.to_string()),
+        Host::Ipv6(ip) => Some(ip.to_string()),
+        Host::Domain(name) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            Some(psl::domain_str(&name).unwrap_or(&name).to_owned())
+        }
+    }
+}
+
 /// Names that only mean something inside a network. A name without a dot is resolved through the
 /// local search domains (`db`, `redis`, a container's neighbours), so it is local too.
 fn is_local_name(name: &str) -> bool {
@@ -395,6 +411,32 @@ mod tests {
             Err(err) => err,
         };
         assert!(err.downcast_ref::<NonPublicHost>().is_some(), "{err}");
+    }
+
+    #[test]
+    fn registrable_domains_group_subdomains() {
+        let of = |u: &str| registrable_domain(&Url::parse(u).expect("url"));
+        // googleapis.com is on the list's private part: each of its subdomains is a party.
+        assert_eq!(
+            of("https://fcm.googleapis.com/x").as_deref(),
+            Some("fcm.googleapis.com")
+        );
+        assert_eq!(
+            of("https://t1.tarpit.example.co.uk/x").as_deref(),
+            Some("example.co.uk")
+        );
+        assert_eq!(
+            of("https://T2.Tarpit.Example.co.uk./x").as_deref(),
+            Some("example.co.uk")
+        );
+        assert_eq!(of("https://a.github.io/x").as_deref(), Some("a.github.io"));
+        assert_eq!(
+            of("http://t7.tarpit.localhost:8080/x").as_deref(),
+            Some("tarpit.localhost")
+        );
+        assert_eq!(of("http://127.0.0.1:9/x").as_deref(), Some("127.0.0.1"));
+        assert_eq!(of("http://[::1]:9/x").as_deref(), Some("::1"));
+        assert_eq!(of("http://localhost/x").as_deref(), Some("localhost"));
     }
 
     #[test]

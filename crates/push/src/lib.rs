@@ -10,11 +10,11 @@ pub mod vapid;
 
 pub use endpoint::{
     EndpointError, EndpointPolicy, KNOWN_PUSH_HOSTS, PUSH_ENDPOINT_HOSTS, check_endpoint,
-    is_public_ip,
+    is_public_ip, registrable_domain,
 };
 pub use jwt::{REFRESH_BEFORE, TOKEN_LIFETIME};
 pub use sender::{
-    MAX_PAYLOAD, Options, Outcome, SendSetupError, Sender, SenderOptions, Topic, Urgency,
+    MAX_PAYLOAD, Options, Outcome, Reached, SendSetupError, Sender, SenderOptions, Topic, Urgency,
 };
 pub use subscription::{KeyError, Subscription, check_keys};
 pub use vapid::{VapidConfig, VapidKeyPair};

@@ -57,6 +57,17 @@ pub enum Outcome {
     Failed { status: Option<u16>, reason: String },
 }
 
+/// Whether a push service answered a message, whatever the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reached {
+    /// An HTTP answer came back.
+    Answered,
+    /// Time-out, connection refused or reset, TLS failure: nothing came back.
+    NoAnswer,
+    /// Refused before any request (payload, endpoint, keys, a host with no public address).
+    NotSent,
+}
+
 /// How soon the push service should deliver (RFC 8030 `Urgency`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Urgency {
@@ -284,21 +295,35 @@ impl Sender {
         payload: &[u8],
         options: &Options,
     ) -> Outcome {
+        self.try_send(sub, payload, options).await.0
+    }
+
+    /// [`Sender::send_with`], also telling whether the push service answered at all: a caller
+    /// that sees a host time out again and again can stop sending to it for a while.
+    pub async fn try_send(
+        &self,
+        sub: &Subscription,
+        payload: &[u8],
+        options: &Options,
+    ) -> (Outcome, Reached) {
         let request = match self.build(sub, payload, options) {
             Ok(request) => request,
             Err(reason) => {
-                return Outcome::Failed {
-                    status: None,
-                    reason,
-                };
+                return (
+                    Outcome::Failed {
+                        status: None,
+                        reason,
+                    },
+                    Reached::NotSent,
+                );
             }
         };
-        let outcome = match self.inner.client.execute(request).await {
-            Ok(response) => classify(response).await,
+        let (outcome, reached) = match self.inner.client.execute(request).await {
+            Ok(response) => (classify(response).await, Reached::Answered),
             Err(err) => transport_failure(&err),
         };
         tracing::debug!(outcome = ?outcome, "push message sent");
-        outcome
+        (outcome, reached)
     }
 
     /// The endpoints this sender accepts.
@@ -428,20 +453,23 @@ async fn drain(response: &mut reqwest::Response) -> Vec<u8> {
     kept
 }
 
-fn transport_failure(err: &reqwest::Error) -> Outcome {
+fn transport_failure(err: &reqwest::Error) -> (Outcome, Reached) {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = source {
         if e.downcast_ref::<NonPublicHost>().is_some() {
-            return Outcome::Failed {
-                status: None,
-                reason: NonPublicHost.to_string(),
-            };
+            return (
+                Outcome::Failed {
+                    status: None,
+                    reason: NonPublicHost.to_string(),
+                },
+                Reached::NotSent,
+            );
         }
         source = e.source();
     }
     // Time-outs, refused or reset connections and TLS failures: the push service may be back
     // shortly, and the message is still worth sending then.
-    Outcome::RetryAfter(DEFAULT_BACKOFF)
+    (Outcome::RetryAfter(DEFAULT_BACKOFF), Reached::NoAnswer)
 }
 
 /// `Retry-After` as delta-seconds or an HTTP-date (RFC 9110 section 10.2.3).

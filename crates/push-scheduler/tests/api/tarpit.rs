@@ -42,7 +42,8 @@ fn queue_all(w: &World) {
         "INSERT INTO scheduler.outbox (job, slot, user_id, device_id, endpoint, p256dh, auth, payload, expires_at)
          SELECT 'meal-lunch', TIMESTAMP '2026-01-05 13:00', d.user_id, d.id, d.endpoint, d.p256dh, d.auth,
                 '{\"kind\": \"meal_lunch\", \"tag\": \"meal_lunch\"}'::jsonb, now() + INTERVAL '1 hour'
-           FROM nutrition.device_token d ORDER BY md5(d.id)",
+           FROM nutrition.device_token d ORDER BY md5(d.id)
+         ON CONFLICT DO NOTHING",
     );
 }
 
@@ -185,12 +186,25 @@ fn drain(
     Arc<Counters>,
     Arc<Shutdown>,
 ) {
+    drain_with(w, sender, Arc::new(Lanes::new(workers)), workers)
+}
+
+/// [`drain`] with lanes (and breakers) that outlive it, as in one `serve` process.
+fn drain_with(
+    w: &World,
+    sender: push::Sender,
+    lanes: Arc<Lanes>,
+    workers: usize,
+) -> (
+    tokio::task::JoinHandle<anyhow::Result<()>>,
+    Arc<Counters>,
+    Arc<Shutdown>,
+) {
     let pool = nutrition_store::pool(
         &Secret::new(w.db.url()),
         u32::try_from(workers + 3).expect("pool size"),
     );
     let counters = Arc::new(Counters::default());
-    let lanes = Arc::new(Lanes::new(workers));
     let shutdown = Arc::new(Shutdown::default());
     let task = {
         let counters = Arc::clone(&counters);
@@ -248,4 +262,55 @@ async fn real_deliveries_settle_before_the_tarpit_time_out() {
     let (sent, removed, failed, retried) = counters.snapshot();
     assert_eq!((sent, removed, failed), (200, 0, 0));
     assert!(retried >= 20, "{retried}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tarpit_farm_on_many_subdomains_costs_a_few_time_outs_per_cool_down() {
+    let w = World::new().await;
+    let tarpit = Tarpit::start().await;
+    let names: Vec<String> = (0..20).map(|i| format!("t{i}.tarpit.localhost")).collect();
+    let sender = sender(&w, Duration::from_secs(1), &names, tarpit.addr());
+    let lanes = Arc::new(Lanes::new(2));
+    let real = devices(&w, 30, |_, sub| sub.endpoint.clone());
+    devices(&w, 3, |i, _| tarpit.endpoint(&names[i], "first"));
+    queue_all(&w);
+    let (task, _, _) = drain_with(&w, sender.clone(), Arc::clone(&lanes), 2);
+    tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("drain ends")
+        .expect("drain task")
+        .expect("drain");
+    assert_eq!(tarpit.connections(), 3, "the first three were tried");
+    assert_eq!(w.push.all_received().len(), real.len());
+
+    // Seventeen more devices of the same domain, each on a name of its own.
+    devices(&w, 17, |i, _| tarpit.endpoint(&names[i + 3], "more"));
+    queue_all(&w);
+    let started = Instant::now();
+    let (task, counters, _) = drain_with(&w, sender, Arc::clone(&lanes), 2);
+    tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("drain ends")
+        .expect("drain task")
+        .expect("drain");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "nothing waited for a time-out: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        tarpit.connections(),
+        3,
+        "the domain's other subdomains were not tried"
+    );
+    assert_eq!(
+        outbox(
+            &w,
+            "endpoint LIKE '%/tarpit/more' AND status = 'pending' AND attempts = 0
+             AND next_attempt_at > now() + INTERVAL '1 minute'"
+        ),
+        17,
+        "deferred for the cool-down, not counted against the devices"
+    );
+    assert_eq!(counters.snapshot().2, 0, "no failure");
 }
