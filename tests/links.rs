@@ -87,7 +87,10 @@ fn page_literals(source: &str) -> Vec<String> {
     for lead in LEADS {
         for (i, _) in source.match_indices(lead) {
             let after = source[i + lead.len()..].trim_start_matches(['{', ' ', '\\']);
-            if let Some(quote) = after.chars().next().filter(|c| matches!(c, '\'' | '"' | '`'))
+            if let Some(quote) = after
+                .chars()
+                .next()
+                .filter(|c| matches!(c, '\'' | '"' | '`'))
                 && let Some(end) = after[1..].find(quote)
             {
                 literals.push(after[1..1 + end].to_owned());
@@ -114,7 +117,10 @@ fn page_literals(source: &str) -> Vec<String> {
             // A template's or format string's interpolation stands for a value the person chose
             // (a page to go back to): drop it with the query it belongs to, keeping the page.
             if l.contains(['$', '{']) {
-                l.split(['?', '$', '{']).next().unwrap_or_default().to_owned()
+                l.split(['?', '$', '{'])
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
             } else {
                 l
             }
@@ -340,7 +346,10 @@ async fn every_address_the_product_hands_out_opens_a_page_through_the_proxy() {
     if r.status().is_redirection() {
         addresses.push(("google callback redirect".into(), location(&r)));
     }
-    addresses.push(("missing session".into(), "/sign-in?callbackURL=%2Fplan".into()));
+    addresses.push((
+        "missing session".into(),
+        "/sign-in?callbackURL=%2Fplan".into(),
+    ));
 
     let list: Vec<Value> = addresses
         .iter()

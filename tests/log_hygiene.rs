@@ -104,8 +104,13 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
     // log, nginx's access log included.
     let reset_token = {
         let mut conn = stack.pg.connect();
-        auth::links::issue(&mut conn, auth::links::Purpose::Reset, &user_id, chrono::Utc::now())
-            .expect("issue a reset token")
+        auth::links::issue(
+            &mut conn,
+            auth::links::Purpose::Reset,
+            &user_id,
+            chrono::Utc::now(),
+        )
+        .expect("issue a reset token")
     };
     let (status, _, _) = send(http.get(format!(
         "{base}/api/auth/reset-password/{reset_token}?callbackURL=%2Freset-password"

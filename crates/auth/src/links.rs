@@ -112,8 +112,12 @@ pub fn take(
         return Ok(None);
     }
     Ok(
-        verification::take(conn, &purpose.identifier(token), now)?
-            .map(|(user_id, expires_at)| Taken { user_id, expires_at }),
+        verification::take(conn, &purpose.identifier(token), now)?.map(|(user_id, expires_at)| {
+            Taken {
+                user_id,
+                expires_at,
+            }
+        }),
     )
 }
 

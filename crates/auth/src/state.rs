@@ -146,7 +146,12 @@ impl AppState {
     /// answered as usual either way, so that nobody can make someone else's request fail. The
     /// limit on refusals is each client's own (`limit` without an e-mail subject).
     pub async fn mail_allowed(&self, email: &str) -> Result<bool, ApiError> {
-        let key = keys::rate_limit_key(self.settings.auth.secret.expose(), "mail-day", "email", email);
+        let key = keys::rate_limit_key(
+            self.settings.auth.secret.expose(),
+            "mail-day",
+            "email",
+            email,
+        );
         nutrition_store::run(&self.pool, move |conn| {
             Ok::<_, ApiError>(rate_limits::hit(conn, &key, MAILS_PER_ADDRESS_PER_DAY)?.is_ok())
         })
@@ -156,7 +161,11 @@ impl AppState {
     /// Counts an attempt at `route` against the budget every client shares (`scope: "all"`).
     /// Called only once the client's own limits passed, so that one client refused by them can
     /// never spend what everyone shares.
-    pub async fn global_limit(&self, route: &'static str, limit: RateLimit) -> Result<(), ApiError> {
+    pub async fn global_limit(
+        &self,
+        route: &'static str,
+        limit: RateLimit,
+    ) -> Result<(), ApiError> {
         let key = keys::rate_limit_key(self.settings.auth.secret.expose(), route, "all", "");
         nutrition_store::run(&self.pool, move |conn| {
             let mut refusal = Refusal::default();

@@ -285,7 +285,8 @@ async fn flood_beside_a_person(flood: Flood, secs: u64) -> (Vec<Duration>, usize
         ("MAIL_FROM".into(), "Digiuno <noreply@example.com>".into()),
     ])
     .await;
-    app.sign_up("person@example.com", "password-of-the-person").await;
+    app.sign_up("person@example.com", "password-of-the-person")
+        .await;
     let (attacker_cookie, _) = app.sign_up("attacker@example.com", "password-123").await;
     let deadline = Instant::now() + Duration::from_secs(secs);
     let flooders = (0..IN_FLIGHT).map(|_| {
@@ -321,15 +322,24 @@ async fn flood_beside_a_person(flood: Flood, secs: u64) -> (Vec<Duration>, usize
         let r = read(
             app.http
                 .post(format!("{}/api/auth/sign-in/email", app.base))
-                .header("x-forwarded-for", format!("198.51.{}.{}", i / 200, i % 200 + 1))
-                .json(&json!({ "email": "person@example.com", "password": "password-of-the-person" }))
+                .header(
+                    "x-forwarded-for",
+                    format!("198.51.{}.{}", i / 200, i % 200 + 1),
+                )
+                .json(
+                    &json!({ "email": "person@example.com", "password": "password-of-the-person" }),
+                )
                 .send()
                 .await
                 .expect("sign-in"),
         )
         .await;
         latencies.push(started.elapsed());
-        assert_eq!(r.status, 200, "{flood:?}: the person's sign-in {i}: {}", r.text);
+        assert_eq!(
+            r.status, 200,
+            "{flood:?}: the person's sign-in {i}: {}",
+            r.text
+        );
         i += 1;
         tokio::time::sleep(Duration::from_millis(250).saturating_sub(started.elapsed())).await;
     }
@@ -350,7 +360,10 @@ async fn one_client_flooding_sign_in_delete_user_or_reset_leaves_others_signing_
     for flood in [Flood::SignIn, Flood::DeleteUser, Flood::Reset] {
         let (latencies, answered) = flood_beside_a_person(flood, 4).await;
         assert!(answered > 100, "{flood:?}: the flood ran ({answered})");
-        assert!(p99(&latencies) < Duration::from_secs(1), "{flood:?}: {latencies:?}");
+        assert!(
+            p99(&latencies) < Duration::from_secs(1),
+            "{flood:?}: {latencies:?}"
+        );
     }
 }
 

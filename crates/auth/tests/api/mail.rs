@@ -396,11 +396,20 @@ async fn nobody_can_block_another_persons_reset_and_mails_per_address_are_capped
     app.sign_up("target@example.com", PASSWORD).await;
     let queued = || app.count("auth.mail_outbox WHERE kind = 'password_reset'");
     for _ in 0..3 {
-        assert_eq!(reset_from(&app, "target@example.com", "203.0.113.5").await, 200);
+        assert_eq!(
+            reset_from(&app, "target@example.com", "203.0.113.5").await,
+            200
+        );
     }
-    assert_eq!(reset_from(&app, "target@example.com", "203.0.113.5").await, 429);
+    assert_eq!(
+        reset_from(&app, "target@example.com", "203.0.113.5").await,
+        429
+    );
     // The person, from their own device.
-    assert_eq!(reset_from(&app, "target@example.com", "198.51.100.7").await, 200);
+    assert_eq!(
+        reset_from(&app, "target@example.com", "198.51.100.7").await,
+        200
+    );
     assert_eq!(queued(), 4);
     // From many addresses, no more than 10 mails a day reach one address; the answers stay the
     // same, so they tell nothing either.

@@ -368,18 +368,33 @@ async fn with_verification_required_an_unverified_google_address_creates_no_user
     let mut env = fake.env();
     env.push(("AUTH_REQUIRE_EMAIL_VERIFICATION".into(), "true".into()));
     let app = spawn_with(&env).await;
-    fake.sign_in_as(identity("google-sub-unverified", "unproven@example.com", false));
+    fake.sign_in_as(identity(
+        "google-sub-unverified",
+        "unproven@example.com",
+        false,
+    ));
     let done = google_flow(&app, Some("/welcome")).await;
     assert_eq!(done.status, 302, "{}", done.text);
     let location = done.header("location").unwrap_or_default();
-    assert!(location.contains("error=GOOGLE_EMAIL_NOT_VERIFIED"), "{location}");
+    assert!(
+        location.contains("error=GOOGLE_EMAIL_NOT_VERIFIED"),
+        "{location}"
+    );
     assert!(done.session_cookie().is_none(), "no session");
     assert_eq!(app.count("auth.\"user\""), 0);
     assert_eq!(app.count("auth.account"), 0);
 
     // Google vouching for it, the same person gets in.
-    fake.sign_in_as(identity("google-sub-unverified", "unproven@example.com", true));
+    fake.sign_in_as(identity(
+        "google-sub-unverified",
+        "unproven@example.com",
+        true,
+    ));
     let done = google_flow(&app, None).await;
-    assert!(done.session_cookie().is_some(), "{:?}", done.header("location"));
+    assert!(
+        done.session_cookie().is_some(),
+        "{:?}",
+        done.header("location")
+    );
     assert_eq!(app.count("auth.\"user\""), 1);
 }

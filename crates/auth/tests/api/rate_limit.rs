@@ -292,7 +292,10 @@ async fn one_address_flooding_sign_in_never_spends_the_global_budget() {
         .map(|e| attempt(&app.base, &app, e, "203.0.113.66"));
     let answers = futures_util::future::join_all(flood).await;
     let refused = answers.iter().filter(|r| r.status == 429).count();
-    assert!(refused >= 37, "the address's own limit refuses the flood ({refused})");
+    assert!(
+        refused >= 37,
+        "the address's own limit refuses the flood ({refused})"
+    );
     let r = attempt_with(
         &app.base,
         &app,
@@ -334,7 +337,12 @@ async fn sign_ups_from_all_addresses_share_a_global_budget() {
         sign_up_from(&app, &format!("flood{i}@example.com"), "203.0.113.9").await;
     }
     for i in 0..2 {
-        let r = sign_up_from(&app, &format!("ok{i}@example.com"), &format!("198.51.100.{}", 30 + i)).await;
+        let r = sign_up_from(
+            &app,
+            &format!("ok{i}@example.com"),
+            &format!("198.51.100.{}", 30 + i),
+        )
+        .await;
         assert_eq!(r.status, 200, "{}", r.text);
     }
     let r = sign_up_from(&app, "late@example.com", "198.51.100.99").await;
@@ -363,6 +371,11 @@ async fn delete_user_with_a_password_is_rate_limited() {
         7,
         "{statuses:?}"
     );
-    assert!(answers.iter().filter(|r| r.status == 429).all(|r| r.header("retry-after").is_some()));
+    assert!(
+        answers
+            .iter()
+            .filter(|r| r.status == 429)
+            .all(|r| r.header("retry-after").is_some())
+    );
     assert_eq!(app.count("auth.\"user\""), 1);
 }

@@ -281,8 +281,13 @@ async fn answers_with_sessions_or_credentials_are_never_stored_by_caches() {
 #[tokio::test]
 async fn sessions_per_person_are_bounded_and_the_oldest_goes_first() {
     let app = spawn_app().await;
-    let (cookie, signed_up) = app.sign_up("many-sessions@example.com", "password-123").await;
-    let user_id = signed_up.body["user"]["id"].as_str().expect("id").to_owned();
+    let (cookie, signed_up) = app
+        .sign_up("many-sessions@example.com", "password-123")
+        .await;
+    let user_id = signed_up.body["user"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
     // 60 older sessions, as 60 sign-ins from other devices over the past days would leave.
     app.sql(&format!(
         "INSERT INTO auth.session (id, token, user_id, expires_at, created_at, updated_at)

@@ -265,7 +265,9 @@ async fn a_body_dripped_byte_by_byte_ends_at_the_whole_body_deadline() {
     .await;
     let u = app.user("drip@example.com");
     let addr = app.base.trim_start_matches("http://").to_owned();
-    let mut stream = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let mut stream = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
     let head = format!(
         "POST /me/fast-events HTTP/1.1\r\nHost: {addr}\r\nOrigin: {}\r\nCookie: {}\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n",
         crate::helpers::BASE_URL,
@@ -287,6 +289,14 @@ async fn a_body_dripped_byte_by_byte_ends_at_the_whole_body_deadline() {
         }
     }
     let text = String::from_utf8_lossy(&answer);
-    assert!(text.starts_with("HTTP/1.1 408"), "no 408 after {:?}: {text}", started.elapsed());
-    assert!(started.elapsed() < std::time::Duration::from_secs(6), "{:?}", started.elapsed());
+    assert!(
+        text.starts_with("HTTP/1.1 408"),
+        "no 408 after {:?}: {text}",
+        started.elapsed()
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
 }

@@ -279,7 +279,10 @@ async fn unconsuming_the_dinner_within_ten_minutes_removes_the_fast_it_started()
         404
     );
     // Un-consuming again removes nothing more.
-    assert_eq!(unconsume(&app, &u, &slots[2]).await["removedFast"], Value::Null);
+    assert_eq!(
+        unconsume(&app, &u, &slots[2]).await["removedFast"],
+        Value::Null
+    );
 
     // A fast the person already ended stays: it is history now.
     let again = consume(&app, &u, &slots[2]).await;
@@ -291,7 +294,10 @@ async fn unconsuming_the_dinner_within_ten_minutes_removes_the_fast_it_started()
         .post(&format!("/me/fast-events/{second}/end"), &u, json!({}))
         .await;
     assert_eq!(end.status, 200, "{}", end.text);
-    assert_eq!(unconsume(&app, &u, &slots[2]).await["removedFast"], Value::Null);
+    assert_eq!(
+        unconsume(&app, &u, &slots[2]).await["removedFast"],
+        Value::Null
+    );
     assert_eq!(
         app.get(&format!("/me/fast-events/{second}"), &u)
             .await
@@ -308,7 +314,10 @@ async fn unconsuming_the_dinner_within_ten_minutes_removes_the_fast_it_started()
         consume(&app, &u, &slots[2]).await["autoStartedFast"],
         Value::Null
     );
-    assert_eq!(unconsume(&app, &u, &slots[2]).await["removedFast"], Value::Null);
+    assert_eq!(
+        unconsume(&app, &u, &slots[2]).await["removedFast"],
+        Value::Null
+    );
     assert_eq!(running_fasts(&app, &u), 1);
 }
 

@@ -53,10 +53,11 @@ async fn a_fast_ended_by_mistake_resumes_within_ten_minutes() {
     let r = app
         .post(&format!("/me/fast-events/{id}/resume"), &other, json!({}))
         .await;
-    assert_eq!((r.status, r.body["code"].as_str()), (404, Some("NOT_FOUND")));
-    let r = app
-        .post("/me/fast-events/nope/resume", &u, json!({}))
-        .await;
+    assert_eq!(
+        (r.status, r.body["code"].as_str()),
+        (404, Some("NOT_FOUND"))
+    );
+    let r = app.post("/me/fast-events/nope/resume", &u, json!({})).await;
     assert_eq!(r.status, 404);
 
     // Ten minutes after the end it is history.
@@ -120,8 +121,15 @@ async fn parallel_resumes_leave_one_running_fast() {
         .into_iter()
         .map(|r| r.status)
         .collect();
-    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
-    assert!(statuses.iter().all(|s| [200, 409].contains(s)), "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| [200, 409].contains(s)),
+        "{statuses:?}"
+    );
 }
 
 /// Personal answers must not stay in a shared browser's or a proxy's cache.
@@ -161,20 +169,46 @@ async fn a_fast_cannot_end_at_the_instant_it_started() {
     let app = spawn_app().await;
     let u = app.user("zero@example.com");
     let r = app
-        .post("/me/fast-events", &u, json!({ "protocol": "16:8", "startedAt": "2026-11-26T20:00:00Z" }))
+        .post(
+            "/me/fast-events",
+            &u,
+            json!({ "protocol": "16:8", "startedAt": "2026-11-26T20:00:00Z" }),
+        )
         .await;
     // A fixed instant may lie more than 7 days back when the tests run late: fall back to now.
     let (id, started) = if r.status == 201 {
-        (r.body["id"].as_str().expect("id").to_owned(), r.body["startedAt"].clone())
+        (
+            r.body["id"].as_str().expect("id").to_owned(),
+            r.body["startedAt"].clone(),
+        )
     } else {
-        let r = app.post("/me/fast-events", &u, json!({ "protocol": "16:8" })).await;
-        (r.body["id"].as_str().expect("id").to_owned(), r.body["startedAt"].clone())
+        let r = app
+            .post("/me/fast-events", &u, json!({ "protocol": "16:8" }))
+            .await;
+        (
+            r.body["id"].as_str().expect("id").to_owned(),
+            r.body["startedAt"].clone(),
+        )
     };
     let r = app
-        .post(&format!("/me/fast-events/{id}/end"), &u, json!({ "endedAt": started }))
+        .post(
+            &format!("/me/fast-events/{id}/end"),
+            &u,
+            json!({ "endedAt": started }),
+        )
         .await;
-    assert_eq!((r.status, r.body["code"].as_str()), (400, Some("VALIDATION_ERROR")), "{}", r.text);
-    assert!(r.body["message"].as_str().unwrap_or_default().contains("endedAt"));
+    assert_eq!(
+        (r.status, r.body["code"].as_str()),
+        (400, Some("VALIDATION_ERROR")),
+        "{}",
+        r.text
+    );
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("endedAt")
+    );
 }
 
 /// Fasts started on one day are bounded per person, so that one account cannot grow its history
@@ -185,13 +219,17 @@ async fn fasts_started_on_one_day_are_bounded() {
     let u = app.user("many@example.com");
     let mut refused = None;
     for i in 0..40 {
-        let r = app.post("/me/fast-events", &u, json!({ "protocol": "16:8" })).await;
+        let r = app
+            .post("/me/fast-events", &u, json!({ "protocol": "16:8" }))
+            .await;
         if r.status != 201 {
             refused = Some((i, r.status, r.body["code"].as_str().map(str::to_owned)));
             break;
         }
         let id = r.body["id"].as_str().expect("id").to_owned();
-        let e = app.post(&format!("/me/fast-events/{id}/end"), &u, json!({})).await;
+        let e = app
+            .post(&format!("/me/fast-events/{id}/end"), &u, json!({}))
+            .await;
         assert_eq!(e.status, 200, "{}", e.text);
     }
     assert_eq!(
