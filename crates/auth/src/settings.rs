@@ -79,7 +79,7 @@ pub struct RateLimit {
     pub window_secs: u32,
 }
 
-/// The budgets of sign-in beyond the per-address limit (see README, "Limits").
+/// The budgets of sign-in beyond the per-address limit (see docs/api.md, "Sign-in limits").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SignInLimits {
     /// Attempts from all addresses together, shared by every replica: a ceiling on guessing
