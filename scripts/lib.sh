@@ -191,6 +191,14 @@ ensure_mail_catcher() {
   printf '%s' "$MAIL_CATCHER_PIN" >"$MAIL_CATCHER/pins"
 }
 
+# The test runner: every test binary in its own process, so tests that read process-wide state
+# (metric counters) do not see each other. Installed from crates.io where missing.
+ensure_nextest() {
+  cargo nextest --version >/dev/null 2>&1 && return
+  log "installing cargo-nextest"
+  cargo install cargo-nextest --locked
+}
+
 ensure_rust() {
   command -v cargo >/dev/null 2>&1 || die "cargo is not installed (https://rustup.rs); rust-toolchain.toml names the version"
 }
