@@ -158,40 +158,35 @@ MARIADB_APP_URL="mysql://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$MARIADB_PORT/$
 export TEST_POSTGRES_URL="postgres://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$PG_PORT/postgres"
 export TEST_MYSQL_URL="mysql://$APP_DB_USER:$APP_DB_PASSWORD@127.0.0.1:$MARIADB_PORT/"
 
-# The Python tools of scripts/check-api, pinned, in a virtual environment under target/ (kept
-# between runs; rebuilt when the pins change).
-API_TOOLS_PINS="openapi-spec-validator==0.9.0 schemathesis==4.32.5"
-API_TOOLS=${API_TOOLS:-$(pwd)/target/api-tools}
-ensure_api_tools() {
-  if [ "$(cat "$API_TOOLS/pins" 2>/dev/null)" = "$API_TOOLS_PINS" ]; then
+# A virtual environment under target/ holding pinned Python packages, kept between runs and made
+# anew when the pins change: ensure_venv DIR "PIN PIN ...".
+ensure_venv() {
+  local dir=$1 pins=$2
+  if [ "$(cat "$dir/pins" 2>/dev/null)" = "$pins" ]; then
     return
   fi
-  log "installing $API_TOOLS_PINS into $API_TOOLS"
-  rm -rf "$API_TOOLS"
-  python3 -m venv "$API_TOOLS"
+  log "installing $pins into $dir"
+  rm -rf "$dir"
+  python3 -m venv "$dir"
   # shellcheck disable=SC2086
-  "$API_TOOLS/bin/pip" install --quiet --disable-pip-version-check $API_TOOLS_PINS
-  printf '%s' "$API_TOOLS_PINS" >"$API_TOOLS/pins"
+  "$dir/bin/pip" install --quiet --disable-pip-version-check $pins
+  printf '%s' "$pins" >"$dir/pins"
 }
 
+# The Python tools of scripts/check-api.
+API_TOOLS_PINS="openapi-spec-validator==0.9.0 schemathesis==4.32.5"
+API_TOOLS=${API_TOOLS:-$(pwd)/target/api-tools}
+ensure_api_tools() { ensure_venv "$API_TOOLS" "$API_TOOLS_PINS"; }
+
 # The local mail catcher of scripts/stack and of the browser tests: maildump, an SMTP server that
-# keeps every mail it receives and lists them on a web page (and as JSON under /messages/), in a
-# virtual environment under target/ (rebuilt when the pin changes).
+# keeps every mail it receives and lists them on a web page (and as JSON under /messages/).
+# (1.1 needs Python 3.12; Debian 12 has 3.11.)
 MAIL_CATCHER_PIN="maildump==1.0"
 MAIL_CATCHER=${MAIL_CATCHER:-$(pwd)/target/mail-catcher}
 export MAIL_CATCHER_BIN=$MAIL_CATCHER/bin/maildump
-ensure_mail_catcher() {
-  if [ "$(cat "$MAIL_CATCHER/pins" 2>/dev/null)" = "$MAIL_CATCHER_PIN" ]; then
-    return
-  fi
-  log "installing $MAIL_CATCHER_PIN into $MAIL_CATCHER"
-  rm -rf "$MAIL_CATCHER"
-  python3 -m venv "$MAIL_CATCHER"
-  "$MAIL_CATCHER/bin/pip" install --quiet --disable-pip-version-check "$MAIL_CATCHER_PIN"
-  printf '%s' "$MAIL_CATCHER_PIN" >"$MAIL_CATCHER/pins"
-}
+ensure_mail_catcher() { ensure_venv "$MAIL_CATCHER" "$MAIL_CATCHER_PIN"; }
 
-# The test runner: every test binary in its own process, so tests that read process-wide state
+# The test runner: every test in its own process, so tests that read process-wide state
 # (metric counters) do not see each other. Installed from crates.io where missing.
 ensure_nextest() {
   cargo nextest --version >/dev/null 2>&1 && return

@@ -8,38 +8,12 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use common::{MailCatcher, Stack, first_link, start_stack_configured};
+use common::{MailCatcher, Stack, first_link, run_node, start_stack_configured};
 use serde_json::Value;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn run_node(script: &str, base: &str, extra: &[(&str, &str)]) -> Result<String, String> {
-    let dir = root().join("web");
-    assert!(
-        dir.join("dist/index.html").is_file() && dir.join("node_modules/playwright-core").is_dir(),
-        "the web app is not built: run `npm ci && npm run build` in web/ (scripts/test does)"
-    );
-    let out = Command::new("node")
-        .arg(format!("tests/{script}"))
-        .current_dir(dir)
-        .env("BASE", base)
-        .envs(extra.iter().copied())
-        .output()
-        .expect("run node");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if out.status.success() {
-        Ok(text)
-    } else {
-        Err(text)
-    }
 }
 
 async fn stack_with_mail() -> (Stack, MailCatcher) {

@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -16,37 +15,7 @@ use chrono::{NaiveTime, Utc};
 use testkit::push_service::FakePushService;
 use testkit::stack::{ScratchDir, bin};
 
-use common::{start_stack, start_stack_with};
-
-fn web_dir() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../web"))
-}
-
-/// Runs one of the Node scripts under `web/tests` against `base`, returning its output on failure.
-fn run_node(script: &str, base: &str, extra: &[(&str, &str)]) -> Result<String, String> {
-    let dir = web_dir();
-    assert!(
-        dir.join("dist/index.html").is_file() && dir.join("node_modules/playwright-core").is_dir(),
-        "the web app is not built: run `npm ci && npm run build` in web/ (scripts/test does)"
-    );
-    let out = Command::new("node")
-        .arg(format!("tests/{script}"))
-        .current_dir(dir)
-        .env("BASE", base)
-        .envs(extra.iter().copied())
-        .output()
-        .expect("run node");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if out.status.success() {
-        Ok(text)
-    } else {
-        Err(text)
-    }
-}
+use common::{run_node, start_stack, start_stack_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_uses_the_web_app_in_chromium() {

@@ -300,3 +300,31 @@ pub fn first_link(text: &str) -> String {
         .expect("link")
         .to_owned()
 }
+
+/// Runs one of the Node scripts under `web/tests` against `base` (the stack's public address),
+/// with `extra` in its environment: its output, as `Err` when it failed.
+#[allow(dead_code)]
+pub fn run_node(script: &str, base: &str, extra: &[(&str, &str)]) -> Result<String, String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../web");
+    assert!(
+        dir.join("dist/index.html").is_file() && dir.join("node_modules/playwright-core").is_dir(),
+        "the web app is not built: run `npm ci && npm run build` in web/ (scripts/test does)"
+    );
+    let out = std::process::Command::new("node")
+        .arg(format!("tests/{script}"))
+        .current_dir(dir)
+        .env("BASE", base)
+        .envs(extra.iter().copied())
+        .output()
+        .expect("run node");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(text)
+    }
+}
