@@ -10,32 +10,10 @@ use ipnet::IpNet;
 /// Longest user agent kept on a session row.
 const MAX_USER_AGENT: usize = 512;
 
-/// The client's address. The peer is the client unless it is a trusted proxy; then the
-/// `X-Forwarded-For` chain is read from the right (each proxy appends the address it saw), and
-/// the first address that is not itself a trusted proxy is the client. Anything to its left was
-/// written by the client and proves nothing.
+/// The client's address, believing `X-Forwarded-For` only from trusted proxies, as every
+/// service reads it.
 pub fn ip(req: &HttpRequest, trusted: &[IpNet]) -> Option<IpAddr> {
-    let peer = req.peer_addr().map(|a| a.ip())?;
-    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(ip));
-    if !is_trusted(&peer) {
-        return Some(peer);
-    }
-    let entries: Vec<&str> = req
-        .headers()
-        .get_all("x-forwarded-for")
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .collect();
-    for raw in entries.iter().rev() {
-        match raw.parse::<IpAddr>() {
-            Ok(ip) if is_trusted(&ip) => continue,
-            Ok(ip) => return Some(ip),
-            // Nothing left of a malformed entry can be believed.
-            Err(_) => break,
-        }
-    }
-    Some(peer)
+    service_kit::http::client_ip(req, trusted)
 }
 
 /// The address as a rate-limit subject (an IPv6 address as its /64), as every service counts it.

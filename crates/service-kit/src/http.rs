@@ -372,6 +372,33 @@ fn unavailable() -> HttpResponse {
     resp
 }
 
+/// The client's address. The peer is the client unless it is a trusted proxy; then the
+/// `X-Forwarded-For` chain is read from the right (each proxy appends the address it saw), and
+/// the first address that is not itself a trusted proxy is the client. Anything to its left was
+/// written by the client and proves nothing; neither does anything left of a malformed entry.
+pub fn client_ip(req: &HttpRequest, trusted: &[ipnet::IpNet]) -> Option<std::net::IpAddr> {
+    let peer = req.peer_addr().map(|a| a.ip())?;
+    let is_trusted = |ip: &std::net::IpAddr| trusted.iter().any(|net| net.contains(ip));
+    if !is_trusted(&peer) {
+        return Some(peer);
+    }
+    let entries: Vec<&str> = req
+        .headers()
+        .get_all("x-forwarded-for")
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect();
+    for raw in entries.iter().rev() {
+        match raw.parse::<std::net::IpAddr>() {
+            Ok(ip) if is_trusted(&ip) => {}
+            Ok(ip) => return Some(ip),
+            Err(_) => break,
+        }
+    }
+    Some(peer)
+}
+
 /// A client address as a rate-limit subject: IPv4 as is (also when written as IPv4-mapped IPv6),
 /// IPv6 as its /64 network, since one host or customer line holds a whole /64.
 pub fn client_network(ip: std::net::IpAddr) -> String {

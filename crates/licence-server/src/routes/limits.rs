@@ -19,12 +19,10 @@
 //! another still holds a few of its requests (the blocks near the limit are single requests).
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix_web::HttpRequest;
-use ipnet::IpNet;
 use rand::Rng;
 
 use super::AppState;
@@ -300,29 +298,8 @@ impl Limit {
     }
 }
 
-/// The client's address (see the module documentation).
-pub fn client_ip(req: &HttpRequest, trusted: &[IpNet]) -> Option<IpAddr> {
-    let peer = req.peer_addr().map(|a| a.ip())?;
-    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(ip));
-    if !is_trusted(&peer) {
-        return Some(peer);
-    }
-    let entries: Vec<&str> = req
-        .headers()
-        .get_all("x-forwarded-for")
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .collect();
-    for raw in entries.iter().rev() {
-        match raw.parse::<IpAddr>() {
-            Ok(ip) if is_trusted(&ip) => {}
-            Ok(ip) => return Some(ip),
-            Err(_) => break,
-        }
-    }
-    Some(peer)
-}
+/// The client's address (see the module documentation), as every service reads it.
+pub use service_kit::http::client_ip;
 
 #[cfg(test)]
 mod tests {
