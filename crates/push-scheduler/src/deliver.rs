@@ -30,7 +30,7 @@
 //! Slow sends: a batch may mix push services, and a push endpoint may accept connections and
 //! never answer. A batch waits for its sends only while they keep ending; once none has ended for
 //! [`HOLD`], the ones left are handed to the [`Keeper`]: their rows are leased (`attempts`
-//! counted, `next_attempt_at` pushed past the longest the keeper can take), their devices stay
+//! counted, `next_attempt_at` pushed [`LEASE`] ahead and renewed while they last), their devices stay
 //! share-locked in the keeper's own transaction, and the batch commits the rest and its sender
 //! goes on. Each kept message's outcome is committed as soon as its send ends. So one endpoint
 //! that never answers delays neither the messages sent with it nor its sender's next batch; it
@@ -176,6 +176,11 @@ impl Lanes {
 
     fn in_flight(&self) -> usize {
         self.lock().total
+    }
+
+    /// Messages this process has in flight now.
+    pub fn in_flight_now(&self) -> usize {
+        self.in_flight()
     }
 
     /// How many messages a sender of `workers` may claim: a `1 / (BATCH_SHARE × workers)` share of
@@ -425,11 +430,22 @@ struct Settled {
     next: Option<DateTime<Utc>>,
 }
 
-/// How long a batch waits for its next send to end before it hands the ones still in flight to
-/// the [`Keeper`] and commits the rest. Push services answer in tens of milliseconds; a send that
-/// takes this much longer than the others of its batch is slow or never answers, and must not
+/// The longest a batch waits for its next send to end before it hands the ones still in flight
+/// to the [`Keeper`] and commits the rest: as long as its sends have taken so far, at least
+/// [`MIN_HOLD`] and at most this. Push services answer in tens of milliseconds; a send that takes
+/// twice as long as all the others of its batch together is slow or never answers, and must not
 /// keep them unsettled.
 pub const HOLD: Duration = Duration::from_millis(250);
+/// The shortest a batch waits for its next send to end.
+pub const MIN_HOLD: Duration = Duration::from_millis(25);
+/// How long the row of a message kept by the [`Keeper`] is leased; renewed every
+/// [`LEASE_RENEW`] while its send lasts.
+pub const LEASE: Duration = Duration::from_secs(3);
+const LEASE_RENEW: Duration = Duration::from_secs(1);
+/// `last_error` of a row leased by the keeper: `fire` waits for such rows too, so that a message
+/// left by a process that died mid-send goes out with the next run.
+pub const IN_FLIGHT: &str = "in flight";
+
 /// Transactions the [`Keeper`] has at most: one taking new messages, one waiting for its last
 /// ones. Each takes new messages for one send time-out, so the older one has always ended when
 /// the newer one stops taking them.
@@ -447,6 +463,8 @@ pub struct Keeper {
     open_for: Duration,
     epochs: Mutex<Vec<Epoch>>,
     generation: AtomicU64,
+    /// The rows of the messages kept, whose leases [`Self::renew`] extends.
+    leased: Mutex<Vec<i64>>,
 }
 
 struct Epoch {
@@ -473,6 +491,31 @@ impl Keeper {
             open_for: send_timeout,
             epochs: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
+            leased: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Extends the leases of the messages kept by another [`LEASE`], on a connection borrowed
+    /// for it: a process that dies leaves them to be sent again within one lease.
+    pub fn renew(&self) {
+        let Ok(mut conn) = self.pool.get_timeout(Duration::from_millis(500)) else {
+            return;
+        };
+        let leased = self.leased.lock().unwrap_or_else(PoisonError::into_inner);
+        if leased.is_empty() {
+            return;
+        }
+        let renewed = diesel::sql_query(
+            "UPDATE scheduler.outbox SET next_attempt_at = now() + make_interval(secs => $2)
+              WHERE id IN (SELECT id FROM scheduler.outbox
+                            WHERE id = ANY($1) AND status = 'pending'
+                            FOR UPDATE SKIP LOCKED)",
+        )
+        .bind::<Array<Int8>, _>(&*leased)
+        .bind::<diesel::sql_types::Double, _>(LEASE.as_secs_f64())
+        .execute(&mut conn);
+        if let Err(e) = renewed {
+            tracing::warn!(error = %e, "could not renew the leases of slow pushes");
         }
     }
 
@@ -480,11 +523,9 @@ impl Keeper {
         self.epochs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Share-locks `devices` in the epoch taking messages (opening one if there is room); the
-    /// epoch and how long to lease the messages: past the latest the epoch can commit, so that
-    /// no other sender takes them meanwhile and a process that died with them leaves them to be
-    /// sent again after that. `None` when no epoch can take them now.
-    fn take(&self, devices: &[String]) -> Option<(EpochId, Duration)> {
+    /// Share-locks `devices` in the epoch taking messages (opening one if there is room); `None`
+    /// when no epoch can take them now.
+    fn take(&self, devices: &[String]) -> Option<EpochId> {
         let mut epochs = self.lock();
         let open = epochs
             .iter()
@@ -492,7 +533,7 @@ impl Keeper {
         let index = match open {
             Some(index) => index,
             None if epochs.len() < EPOCHS => {
-                let mut conn = self.pool.get_timeout(Duration::from_millis(50)).ok()?;
+                let mut conn = self.pool.get_timeout(Duration::from_millis(250)).ok()?;
                 begin(&mut conn).ok()?;
                 epochs.push(Epoch {
                     generation: self.generation.fetch_add(1, Ordering::Relaxed),
@@ -515,9 +556,7 @@ impl Keeper {
         match locked {
             Ok(_) => {
                 epoch.outstanding += devices.len();
-                let still_open = self.open_for.saturating_sub(epoch.opened.elapsed());
-                let lease = still_open + self.open_for + Duration::from_secs(5);
-                Some((EpochId(epoch.generation), lease))
+                Some(EpochId(epoch.generation))
             }
             Err(e) => {
                 tracing::warn!(error = %e, "could not keep slow pushes; their leases bring them back");
@@ -528,20 +567,31 @@ impl Keeper {
         }
     }
 
-    /// Records the outcome of one message of `epoch` (`None`: nothing to write) and commits the
-    /// epoch when it was the last one in flight.
+    /// Records the outcomes of messages of `epoch` (`None`: nothing to write) and commits the
+    /// epoch when they were the last ones in flight.
     ///
-    /// The outcome is committed at once on a connection borrowed for it, not with the epoch,
-    /// which may wait for a send that never answers; only when no connection is free is it
+    /// The outcomes are committed at once on a connection borrowed for it, not with the epoch,
+    /// which may wait for a send that never answers; only when no connection is free are they
     /// written in the epoch's transaction.
-    fn settle(&self, epoch: EpochId, outcome: Option<KeptOutcome>, gone: Option<String>) {
-        let mut outcome = outcome;
-        if let Some(kept) = &outcome
+    fn settle(&self, epoch: EpochId, ended: Vec<(i64, Option<KeptOutcome>, Option<String>)>) {
+        // No longer renewed from here on, so that a renewal never overwrites an outcome.
+        self.leased
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|leased| !ended.iter().any(|(id, _, _)| id == leased));
+        let count = ended.len();
+        let mut gone: Vec<String> = Vec::new();
+        let mut kept: Vec<KeptOutcome> = Vec::new();
+        for (_, outcome, device) in ended {
+            kept.extend(outcome);
+            gone.extend(device);
+        }
+        if !kept.is_empty()
             && let Ok(mut conn) = self.pool.get_timeout(Duration::from_millis(100))
         {
-            match write_kept(&mut conn, kept) {
-                Ok(_) => outcome = None,
-                Err(e) => tracing::warn!(error = %e, "could not record a slow push; trying again"),
+            match write_kept(&mut conn, &kept) {
+                Ok(_) => kept.clear(),
+                Err(e) => tracing::warn!(error = %e, "could not record slow pushes; trying again"),
             }
         }
         let mut epochs = self.lock();
@@ -549,8 +599,8 @@ impl Keeper {
             return;
         };
         let current = &mut epochs[index];
-        if let Some(kept) = &outcome
-            && let Err(e) = write_kept(&mut current.conn, kept)
+        if !kept.is_empty()
+            && let Err(e) = write_kept(&mut current.conn, &kept)
         {
             tracing::warn!(error = %e, "could not record slow pushes; their leases bring them back");
             let mut epoch = epochs.swap_remove(index);
@@ -558,7 +608,7 @@ impl Keeper {
             return;
         }
         current.gone.extend(gone);
-        current.outstanding = current.outstanding.saturating_sub(1);
+        current.outstanding = current.outstanding.saturating_sub(count);
         if current.outstanding > 0 {
             return;
         }
@@ -577,24 +627,33 @@ impl Keeper {
     }
 }
 
-/// Writes the outcome of a message handed to the keeper. Skips a row someone else holds (a
-/// deletion, another sender's cancellation): waiting for it could deadlock with a deletion that
-/// waits for the keeper.
-fn write_kept(conn: &mut PgConnection, (settled, attempts): &KeptOutcome) -> QueryResult<usize> {
+/// Writes the outcomes of messages handed to the keeper, in one statement. Skips a row someone
+/// else holds (a deletion, another sender's cancellation): waiting for it could deadlock with a
+/// deletion that waits for the keeper.
+fn write_kept(conn: &mut PgConnection, kept: &[KeptOutcome]) -> QueryResult<usize> {
+    let ids: Vec<i64> = kept.iter().map(|(s, _)| s.id).collect();
+    let statuses: Vec<&str> = kept.iter().map(|(s, _)| s.status).collect();
+    let errors: Vec<Option<&str>> = kept.iter().map(|(s, _)| s.error.as_deref()).collect();
+    let next: Vec<Option<DateTime<Utc>>> = kept.iter().map(|(s, _)| s.next).collect();
+    let attempts: Vec<i32> = kept.iter().map(|(_, a)| *a).collect();
     diesel::sql_query(
-        "UPDATE scheduler.outbox
-            SET status = $2, last_error = $3,
-                finished_at = CASE WHEN $2 = 'pending' THEN NULL ELSE now() END,
-                next_attempt_at = COALESCE($4, next_attempt_at)
-          WHERE id IN (SELECT id FROM scheduler.outbox
-                        WHERE id = $1 AND status = 'pending' AND attempts = $5
-                        FOR UPDATE SKIP LOCKED)",
+        "UPDATE scheduler.outbox o
+            SET status = u.status, last_error = u.error,
+                finished_at = CASE WHEN u.status = 'pending' THEN NULL ELSE now() END,
+                next_attempt_at = COALESCE(u.next, o.next_attempt_at)
+           FROM unnest($1::int8[], $2::text[], $3::text[], $4::timestamptz[], $5::int4[])
+                AS u (id, status, error, next, attempts)
+          WHERE o.id = u.id
+            AND o.id IN (SELECT id FROM scheduler.outbox
+                          WHERE id = ANY($1) AND status = 'pending'
+                          FOR UPDATE SKIP LOCKED)
+            AND o.attempts = u.attempts",
     )
-    .bind::<Int8, _>(settled.id)
-    .bind::<Text, _>(settled.status)
-    .bind::<Nullable<Text>, _>(settled.error.as_deref())
-    .bind::<Nullable<Timestamptz>, _>(settled.next)
-    .bind::<Integer, _>(*attempts)
+    .bind::<Array<Int8>, _>(&ids)
+    .bind::<Array<Text>, _>(&statuses)
+    .bind::<Array<Nullable<Text>>, _>(&errors)
+    .bind::<Array<Nullable<Timestamptz>>, _>(&next)
+    .bind::<Array<Integer>, _>(&attempts)
     .execute(conn)
 }
 
@@ -781,15 +840,18 @@ fn deliver_batch(
         }
         let mut outcomes = Vec::with_capacity(in_flight.len());
         runtime.block_on(async {
-            // While sends keep ending the batch waits (they are merely slow, all alike); once
-            // none has ended for HOLD, those left are slower than the rest by that much.
-            let mut hold_until = tokio::time::Instant::now() + HOLD;
+            // While sends keep ending the batch waits (they are merely slow, all alike); once none
+            // has ended for as long again as they took (MIN_HOLD to HOLD), those left are slower
+            // than the rest by that much.
+            let started = tokio::time::Instant::now();
+            let mut hold_until = started + HOLD;
             loop {
                 tokio::select! {
                     done = sends.join_next() => match done {
                         Some(Ok(outcome)) => {
                             outcomes.push(outcome);
-                            hold_until = tokio::time::Instant::now() + HOLD;
+                            let now = tokio::time::Instant::now();
+                            hold_until = now + (now - started).clamp(MIN_HOLD, HOLD);
                         }
                         Some(Err(e)) => tracing::error!(error = %e, "a push send task failed"),
                         None => break,
@@ -814,19 +876,26 @@ fn deliver_batch(
             let stragglers: Vec<Message> = in_flight.drain().map(|(_, m)| m).collect();
             let devices: Vec<String> = stragglers.iter().map(|m| m.device_id.clone()).collect();
             match keeper.take(&devices) {
-                Some((epoch, lease)) => {
+                Some(epoch) => {
                     let ids: Vec<i64> = stragglers.iter().map(|m| m.id).collect();
-                    // Leased past the longest the keeper can hold them: a process that dies
-                    // meanwhile leaves them to be sent again after that, never lost.
+                    // Leased, and renewed while they are in flight: no other sender takes them,
+                    // and a process that dies with them leaves them to be sent again within one
+                    // lease, never lost.
                     diesel::sql_query(
                         "UPDATE scheduler.outbox
-                            SET attempts = attempts + 1,
+                            SET attempts = attempts + 1, last_error = $3,
                                 next_attempt_at = now() + make_interval(secs => $2)
                           WHERE id = ANY($1)",
                     )
                     .bind::<Array<Int8>, _>(&ids)
-                    .bind::<diesel::sql_types::Double, _>(lease.as_secs_f64())
+                    .bind::<diesel::sql_types::Double, _>(LEASE.as_secs_f64())
+                    .bind::<Text, _>(IN_FLIGHT)
                     .execute(conn)?;
+                    keeper
+                        .leased
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .extend(&ids);
                     let (tx, rx) = tokio::sync::oneshot::channel::<bool>();
                     committed = Some(tx);
                     let users: Vec<String> = stragglers.iter().map(|m| m.user_id.clone()).collect();
@@ -840,28 +909,41 @@ fn deliver_batch(
                         let mut stragglers: HashMap<i64, Message> =
                             stragglers.into_iter().map(|m| (m.id, m)).collect();
                         while let Some(done) = sends.join_next().await {
-                            let Ok((id, outcome)) = done else { continue };
-                            let Some(message) = stragglers.remove(&id) else {
-                                continue;
-                            };
-                            let mut gone = Vec::new();
-                            let settled =
-                                settle_outcome(&message, outcome, Utc::now(), &counters, &mut gone);
-                            let write = batch_committed.then_some((settled, message.attempts + 1));
+                            // Sends that ended meanwhile are written together.
+                            let mut ended = vec![done];
+                            while let Some(more) = sends.try_join_next() {
+                                ended.push(more);
+                            }
+                            let mut batch = Vec::with_capacity(ended.len());
+                            for (id, outcome) in ended.into_iter().flatten() {
+                                let Some(message) = stragglers.remove(&id) else {
+                                    continue;
+                                };
+                                let mut gone = Vec::new();
+                                let settled = settle_outcome(
+                                    &message,
+                                    outcome,
+                                    Utc::now(),
+                                    &counters,
+                                    &mut gone,
+                                );
+                                let write =
+                                    batch_committed.then_some((settled, message.attempts + 1));
+                                batch.push((id, write, gone.pop()));
+                            }
                             let keeper = Arc::clone(&keeper);
-                            let _ = tokio::task::spawn_blocking(move || {
-                                keeper.settle(epoch, write, gone.pop());
-                            })
-                            .await;
+                            let _ =
+                                tokio::task::spawn_blocking(move || keeper.settle(epoch, batch))
+                                    .await;
                         }
                         // A send that ended without an outcome (its task panicked) is left to
                         // its lease.
-                        for _ in stragglers {
+                        if !stragglers.is_empty() {
+                            let batch = stragglers.into_keys().map(|id| (id, None, None)).collect();
                             let keeper = Arc::clone(&keeper);
-                            let _ = tokio::task::spawn_blocking(move || {
-                                keeper.settle(epoch, None, None);
-                            })
-                            .await;
+                            let _ =
+                                tokio::task::spawn_blocking(move || keeper.settle(epoch, batch))
+                                    .await;
                         }
                         drop(held);
                     });
@@ -892,11 +974,9 @@ fn deliver_batch(
         settle(conn, &settled)?;
         Ok((Step::Done, gone, committed))
     });
-    let (step, gone, committed) = match result {
-        Ok(done) => done,
-        // A sender dropped here tells the stragglers that their batch did not commit.
-        Err(e) => return Err(e),
-    };
+    // On an error the sender is dropped, which tells the stragglers that their batch did not
+    // commit.
+    let (step, gone, committed) = result?;
     if let Some(committed) = committed {
         let _ = committed.send(true);
     }
@@ -1090,6 +1170,16 @@ pub async fn drain_due(
 ) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Handle::current();
     let keeper = Arc::new(Keeper::new(pool.clone(), sender.timeout()));
+    let renewing = {
+        let keeper = Arc::clone(&keeper);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(LEASE_RENEW).await;
+                let keeper = Arc::clone(&keeper);
+                let _ = tokio::task::spawn_blocking(move || keeper.renew()).await;
+            }
+        })
+    };
     let (claimed_tx, mut claimed_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let spawn = |tasks: &mut tokio::task::JoinSet<anyhow::Result<()>>| {
         let pool = pool.clone();
@@ -1157,6 +1247,7 @@ pub async fn drain_due(
     while lanes.in_flight() > 0 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    renewing.abort();
     first_error.map_or(Ok(()), Err)
 }
 
@@ -1166,7 +1257,8 @@ struct Pending {
     next: Option<DateTime<Utc>>,
 }
 
-/// When the next pending message of `job`'s run for `slot` falls due.
+/// When the next pending message of `job`'s run for `slot`, or one that a sender was sending
+/// when it stopped ([`IN_FLIGHT`]), falls due.
 pub fn next_pending(
     conn: &mut PgConnection,
     job: &str,
@@ -1174,10 +1266,11 @@ pub fn next_pending(
 ) -> QueryResult<Option<DateTime<Utc>>> {
     let row: Pending = diesel::sql_query(
         "SELECT min(next_attempt_at) AS next FROM scheduler.outbox
-          WHERE status = 'pending' AND job = $1 AND slot = $2",
+          WHERE status = 'pending' AND ((job = $1 AND slot = $2) OR last_error = $3)",
     )
     .bind::<Text, _>(job)
     .bind::<Timestamp, _>(slot)
+    .bind::<Text, _>(IN_FLIGHT)
     .get_result(conn)?;
     Ok(row.next)
 }

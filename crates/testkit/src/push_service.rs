@@ -645,6 +645,62 @@ pub fn decrypt_aes128gcm(
     Ok(plaintext)
 }
 
+/// A host that accepts connections and never answers: every request sent to it lasts until the
+/// sender's time-out. What a push endpoint on a server that drops the traffic looks like.
+pub struct Tarpit {
+    addr: std::net::SocketAddr,
+    accepted: Arc<std::sync::atomic::AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Tarpit {
+    /// Listens on a free loopback port.
+    ///
+    /// Panics when no loopback port can be had: no test could run without one.
+    pub async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let addr = listener.local_addr().expect("local address");
+        let accepted = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = Arc::clone(&accepted);
+        let task = tokio::spawn(async move {
+            // Held open and never read, until the tarpit is dropped.
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                held.push(stream);
+            }
+        });
+        Self {
+            addr,
+            accepted,
+            task,
+        }
+    }
+
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    /// `http://<host>:<port>/tarpit/<id>`: an endpoint on this tarpit under any host name (which
+    /// the sender must resolve to [`Self::addr`]).
+    pub fn endpoint(&self, host: &str, id: &str) -> String {
+        format!("http://{host}:{}/tarpit/{id}", self.addr.port())
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.accepted.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for Tarpit {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -793,61 +849,5 @@ mod tests {
         );
         assert_eq!(status(Some(&hs256)), Err(403));
         assert_eq!(status(Some(&honest)), Ok(()));
-    }
-}
-
-/// A host that accepts connections and never answers: every request sent to it lasts until the
-/// sender's time-out. What a push endpoint on a server that drops the traffic looks like.
-pub struct Tarpit {
-    addr: std::net::SocketAddr,
-    accepted: Arc<std::sync::atomic::AtomicU64>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Tarpit {
-    /// Listens on a free loopback port.
-    ///
-    /// Panics when no loopback port can be had: no test could run without one.
-    pub async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port");
-        let addr = listener.local_addr().expect("local address");
-        let accepted = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let counter = Arc::clone(&accepted);
-        let task = tokio::spawn(async move {
-            // Held open and never read, until the tarpit is dropped.
-            let mut held = Vec::new();
-            while let Ok((stream, _)) = listener.accept().await {
-                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                held.push(stream);
-            }
-        });
-        Self {
-            addr,
-            accepted,
-            task,
-        }
-    }
-
-    pub fn addr(&self) -> std::net::SocketAddr {
-        self.addr
-    }
-
-    /// `http://<host>:<port>/tarpit/<id>`: an endpoint on this tarpit under any host name (which
-    /// the sender must resolve to [`Self::addr`]).
-    pub fn endpoint(&self, host: &str, id: &str) -> String {
-        format!("http://{host}:{}/tarpit/{id}", self.addr.port())
-    }
-
-    /// Connections accepted so far.
-    pub fn connections(&self) -> u64 {
-        self.accepted.load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-impl Drop for Tarpit {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
