@@ -145,8 +145,11 @@ pub struct Lanes {
 struct LaneCounts {
     users: HashMap<String, usize>,
     origins: HashMap<String, usize>,
-    /// Messages in flight.
+    /// Messages in flight in the senders.
     total: usize,
+    /// Messages in flight handed to the keeper: a drain waits for them before it returns, but an
+    /// idle sender does not poll for them.
+    kept: usize,
 }
 
 impl Lanes {
@@ -178,9 +181,10 @@ impl Lanes {
         self.lock().total
     }
 
-    /// Messages this process has in flight now.
+    /// Messages this process has in flight now, kept ones included.
     pub fn in_flight_now(&self) -> usize {
-        self.in_flight()
+        let counts = self.lock();
+        counts.total + counts.kept
     }
 
     /// How many messages a sender of `workers` may claim: a `1 / (BATCH_SHARE × workers)` share of
@@ -278,7 +282,7 @@ impl HoldUsers for Arc<Lanes> {
         for user in &users {
             *c.users.entry(user.clone()).or_default() += 1;
         }
-        c.total += users.len();
+        c.kept += users.len();
         drop(c);
         HeldUsers {
             lanes: Arc::clone(self),
@@ -298,7 +302,7 @@ impl Drop for HeldUsers {
                 }
             }
         }
-        c.total = c.total.saturating_sub(self.users.len());
+        c.kept = c.kept.saturating_sub(self.users.len());
     }
 }
 
@@ -1244,7 +1248,7 @@ pub async fn drain_due(
     }
     // Messages handed to the keeper are still being sent; what was in flight is settled before
     // the drain returns (within one send time-out).
-    while lanes.in_flight() > 0 {
+    while lanes.in_flight_now() > 0 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     renewing.abort();
