@@ -9,7 +9,7 @@
 //! goes one per sender and only a backlog is batched.
 //! The price of a batch is the window of repeats after a crash: a process killed mid-batch has
 //! its whole batch sent again by the other, including the messages that already reached their
-//! push service. That is at most [`MAX_BATCH`] messages per sender (256 for the default eight
+//! push service. That is at most [`MAX_BATCH`] messages per sender (192 for the default six
 //! senders), and only while the backlog is that large; every repeat carries the same `Topic`
 //! ([`topic`]), so the push service replaces the copy it still holds instead of showing two.
 //!
