@@ -416,7 +416,7 @@ fn notifications_test() {}
 /// `POST /me/device-tokens`: registers a push subscription; the same endpoint again updates it.
 #[utoipa::path(post, path = "/me/device-tokens", tag = "notifications",
     request_body(content = RegisterDevice, example = json!({"platform": "web",
-        "endpoint": "https://push.example.net/send/abc123",
+        "endpoint": "https://fcm.googleapis.com/fcm/send/abc123",
         "keys": {"p256dh": "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM", "auth": "tBHItJI5svbpez7KI4CCXg"}})),
     responses(
         (status = 201, description = "The device.", body = Device),
@@ -427,7 +427,7 @@ fn devices_register() {}
 
 /// `DELETE /me/device-tokens`: forgets a push subscription, also when already gone.
 #[utoipa::path(delete, path = "/me/device-tokens", tag = "notifications",
-    request_body(content = RemoveDevice, example = json!({"endpoint": "https://push.example.net/send/abc123"})),
+    request_body(content = RemoveDevice, example = json!({"endpoint": "https://fcm.googleapis.com/fcm/send/abc123"})),
     responses((status = 204, description = "Gone.")))]
 fn devices_remove() {}
 
