@@ -163,6 +163,7 @@ pub mod nutrition {
             user_agent -> Nullable<Text>,
             created_at -> Timestamptz,
             last_seen_at -> Timestamptz,
+            session_id -> Nullable<Text>,
         }
     }
 

@@ -534,3 +534,57 @@ async fn a_nul_in_a_form_field_is_a_400_not_a_database_error() {
         resp.text
     );
 }
+
+/// A browser's push subscription belongs to the session that registered it: once that session
+/// ends (closed from another device, signed out, replaced), the browser gets no more of the
+/// person's reminders, which may name their health data, even if someone else uses it next.
+#[tokio::test]
+async fn ending_a_session_ends_the_push_subscription_it_registered() {
+    let app = crate::helpers::spawn_app().await;
+    let api = crate::helpers::spawn_nutrition_with(
+        &app,
+        &[("PUSH_ALLOW_HTTP_ENDPOINTS".into(), "true".into())],
+    )
+    .await;
+    let push = testkit::push_service::FakePushService::start().await;
+    let (phone, _) = app.sign_up("devices@example.com", "password-123").await;
+    let laptop = app
+        .post(
+            "/api/auth/sign-in/email",
+            json!({ "email": "devices@example.com", "password": "password-123" }),
+            None,
+        )
+        .await
+        .session_cookie()
+        .expect("laptop session");
+    for cookie in [&phone, &laptop] {
+        let sub = push.subscribe();
+        let r = app
+            .http
+            .post(format!("{}/me/device-tokens", api.base))
+            .header("cookie", cookie)
+            .header("origin", crate::helpers::BASE_URL)
+            .json(&json!({ "platform": "web", "endpoint": sub.endpoint, "keys": { "p256dh": sub.p256dh, "auth": sub.auth } }))
+            .send()
+            .await
+            .expect("register");
+        assert_eq!(r.status(), 201);
+    }
+    assert_eq!(app.count("nutrition.device_token"), 2);
+    // The laptop closes the phone's session.
+    let closed = app
+        .post("/api/auth/revoke-other-sessions", json!({}), Some(&laptop))
+        .await;
+    assert_eq!(closed.status, 200, "{}", closed.text);
+    assert_eq!(
+        app.count("nutrition.device_token"),
+        1,
+        "the phone's subscription went"
+    );
+    // Signing out of the laptop ends its subscription too.
+    let out = app
+        .post("/api/auth/sign-out", json!({}), Some(&laptop))
+        .await;
+    assert_eq!(out.status, 200, "{}", out.text);
+    assert_eq!(app.count("nutrition.device_token"), 0);
+}

@@ -26,6 +26,8 @@ pub struct NewDevice<'a> {
     pub auth: &'a str,
     pub token: Option<&'a str>,
     pub user_agent: Option<&'a str>,
+    /// The session that registers it: the device goes when the session does.
+    pub session_id: &'a str,
 }
 
 /// Most devices one person has registered at a time.
@@ -65,6 +67,7 @@ pub fn upsert(
                 device_token::user_agent.eq(new.user_agent),
                 device_token::created_at.eq(now),
                 device_token::last_seen_at.eq(now),
+                device_token::session_id.eq(new.session_id),
             ))
             .on_conflict((device_token::user_id, device_token::endpoint))
             .do_update()
@@ -75,6 +78,7 @@ pub fn upsert(
                 device_token::token.eq(new.token),
                 device_token::user_agent.eq(new.user_agent),
                 device_token::last_seen_at.eq(now),
+                device_token::session_id.eq(new.session_id),
             ))
             .returning(DeviceRow::as_returning())
             .get_result(conn)?;

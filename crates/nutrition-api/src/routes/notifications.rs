@@ -171,6 +171,7 @@ pub async fn register(
         .and_then(|v| v.to_str().ok())
         .map(|ua| ua.chars().take(MAX_USER_AGENT).collect());
     let user_id = current.0.user.id;
+    let session_id = current.0.session.id;
     let row = nutrition_store::run(&state.pool, move |conn| {
         let new = NewDevice {
             platform: &platform,
@@ -179,6 +180,7 @@ pub async fn register(
             auth: body.keys.auth.trim(),
             token: body.token.as_deref(),
             user_agent: user_agent.as_deref(),
+            session_id: &session_id,
         };
         devices::upsert(conn, &user_id, &new, Utc::now()).map_err(ApiError::from)
     })
