@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, errorText } from '../api/client';
 import type { NotificationConfig, NotificationSettings, Preferences, Protocol, User } from '../api/types';
@@ -69,9 +70,39 @@ function useAutosave() {
   return { status, save };
 }
 
+/** A checkbox saved as it is changed; a refused save puts it back. */
+function AutosaveCheck(props: {
+  id: string;
+  initial: boolean;
+  autosave: ReturnType<typeof useAutosave>;
+  send: (on: boolean) => Promise<unknown>;
+  children: ComponentChildren;
+}) {
+  const [checked, setChecked] = useState(props.initial);
+  return (
+    <label class="check">
+      <input
+        type="checkbox"
+        id={props.id}
+        checked={checked}
+        onChange={(e) => {
+          const on = e.currentTarget.checked;
+          setChecked(on);
+          props.autosave.save(
+            () => props.send(on),
+            () => {
+              setChecked(!on);
+            },
+          );
+        }}
+      />
+      {props.children}
+    </label>
+  );
+}
+
 function FastingPrefs({ prefs }: { prefs: Preferences }) {
   const [protocol, setProtocol] = useState<Protocol | ''>(prefs.fastingProtocol ?? '');
-  const [milestones, setMilestones] = useState(prefs.fastingMilestones);
   const autosave = useAutosave();
   return (
     <section class="card" aria-labelledby="prefs-title">
@@ -100,72 +131,40 @@ function FastingPrefs({ prefs }: { prefs: Preferences }) {
           </option>
         ))}
       </select>
-      <label class="check">
-        <input
-          type="checkbox"
-          id="pref-milestones"
-          checked={milestones}
-          onChange={(e) => {
-            const on = e.currentTarget.checked;
-            setMilestones(on);
-            autosave.save(
-              () => api.setPreferences({ fastingMilestones: on }),
-              () => {
-                setMilestones(!on);
-              },
-            );
-          }}
-        />
+      <AutosaveCheck
+        id="pref-milestones"
+        initial={prefs.fastingMilestones}
+        autosave={autosave}
+        send={(on) => api.setPreferences({ fastingMilestones: on })}
+      >
         Notifiche delle tappe (idratazione, elettroliti, fine vicina)
-      </label>
+      </AutosaveCheck>
       <Notice message={autosave.status} testId="prefs-status" />
     </section>
   );
 }
 
 function Reminders({ settings }: { settings: NotificationSettings }) {
-  const [meal, setMeal] = useState(settings.mealReminders);
-  const [weigh, setWeigh] = useState(settings.weeklyWeighIn);
   const autosave = useAutosave();
   return (
     <section class="card" aria-labelledby="rem-title">
       <h2 id="rem-title">Promemoria</h2>
-      <label class="check">
-        <input
-          type="checkbox"
-          id="meal-reminders"
-          checked={meal}
-          onChange={(e) => {
-            const on = e.currentTarget.checked;
-            setMeal(on);
-            autosave.save(
-              () => api.setNotificationSettings({ mealReminders: on }),
-              () => {
-                setMeal(!on);
-              },
-            );
-          }}
-        />
+      <AutosaveCheck
+        id="meal-reminders"
+        initial={settings.mealReminders}
+        autosave={autosave}
+        send={(on) => api.setNotificationSettings({ mealReminders: on })}
+      >
         Promemoria dei pasti (13:00, 16:00, 19:00)
-      </label>
-      <label class="check">
-        <input
-          type="checkbox"
-          id="weekly-weigh-in"
-          checked={weigh}
-          onChange={(e) => {
-            const on = e.currentTarget.checked;
-            setWeigh(on);
-            autosave.save(
-              () => api.setNotificationSettings({ weeklyWeighIn: on }),
-              () => {
-                setWeigh(!on);
-              },
-            );
-          }}
-        />
+      </AutosaveCheck>
+      <AutosaveCheck
+        id="weekly-weigh-in"
+        initial={settings.weeklyWeighIn}
+        autosave={autosave}
+        send={(on) => api.setNotificationSettings({ weeklyWeighIn: on })}
+      >
         Pesata settimanale (lunedì alle 9:00)
-      </label>
+      </AutosaveCheck>
       <Notice message={autosave.status} testId="reminders-status" />
     </section>
   );
