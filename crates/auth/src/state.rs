@@ -167,14 +167,7 @@ impl AppState {
         limit: RateLimit,
     ) -> Result<(), ApiError> {
         let key = keys::rate_limit_key(self.settings.auth.secret.expose(), route, "all", "");
-        nutrition_store::run(&self.pool, move |conn| {
-            let mut refusal = Refusal::default();
-            if let Err(secs) = rate_limits::hit(conn, &key, limit)? {
-                refusal.note(secs, "all", limit);
-            }
-            refusal.into_result()
-        })
-        .await
+        nutrition_store::run(&self.pool, move |conn| count_shared(conn, &key, limit)).await
     }
 
     /// The client's address as a rate-limit subject: an IPv6 address counts as its /64, the
@@ -242,11 +235,7 @@ impl AppState {
                 _ => {}
             }
             refusal.into_result()?;
-            if let Err(secs) = rate_limits::hit(conn, &global, limits.global)? {
-                let mut refusal = Refusal::default();
-                refusal.note(secs, "all", limits.global);
-                refusal.into_result()?;
-            }
+            count_shared(conn, &global, limits.global)?;
             then(conn)
         })
         .await?;
@@ -263,6 +252,15 @@ impl AppState {
         })
         .await
     }
+}
+
+/// Counts an attempt against a budget every client shares (`scope: "all"`).
+fn count_shared(conn: &mut PgConnection, key: &str, limit: RateLimit) -> Result<(), ApiError> {
+    let mut refusal = Refusal::default();
+    if let Err(secs) = rate_limits::hit(conn, key, limit)? {
+        refusal.note(secs, "all", limit);
+    }
+    refusal.into_result()
 }
 
 /// The failure counters of one sign-in, for [`AppState::sign_in_failed`].

@@ -599,9 +599,10 @@ impl Limits {
 }
 
 /// Cuts off a request body that stalls: each chunk must arrive within the idle timeout and the
-/// whole body within the body deadline, else the body ends with an error and the answer is 408 `REQUEST_TIMEOUT` with `Connection: close`,
-/// whatever the handler made of the broken body. Without it a client that sends headers and
-/// then trickles (or nothing) would hold a worker's connection and buffer for as long as it likes.
+/// whole body within the body deadline, else the body ends with an error and the answer is 408
+/// `REQUEST_TIMEOUT` with `Connection: close`, whatever the handler made of the broken body.
+/// Without it a client that sends headers and then trickles (or nothing) would hold a worker's
+/// connection and buffer for as long as it likes.
 async fn body_deadline(
     mut req: actix_web::dev::ServiceRequest,
     next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,

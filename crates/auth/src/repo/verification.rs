@@ -46,17 +46,10 @@ pub fn consume(
     identifier: &str,
     now: DateTime<Utc>,
 ) -> QueryResult<Option<String>> {
-    diesel::delete(
-        verification::table
-            .filter(verification::identifier.eq(identifier))
-            .filter(verification::expires_at.gt(now)),
-    )
-    .returning(verification::value)
-    .get_result(conn)
-    .optional()
+    Ok(take(conn, identifier, now)?.map(|(value, _)| value))
 }
 
-/// [`consume`], also answering when the row would have expired.
+/// [`consume`], answering the row's expiry beside its value, so that the row can be put back.
 pub fn take(
     conn: &mut PgConnection,
     identifier: &str,
