@@ -160,7 +160,7 @@ struct Linked {
 
 #[derive(Debug, thiserror::Error)]
 enum LinkError {
-    #[error("an account with this e-mail exists and its address is not verified on both sides")]
+    #[error("an account with this e-mail exists, and it has a password or its address is not verified on both sides")]
     NotLinked,
     #[error("verification is required and Google does not vouch for this address")]
     Unverified,
@@ -219,7 +219,14 @@ fn link(
             // Linking by address is safe only when both sides proved the address: Google
             // vouches for it, and the existing user confirmed it. Otherwise whoever registered
             // someone else's address first would share that person's account afterwards.
-            if !profile.email_verified || !user.email_verified {
+            // An account with a password is not linked either: its owner may have confirmed
+            // the address by opening a verification mail that someone else's registration
+            // sent, and that someone knows the password. Signing in with it (or resetting it,
+            // which ends every session) proves the password is the owner's.
+            if !profile.email_verified
+                || !user.email_verified
+                || matches!(accounts::password_of(conn, &user.id)?, Some(Some(_)))
+            {
                 return Err(LinkError::NotLinked);
             }
             accounts::insert(conn, &account(&user.id), now)?;

@@ -126,30 +126,28 @@ async fn new_google_user_is_created_and_signed_in() {
 }
 
 #[tokio::test]
-async fn verified_google_address_links_to_the_existing_user() {
+async fn google_never_links_into_an_account_that_has_a_password() {
+    // Someone registered the address with a password of their own, and its owner confirmed it
+    // by opening the verification mail that registration sent. Linking the owner's Google
+    // account into it would give the owner an account whose password someone else knows; the
+    // owner is sent to sign in with the password instead (or to reset it, which ends every
+    // session of the account).
     let fake = FakeOAuth::start().await;
     let app = spawn_with(&fake.env()).await;
-    let (_, signed_up) = app.sign_up("mix@example.com", "password-123").await;
-    // The address was confirmed (through the verification mail).
+    let (squatter, signed_up) = app.sign_up("mix@example.com", "squatter-password").await;
     app.sql("UPDATE auth.\"user\" SET email_verified = true WHERE email = 'mix@example.com'");
     fake.sign_in_as(identity("google-sub-2", "mix@example.com", true));
     let done = google_flow(&app, Some("/plan")).await;
-    assert_eq!(done.header("location").as_deref(), Some("/plan"));
-    let session = app
-        .get("/api/auth/get-session", Some(&session_cookie_of(&done)))
-        .await;
-    assert_eq!(session.body["user"]["id"], signed_up.body["user"]["id"]);
-    assert_eq!(session.body["user"]["emailVerified"], true);
-    assert_eq!(app.count("auth.account"), 2, "credential and google");
-    // The password still works.
-    let pw = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": "mix@example.com", "password": "password-123" }),
-            None,
-        )
-        .await;
-    assert_eq!(pw.status, 200);
+    assert_eq!(done.status, 302, "{}", done.text);
+    assert_eq!(
+        done.header("location").as_deref(),
+        Some("/sign-in?error=ACCOUNT_NOT_LINKED")
+    );
+    assert!(done.session_cookie().is_none());
+    assert_eq!(app.count("auth.account"), 1, "no Google account linked");
+    assert_eq!(app.count("auth.session"), 1, "only the sign-up's");
+    let still = app.get("/api/auth/get-session", Some(&squatter)).await;
+    assert_eq!(still.body["user"]["id"], signed_up.body["user"]["id"]);
 }
 
 #[tokio::test]
