@@ -129,13 +129,14 @@ my_admin() {
 
 ensure_databases() {
   log "ensuring the development role and databases"
+  # CREATEROLE: the Postgres migrations make one role per service (migration service_roles).
   pg_admin <<SQL >/dev/null
 DO \$\$
 BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$APP_DB_USER') THEN
-    CREATE ROLE $APP_DB_USER LOGIN CREATEDB PASSWORD '$APP_DB_PASSWORD';
+    CREATE ROLE $APP_DB_USER LOGIN CREATEDB CREATEROLE PASSWORD '$APP_DB_PASSWORD';
   ELSE
-    ALTER ROLE $APP_DB_USER LOGIN CREATEDB PASSWORD '$APP_DB_PASSWORD';
+    ALTER ROLE $APP_DB_USER LOGIN CREATEDB CREATEROLE PASSWORD '$APP_DB_PASSWORD';
   END IF;
 END
 \$\$;

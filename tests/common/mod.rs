@@ -77,8 +77,19 @@ async fn start_stack_full(
     let (a, n, s, l) = (addr(0), addr(1), addr(2), addr(3));
     let keys = format!("k1:{KEY}");
     let builds = logs.to_string_lossy().into_owned();
+    // As deployed: the migrate command, as the owner of the schemas, before the services, each
+    // of which connects as its own role.
+    let migrated = testkit::process::run(
+        &bin("nutrition-api"),
+        &["migrate"],
+        &[("DATABASE_URL", pg.url()), ("RUST_LOG", "warn")],
+    );
+    assert!(migrated.status.success(), "migrate: {migrated:?}");
+    let auth_url = testkit::postgres::as_role(pg.url(), "auth_svc");
+    let nutrition_url = testkit::postgres::as_role(pg.url(), "nutrition_api_svc");
+    let scheduler_url = testkit::postgres::as_role(pg.url(), "push_scheduler_svc");
     let auth_env = [
-        ("DATABASE_URL", pg.url()),
+        ("DATABASE_URL", auth_url.as_str()),
         ("LISTEN_ADDR", a.as_str()),
         ("AUTH_SECRET", SECRET),
         ("AUTH_BASE_URL", public.as_str()),
@@ -86,13 +97,16 @@ async fn start_stack_full(
         ("TRUSTED_PROXIES", "127.0.0.1"),
     ];
     let mut nutrition_env = vec![
-        ("DATABASE_URL", pg.url()),
+        ("DATABASE_URL", nutrition_url.as_str()),
         ("LISTEN_ADDR", n.as_str()),
         ("AUTH_SECRET", SECRET),
         ("AUTH_BASE_URL", public.as_str()),
     ];
     nutrition_env.extend_from_slice(push_env);
-    let mut scheduler_env = vec![("DATABASE_URL", pg.url()), ("LISTEN_ADDR", s.as_str())];
+    let mut scheduler_env = vec![
+        ("DATABASE_URL", scheduler_url.as_str()),
+        ("LISTEN_ADDR", s.as_str()),
+    ];
     scheduler_env.extend_from_slice(push_env);
     let licence_env = [
         ("DATABASE_URL", my.url()),
@@ -125,8 +139,6 @@ async fn start_stack_full(
             env.push(("RUST_LOG", level));
         }
     }
-    // The three Postgres services start together on an empty database: whichever wins the
-    // advisory lock migrates, the others wait and find nothing to do.
     auth_env.extend_from_slice(auth_extra);
     let auth = Process::start("auth", &bin("auth"), &[], &auth_env, logs);
     let nutrition = Process::start(

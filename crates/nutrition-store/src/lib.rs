@@ -30,7 +30,47 @@ pub fn pool(url: &Secret, size: u32) -> PgPool {
 }
 
 /// Applies pending migrations on `conn` under the advisory lock; returns the versions applied.
+///
+/// Each service connects as a role that may use the schemas but not change them (migration
+/// `service_roles`): when every migration is applied already, nothing else is asked of the
+/// database, so a service starts as its own role; when one is pending, only the schemas' owner
+/// (the `migrate` command) can apply it, and the error says so.
 pub fn migrate(conn: &mut PgConnection) -> anyhow::Result<Vec<String>> {
+    if is_current(conn) {
+        return Ok(Vec::new());
+    }
+    migrate_pending(conn).map_err(|e| {
+        e.context(
+            "migrating the Postgres schemas failed; a service's own role cannot change them: \
+             run the `migrate` command with the owner's DATABASE_URL first",
+        )
+    })
+}
+
+/// Whether every embedded migration is recorded as applied, read without creating anything.
+fn is_current(conn: &mut PgConnection) -> bool {
+    use diesel::migration::MigrationSource;
+    #[derive(diesel::QueryableByName)]
+    struct Applied {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        version: String,
+    }
+    let Ok(applied) = diesel::sql_query("SELECT version FROM public.__diesel_schema_migrations")
+        .load::<Applied>(conn)
+    else {
+        return false;
+    };
+    let applied: std::collections::HashSet<String> =
+        applied.into_iter().map(|a| a.version).collect();
+    match MigrationSource::<diesel::pg::Pg>::migrations(&MIGRATIONS) {
+        Ok(all) => all
+            .iter()
+            .all(|m| applied.contains(&m.name().version().to_string())),
+        Err(_) => false,
+    }
+}
+
+fn migrate_pending(conn: &mut PgConnection) -> anyhow::Result<Vec<String>> {
     service_kit::db::migrate_locked(
         conn,
         MIGRATIONS,

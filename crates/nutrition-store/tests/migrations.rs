@@ -252,3 +252,91 @@ fn running_fasts_get_their_next_milestone_instant_when_the_column_arrives() {
         ]
     );
 }
+
+/// The outcome of `sql` run as `role` on `db`: `Ok` or the server's message.
+fn as_role(db: &TestPostgres, role: &str, sql: &str) -> Result<(), String> {
+    let url = testkit::postgres::as_role(db.url(), role);
+    let mut conn = PgConnection::establish(&url).map_err(|e| e.to_string())?;
+    diesel::sql_query(sql)
+        .execute(&mut conn)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn each_service_role_reaches_only_what_its_service_needs() {
+    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let denied = |role: &str, sql: &str| {
+        let outcome = as_role(&db, role, sql);
+        assert!(
+            matches!(&outcome, Err(e) if e.contains("permission denied") || e.contains("must be owner")),
+            "{role} ran {sql}: {outcome:?}"
+        );
+    };
+    let allowed = |role: &str, sql: &str| {
+        assert_eq!(
+            as_role(&db, role, sql),
+            Ok(()),
+            "{role} could not run {sql}"
+        );
+    };
+    // Password hashes and provider tokens: auth only.
+    allowed(
+        "auth_svc",
+        "SELECT password, access_token FROM auth.account",
+    );
+    denied("nutrition_api_svc", "SELECT password FROM auth.account");
+    denied("nutrition_api_svc", "SELECT access_token FROM auth.account");
+    allowed(
+        "nutrition_api_svc",
+        "SELECT id, provider_id FROM auth.account",
+    );
+    denied("push_scheduler_svc", "SELECT id FROM auth.account");
+    denied("push_scheduler_svc", "SELECT token FROM auth.session");
+    // Another service's own tables are not written.
+    denied("nutrition_api_svc", "DELETE FROM scheduler.outbox");
+    denied("nutrition_api_svc", "UPDATE auth.\"user\" SET name = 'x'");
+    denied("push_scheduler_svc", "DELETE FROM nutrition.fast_event");
+    denied(
+        "auth_svc",
+        "UPDATE nutrition.fast_event SET symptoms = NULL",
+    );
+    // Account deletion reaches every schema.
+    allowed(
+        "auth_svc",
+        "DELETE FROM nutrition.fast_event WHERE user_id = 'nobody'",
+    );
+    allowed(
+        "auth_svc",
+        "DELETE FROM scheduler.outbox WHERE user_id = 'nobody'",
+    );
+    // Nobody but the owner changes a schema.
+    for role in ["auth_svc", "nutrition_api_svc", "push_scheduler_svc"] {
+        denied(role, "CREATE TABLE nutrition.intruder (id int)");
+        denied(role, "DROP TABLE auth.session");
+        denied(role, "CREATE TABLE public.intruder (id int)");
+    }
+}
+
+#[test]
+fn a_service_role_starts_on_a_current_schema_and_is_told_to_migrate_otherwise() {
+    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let url = testkit::postgres::as_role(db.url(), "nutrition_api_svc");
+    let mut conn = PgConnection::establish(&url).expect("connect as the role");
+    assert_eq!(
+        nutrition_store::migrate(&mut conn).expect("current schema"),
+        Vec::<String>::new()
+    );
+    let mut owner = db.connect();
+    diesel::sql_query(
+        "DELETE FROM __diesel_schema_migrations \
+          WHERE version = (SELECT max(version) FROM __diesel_schema_migrations)",
+    )
+    .execute(&mut owner)
+    .expect("forget the last migration");
+    let error = nutrition_store::migrate(&mut conn).expect_err("a pending migration");
+    assert!(
+        format!("{error:#}").contains("run the `migrate` command"),
+        "{error:#}"
+    );
+}

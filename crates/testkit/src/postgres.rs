@@ -86,3 +86,12 @@ fn drop_stale(conn: &mut PgConnection) {
         .execute(conn);
     }
 }
+
+/// `url` connecting as the service role `role` (migration `service_roles`): the server switches
+/// to it at connection start, so a test's service has exactly the rights it has when deployed
+/// (where it logs in as that role), while the test itself stays the owner.
+pub fn as_role(url: &str, role: &str) -> String {
+    // libpq decodes `%20` but not the `+` a form encoder would write for the space.
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}options=-c%20role%3D{role}")
+}

@@ -61,7 +61,8 @@ async fn spawn_on(extra: &[(String, String)], plain: bool) -> TestApp {
     let db = TestPostgres::migrated(nutrition_store::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
-    let mut url = testkit::with_host_port(db.url(), proxy.addr());
+    let mut url =
+        testkit::postgres::as_role(&testkit::with_host_port(db.url(), proxy.addr()), "auth_svc");
     if plain {
         url.push(if url.contains('?') { '&' } else { '?' });
         url.push_str("sslmode=disable");
@@ -80,7 +81,8 @@ async fn spawn_on(extra: &[(String, String)], plain: bool) -> TestApp {
 
 /// Another auth instance on `app`'s database.
 pub async fn spawn_auth_replica(app: &TestApp, extra: &[(String, String)]) -> Peer {
-    let settings = Settings::from_env(&env_for(app.db.url(), extra)).expect("valid test settings");
+    let url = testkit::postgres::as_role(app.db.url(), "auth_svc");
+    let settings = Settings::from_env(&env_for(&url, extra)).expect("valid test settings");
     let replica = Application::build(settings)
         .await
         .expect("build auth replica");
@@ -96,8 +98,11 @@ pub async fn spawn_nutrition(app: &TestApp) -> Peer {
 
 /// [`spawn_nutrition`] with extra settings.
 pub async fn spawn_nutrition_with(app: &TestApp, extra: &[(String, String)]) -> Peer {
-    let settings =
-        nutrition_api::Settings::from_env(&env_for(app.db.url(), extra)).expect("valid settings");
+    let settings = nutrition_api::Settings::from_env(&env_for(
+        &testkit::postgres::as_role(app.db.url(), "nutrition_api_svc"),
+        extra,
+    ))
+    .expect("valid settings");
     let api = nutrition_api::Application::build(settings)
         .await
         .expect("build nutrition-api");

@@ -56,7 +56,10 @@ async fn spawn_on(extra: &[(String, String)], plain: bool) -> TestApp {
     let db = TestPostgres::migrated(nutrition_store::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
-    let mut url = testkit::with_host_port(db.url(), proxy.addr());
+    let mut url = testkit::postgres::as_role(
+        &testkit::with_host_port(db.url(), proxy.addr()),
+        "nutrition_api_svc",
+    );
     if plain {
         url.push(if url.contains('?') { '&' } else { '?' });
         url.push_str("sslmode=disable");

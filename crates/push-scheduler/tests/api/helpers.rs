@@ -14,7 +14,10 @@ pub async fn spawn_app() -> TestApp {
     let db = TestPostgres::migrated(nutrition_store::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
-    let url = testkit::with_host_port(db.url(), proxy.addr());
+    let url = testkit::postgres::as_role(
+        &testkit::with_host_port(db.url(), proxy.addr()),
+        "push_scheduler_svc",
+    );
     let env = Env::from_pairs([
         ("DATABASE_URL", url.as_str()),
         ("DATABASE_POOL_SIZE", "4"),
