@@ -160,7 +160,9 @@ struct Linked {
 
 #[derive(Debug, thiserror::Error)]
 enum LinkError {
-    #[error("an account with this e-mail exists, and it has a password or its address is not verified on both sides")]
+    #[error(
+        "an account with this e-mail exists, and it has a password or its address is not verified on both sides"
+    )]
     NotLinked,
     #[error("verification is required and Google does not vouch for this address")]
     Unverified,
