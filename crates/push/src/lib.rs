@@ -1,7 +1,6 @@
 //! Web Push for the product: VAPID configuration (RFC 8292), subscription and endpoint checks,
 //! and delivery of encrypted messages (RFC 8291) with every outcome classified.
 
-mod encryption;
 pub mod endpoint;
 mod jwt;
 pub mod sender;
