@@ -219,7 +219,10 @@ mod tests {
     #[test]
     fn a_bad_private_key_is_refused() {
         for bad in ["not-a-key", "AAAA", &URL_SAFE_NO_PAD.encode([0u8; 32])] {
-            assert!(VapidSigner::new(bad, "mailto:a@b.c".to_owned()).is_none(), "{bad}");
+            assert!(
+                VapidSigner::new(bad, "mailto:a@b.c".to_owned()).is_none(),
+                "{bad}"
+            );
         }
     }
 }

@@ -436,7 +436,7 @@ fn message(
     message.set_vapid_signature(signature);
     message
         .build()
-        .map_err(|e| format!("message could not be encrypted: {e}"))
+        .map_err(|e| format!("message could not be built: {e}"))
 }
 
 async fn classify(mut response: reqwest::Response) -> Outcome {
