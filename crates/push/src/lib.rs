@@ -1,7 +1,7 @@
 //! Web Push for the product: VAPID configuration (RFC 8292), subscription and endpoint checks,
-//! and delivery of encrypted messages (RFC 8291) with every outcome classified.
+//! and delivery with every outcome classified of messages that the `web-push` crate builds
+//! (aes128gcm encryption of RFC 8291 and the VAPID signature); see `sender` and `jwt`.
 
-mod encryption;
 pub mod endpoint;
 mod jwt;
 pub mod sender;

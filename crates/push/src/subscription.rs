@@ -36,12 +36,6 @@ pub enum KeyError {
 
 /// Checks `p256dh` and `auth` as a browser sends them (base64url; trailing `=` padding tolerated).
 pub fn check_keys(p256dh: &str, auth: &str) -> Result<(), KeyError> {
-    decode_keys(p256dh, auth).map(|_| ())
-}
-
-/// The subscriber's public key (65 bytes) and authentication secret (16 bytes), checked as
-/// [`check_keys`] does.
-pub(crate) fn decode_keys(p256dh: &str, auth: &str) -> Result<(Vec<u8>, Vec<u8>), KeyError> {
     let point = decode(p256dh).ok_or(KeyError::P256dhEncoding)?;
     if point.len() != 65 {
         return Err(KeyError::P256dhLength(point.len()));
@@ -54,10 +48,11 @@ pub(crate) fn decode_keys(p256dh: &str, auth: &str) -> Result<(Vec<u8>, Vec<u8>)
     if secret.len() != 16 {
         return Err(KeyError::AuthLength(secret.len()));
     }
-    Ok((point, secret))
+    Ok(())
 }
 
-/// The key without padding, as the VAPID `k` parameter is compared.
+/// The key without padding, the only form the `web-push` crate decodes, and as the VAPID `k`
+/// parameter is compared.
 pub(crate) fn unpadded(key: &str) -> &str {
     key.trim_end_matches('=')
 }
