@@ -1,5 +1,25 @@
 //! The HTTP edge every service shares: the error body of the contract, a JSON extractor that
 //! names the offending field, the 404 for unknown routes and the health and readiness probes.
+//!
+//! # Errors
+//!
+//! Every service answers errors the same way, so that a client reads one shape and an operator
+//! one kind of log line:
+//!
+//! - Each service has one `ApiError` enum (its `error.rs`), the only type its handlers return as
+//!   an error. Its `ResponseError` impl is the one place where a failure becomes a status, a
+//!   contract code and headers (`Retry-After`), always through [`error_response`], so the body
+//!   is [`ErrorBody`] everywhere.
+//! - Input that cannot be read is refused before the handler by the extractors here
+//!   ([`RequestError`], 400/413/415); a handler's own checks return the service's 4xx variant.
+//!   Neither logs: a client's mistake is not the operator's.
+//! - Database and other infrastructure failures convert with `From` into the service's error (a
+//!   lost connection or a full pool is a 503, `SERVICE_UNAVAILABLE` or licence-server's
+//!   contract code `DATABASE_UNAVAILABLE`, which clients retry); anything
+//!   unexpected is 500 `INTERNAL_ERROR`, logged once with its cause where it is turned into the
+//!   response, and the cause never reaches the body.
+//! - Handlers propagate with `?` and add no mapping of their own, so that one failure has one
+//!   answer whichever route meets it.
 
 use std::borrow::Cow;
 use std::future::Future;
