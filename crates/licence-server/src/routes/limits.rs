@@ -14,7 +14,11 @@
 //! costs one statement per request, as with a plain counter; a busy client or a flood costs one
 //! per block, and once the window is spent the replica refuses it without the database until
 //! the window ends. The limit holds across
-//! replicas exactly as an upper bound: no window hands out more than the limit. A client that
+//! replicas exactly as an upper bound: no window hands out more than the limit. While the shared
+//! table is full of live counters (clients of very many addresses filled it), a new address is
+//! counted by the replica alone against the same limit, so it is served and still limited (per
+//! replica, until a counter is free); only when the replica's own table of such addresses is
+//! full too is it refused with 503. A client that
 //! spreads its last requests of a window over several replicas can be refused by one while
 //! another still holds a few of its requests (the blocks near the limit are single requests).
 
@@ -97,10 +101,15 @@ struct Book {
     pruned: Option<Instant>,
 }
 
+/// How many addresses a replica counts by itself while the shared table is full.
+const OVERFLOW_CAPACITY: usize = 65_536;
+
 /// The requests this replica holds of each address's current window.
 #[derive(Debug, Default)]
 pub struct Permits {
     book: Mutex<Book>,
+    /// Addresses counted here alone (window end, requests) because the shared table was full.
+    overflow: Mutex<HashMap<String, (Instant, u32)>>,
 }
 
 impl Permits {
@@ -109,6 +118,33 @@ impl Permits {
         self.book
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Counts a request of `key` in this replica alone, at most `max` a window: the shared
+    /// table is full of live counters. `Err` with the time left once the window is spent; `None`
+    /// when this replica's own table is full of live windows too.
+    fn count_alone(&self, key: &str, max: u32, now: Instant) -> Option<Result<(), Duration>> {
+        let mut counts = self
+            .overflow
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !counts.contains_key(key) && counts.len() >= OVERFLOW_CAPACITY {
+            counts.retain(|_, (until, _)| now < *until);
+            if counts.len() >= OVERFLOW_CAPACITY {
+                return None;
+            }
+        }
+        let window = Duration::from_secs(u64::from(WINDOW_SECS));
+        let (until, hits) = counts.entry(key.to_owned()).or_insert((now + window, 0));
+        if now >= *until {
+            *until = now + window;
+            *hits = 0;
+        }
+        if *hits >= max {
+            return Some(Err(*until - now));
+        }
+        *hits += 1;
+        Some(Ok(()))
     }
 
     fn spend(&self, key: &str, now: Instant) -> Local {
@@ -290,10 +326,19 @@ impl Limit {
             Take::Granted { .. } => Ok(()),
             Take::Refused { .. } if through => Ok(()),
             Take::Refused { left } => Err(self.refused(left)),
-            // Refused rather than let through uncounted: counting is what stops a guesser.
-            Take::Full => Err(ApiError::DatabaseUnavailable(
-                "every rate-limit counter is in use".to_owned(),
-            )),
+            // Never let through uncounted (counting is what stops a guesser), and never refuse
+            // a new address only because others filled the table: this replica counts it alone
+            // until a shared counter is free. The limit then holds per replica.
+            Take::Full => match self
+                .permits
+                .count_alone(&self.key, self.max, Instant::now())
+            {
+                Some(Ok(())) => Ok(()),
+                Some(Err(left)) => Err(self.refused(left)),
+                None => Err(ApiError::DatabaseUnavailable(
+                    "every rate-limit counter is in use".to_owned(),
+                )),
+            },
         }
     }
 }

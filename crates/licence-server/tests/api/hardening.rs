@@ -251,12 +251,12 @@ async fn validate_from(
 }
 
 /// The counters live in a MEMORY table of bounded size, which clients of very many addresses could
-/// fill. Full, it must neither answer 500 nor refuse every new client as rate limited: counters
-/// whose window has ended make room, and only while every counter is live is a new address
-/// refused, with 503 and Retry-After. An IPv6 client counts as its /64, so that one host cannot
-/// fill the table by itself.
+/// fill. Full, it must neither answer 500 nor shut out every new client: counters whose window
+/// has ended make room, and while every counter is live a new address is counted by the replica
+/// alone, so that it is served and still limited. An IPv6 client counts as its /64, so that one
+/// host cannot fill the table by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_full_rate_limit_table_makes_room_or_refuses_with_503() {
+async fn a_full_rate_limit_table_makes_room_or_counts_new_addresses_in_the_replica() {
     use diesel::RunQueryDsl;
     let app = spawn_app().await;
     let base = app
@@ -285,10 +285,25 @@ async fn a_full_rate_limit_table_makes_room_or_refuses_with_503() {
     }
     assert!(filled > 0);
 
+    // Every counter is live: whoever filled the table does not shut the next person out. The
+    // replica counts that address itself, against the same limit.
+    let limit = 60;
+    for n in 1..=limit {
+        let (status, _) = validate_from(&base, &app.client, "192.0.2.1").await;
+        assert_eq!(
+            status, 404,
+            "request {n} of a new address while the table is full"
+        );
+    }
     let (status, retry) = validate_from(&base, &app.client, "192.0.2.1").await;
-    assert_eq!(status, 503, "every counter is live: a new address waits");
+    assert_eq!(status, 429, "still limited");
     let retry: u64 = retry.expect("Retry-After").parse().expect("seconds");
     assert!((1..=60).contains(&retry), "{retry}");
+    assert_eq!(
+        validate_from(&base, &app.client, "192.0.2.2").await.0,
+        404,
+        "another new address has its own count"
+    );
 
     diesel::sql_query(
         "UPDATE licence_rate_limit SET window_start = UTC_TIMESTAMP(6) - INTERVAL 2 MINUTE",
@@ -296,7 +311,7 @@ async fn a_full_rate_limit_table_makes_room_or_refuses_with_503() {
     .execute(&mut conn)
     .expect("age the counters");
     assert_eq!(
-        validate_from(&base, &app.client, "192.0.2.1").await.0,
+        validate_from(&base, &app.client, "192.0.2.3").await.0,
         404,
         "ended windows made room: counted, then the unknown key"
     );
