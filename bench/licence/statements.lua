@@ -6,7 +6,7 @@
 --             MEMORY table): what a busy address costs the service once its blocks are as large
 --             as they get (routes/limits.rs, MAX_BLOCK);
 --   consume   the unit taken in the statement that checks the licence and the seat
---             (one statement, usage.rs's TAKE_ON_PLAN);
+--             (one statement, usage.rs's TAKE for one licence);
 --   seat      validate's seat statement alone: a validate without the per-address count,
 --             the least database work any validate of a seat can do.
 -- The statements are those of crates/licence-server/src/repo (rate_limit.rs, activations.rs,
@@ -27,19 +27,23 @@ local SEAT = [[SELECT l.id, l.license_key, l.status, l.plan, l.expires_at, l.dis
 
 local TAKE = [[SELECT licence_rate_take(?, ?, ?, ?) AS taken]]
 
--- The statement a consumption sends when its token's plan is the licence's: it takes the unit
--- only if the licence plainly grants access on that plan, and answers the count. The run's
--- licences are all Premium, and the day is one of the benchmark's own.
+-- The statement a consumption sends for one licence (usage.rs's TAKE, its one-licence text):
+-- it takes the unit only if the licence is on the plan asked, holds the installation's seat
+-- and plainly grants access, and answers the count. The run's licences are all Premium
+-- (150 units a day, more than these rounds take of any licence), and the day is one of the
+-- benchmark's own.
 local TAKE_ON_PLAN = [[INSERT INTO daily_usage (licence_id, day, used, updated_at)
   SELECT l.id, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6)
-  FROM licence l JOIN activation a ON a.licence_id = l.id AND a.instance_id = ?
-  WHERE l.id = ? AND l.plan = ? AND l.status = 'active' AND l.disabled_at IS NULL
-  AND (l.expires_at IS NULL OR l.expires_at > ?)
+  FROM licence l STRAIGHT_JOIN activation a ON a.licence_id = l.id
+  WHERE l.id IN (?) AND (l.id, l.plan, a.instance_id) IN ((?, ?, ?))
+  AND (? OR (l.status = 'active' AND l.disabled_at IS NULL
+  AND (l.expires_at IS NULL OR l.expires_at > ?)))
   ON DUPLICATE KEY UPDATE
-  daily_usage.used = IF(daily_usage.used < ?, LAST_INSERT_ID(daily_usage.used + 1),
-  daily_usage.used + 0 * LAST_INSERT_ID(0)),
+  daily_usage.used = IF(daily_usage.used < CASE l.plan WHEN 'basic' THEN 10 WHEN 'pro' THEN 30
+  WHEN 'premium' THEN 150 WHEN 'annual' THEN 30 ELSE 0 END,
+  LAST_INSERT_ID(daily_usage.used + 1), daily_usage.used + 0 * LAST_INSERT_ID(0)),
   daily_usage.updated_at = IF(LAST_INSERT_ID() > 0, VALUES(updated_at), daily_usage.updated_at)
-  RETURNING used, LAST_INSERT_ID() AS taken]]
+  RETURNING licence_id, used, CAST(LAST_INSERT_ID() AS SIGNED) AS taken]]
 
 function thread_init()
   con = sysbench.sql.driver():connect()
@@ -61,18 +65,18 @@ function thread_init()
   if sysbench.opt.route == "consume" then
     take = con:prepare(TAKE_ON_PLAN)
     take_args = {take:bind_create(sysbench.sql.type.VARCHAR, 10),
-                 take:bind_create(sysbench.sql.type.VARCHAR, 191),
+                 take:bind_create(sysbench.sql.type.VARCHAR, 36),
                  take:bind_create(sysbench.sql.type.VARCHAR, 36),
                  take:bind_create(sysbench.sql.type.VARCHAR, 16),
-                 take:bind_create(sysbench.sql.type.VARCHAR, 26),
-                 take:bind_create(sysbench.sql.type.INT)}
+                 take:bind_create(sysbench.sql.type.VARCHAR, 191),
+                 take:bind_create(sysbench.sql.type.INT),
+                 take:bind_create(sysbench.sql.type.VARCHAR, 26)}
     take:bind_param(unpack(take_args))
     take_args[1]:set(sysbench.opt.day)
-    take_args[2]:set("bench-pc")
     take_args[4]:set("premium")
-    take_args[5]:set("2000-01-01 00:00:00.000000")
-    -- No quota stops this measurement, as none stops the service's.
-    take_args[6]:set(1000000000)
+    take_args[5]:set("bench-pc")
+    take_args[6]:set(0)
+    take_args[7]:set("2000-01-01 00:00:00.000000")
   elseif sysbench.opt.route == "validate" then
     count = con:prepare(TAKE)
     count_args = {count:bind_create(sysbench.sql.type.VARCHAR, 64),
@@ -89,6 +93,7 @@ end
 function event()
   local i = sysbench.rand.uniform(1, #ids)
   if sysbench.opt.route == "consume" then
+    take_args[2]:set(ids[i])
     take_args[3]:set(ids[i])
     take:execute()
   else

@@ -7,8 +7,6 @@ use std::process::ExitCode;
 
 use chrono::{NaiveDateTime, Utc};
 use clap::Subcommand;
-use diesel::mysql::MysqlConnection;
-use diesel::prelude::*;
 use domain::licensing::{Plan, Status};
 use serde_json::{Value, json};
 use service_kit::Secret;
@@ -16,7 +14,7 @@ use service_kit::Secret;
 use crate::clock::rfc3339;
 use crate::mail;
 use crate::repo::licences::{self, LicenceRow, NewLicence};
-use crate::repo::{self, activations, buyers, outbox};
+use crate::repo::{self, Db, DbError, activations, buyers, outbox};
 
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
@@ -71,14 +69,19 @@ enum AdminError {
     #[error("invalid value: {0}")]
     Invalid(String),
     #[error(transparent)]
-    Db(#[from] diesel::result::Error),
+    Db(#[from] DbError),
 }
 
-/// Runs `command` against the database at `url`.
-pub fn run(url: &Secret, command: AdminCommand) -> ExitCode {
-    let outcome = crate::db::connect(url)
-        .map_err(|e| e.to_string())
-        .and_then(|mut conn| execute(&mut conn, command).map_err(|e| e.to_string()));
+/// Runs `command` against the database at `url`, through the same repository functions as the
+/// service, on a pool of one connection.
+pub async fn run(url: &Secret, command: AdminCommand) -> ExitCode {
+    let outcome = match crate::db::connect_options(url) {
+        Err(e) => Err(e.to_string()),
+        Ok(opts) => {
+            let db = Db::new(crate::db::pool(&opts, 1));
+            execute(&db, command).await.map_err(|e| e.to_string())
+        }
+    };
     match outcome {
         Ok(value) => {
             println!("{value}");
@@ -91,7 +94,7 @@ pub fn run(url: &Secret, command: AdminCommand) -> ExitCode {
     }
 }
 
-fn execute(conn: &mut MysqlConnection, command: AdminCommand) -> Result<Value, AdminError> {
+async fn execute(db: &Db, command: AdminCommand) -> Result<Value, AdminError> {
     let now = Utc::now();
     match command {
         AdminCommand::Create {
@@ -109,94 +112,81 @@ fn execute(conn: &mut MysqlConnection, command: AdminCommand) -> Result<Value, A
             let name = name
                 .map(|n| n.trim().chars().take(255).collect::<String>())
                 .filter(|n| !n.is_empty());
-            let licence = conn.transaction(|conn| {
-                let licence = licences::insert(
-                    conn,
-                    &NewLicence {
-                        id: repo::new_id(),
-                        license_key: repo::new_licence_key(),
-                        status: Status::Active.as_str().to_owned(),
-                        plan: plan.as_str().to_owned(),
-                        customer_email: email,
-                        customer_name: name,
-                        order_id: None,
-                        subscription_id: None,
-                        variant_id: None,
-                        subscription_synced_at: None,
-                        expires_at: plan.expiry_from(now).map(|t| t.naive_utc()),
-                    },
-                )?;
-                if !no_email {
-                    outbox::enqueue(conn, &mail::licence_email(&licence))?;
-                }
-                diesel::QueryResult::Ok(licence)
-            })?;
-            describe(conn, &licence)
+            let new = NewLicence {
+                id: repo::new_id(),
+                license_key: repo::new_licence_key(),
+                status: Status::Active.as_str().to_owned(),
+                plan: plan.as_str().to_owned(),
+                customer_email: email,
+                customer_name: name,
+                order_id: None,
+                subscription_id: None,
+                variant_id: None,
+                subscription_synced_at: None,
+                expires_at: plan.expiry_from(now).map(|t| t.naive_utc()),
+            };
+            let licence = licences::create(db, &new, !no_email).await?;
+            describe(db, &licence).await
         }
         AdminCommand::Show { key } => {
-            let licence = by_key(conn, &key)?;
-            describe(conn, &licence)
+            let licence = by_key(db, &key).await?;
+            describe(db, &licence).await
         }
         AdminCommand::Release { key, instance_id } => {
-            let licence = by_key(conn, &key)?;
-            // The licence row first, as activate and deactivate lock it: the trigger that
-            // counts the seat updates that row, and the same order everywhere deadlocks nowhere.
-            let released = conn.transaction(|conn| {
-                licences::find_by_key_for_update(conn, &licence.license_key)?;
-                activations::delete(conn, &licence.id, &instance_id)
-            })?;
+            let licence = by_key(db, &key).await?;
+            let released = activations::release(db, &licence.license_key, &instance_id).await?;
             if released == 0 {
                 return Err(AdminError::NoInstance(licence.license_key, instance_id));
             }
-            describe(conn, &licence)
+            describe(db, &licence).await
         }
         AdminCommand::Disable { key } => {
-            let licence = by_key(conn, &key)?;
+            let licence = by_key(db, &key).await?;
             if licence.disabled_at.is_none() {
-                licences::set_disabled(conn, &licence.id, Some(now.naive_utc()), now.naive_utc())?;
+                licences::set_disabled(db, &licence.id, Some(now.naive_utc()), now.naive_utc())
+                    .await?;
             }
-            let licence = licences::by_id(conn, &licence.id)?;
-            describe(conn, &licence)
+            let licence = licences::get(db, &licence.id).await?;
+            describe(db, &licence).await
         }
         AdminCommand::Enable { key } => {
-            let licence = by_key(conn, &key)?;
-            conn.transaction(|conn| {
-                licences::set_disabled(conn, &licence.id, None, now.naive_utc())?;
-                licences::reactivate_refunded(conn, &licence.id, now.naive_utc())?;
-                diesel::QueryResult::Ok(())
-            })?;
-            let licence = licences::by_id(conn, &licence.id)?;
-            describe(conn, &licence)
+            let licence = by_key(db, &key).await?;
+            licences::enable(db, &licence.id, now.naive_utc()).await?;
+            let licence = licences::get(db, &licence.id).await?;
+            describe(db, &licence).await
         }
-        AdminCommand::Export { email } => {
-            buyers::export(conn, email.trim())?.ok_or(AdminError::NoBuyer)
-        }
+        AdminCommand::Export { email } => buyers::export(db, email.trim())
+            .await?
+            .ok_or(AdminError::NoBuyer),
         AdminCommand::Erase { email } => {
-            let erased = buyers::erase(conn, email.trim())?;
+            let erased = buyers::erase(db, email.trim()).await?;
             if erased.licences == 0 && erased.emails == 0 {
                 return Err(AdminError::NoBuyer);
             }
             Ok(json!({ "erasedLicences": erased.licences, "erasedEmails": erased.emails }))
         }
         AdminCommand::ResendEmail { key } => {
-            let licence = by_key(conn, &key)?;
-            outbox::enqueue(conn, &mail::licence_email(&licence))?;
-            describe(conn, &licence)
+            let licence = by_key(db, &key).await?;
+            outbox::enqueue(db, &mail::licence_email(&licence)).await?;
+            describe(db, &licence).await
         }
     }
 }
 
-fn by_key(conn: &mut MysqlConnection, key: &str) -> Result<LicenceRow, AdminError> {
+async fn by_key(db: &Db, key: &str) -> Result<LicenceRow, AdminError> {
     let key = domain::licensing::normalise_key(key);
-    licences::find_by_key(conn, &key)?.ok_or(AdminError::NoLicence(key))
+    licences::by_key(db, &key)
+        .await?
+        .ok_or(AdminError::NoLicence(key))
 }
 
 fn time(t: Option<NaiveDateTime>) -> Value {
     t.map_or(Value::Null, |t| Value::String(rfc3339(t.and_utc())))
 }
 
-fn describe(conn: &mut MysqlConnection, licence: &LicenceRow) -> Result<Value, AdminError> {
-    let activations: Vec<Value> = activations::list(conn, &licence.id)?
+async fn describe(db: &Db, licence: &LicenceRow) -> Result<Value, AdminError> {
+    let activations: Vec<Value> = activations::list(db, &licence.id)
+        .await?
         .into_iter()
         .map(|a| {
             json!({
@@ -207,7 +197,8 @@ fn describe(conn: &mut MysqlConnection, licence: &LicenceRow) -> Result<Value, A
             })
         })
         .collect();
-    let emails: Vec<Value> = outbox::for_licence(conn, &licence.id)?
+    let emails: Vec<Value> = outbox::for_licence(db, &licence.id)
+        .await?
         .into_iter()
         .map(|m| {
             json!({

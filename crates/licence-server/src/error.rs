@@ -93,8 +93,9 @@ impl From<diesel::result::Error> for ApiError {
     fn from(err: diesel::result::Error) -> Self {
         match err {
             diesel::result::Error::NotFound => Self::NotFound,
-            // The connection has been discarded; the next attempt gets a working one.
-            e if service_kit::db::is_connection_lost(&e) => {
+            // The connection has been discarded, or the database refused the statement (a
+            // deadlock, a lock wait that timed out): the next attempt may well succeed.
+            e @ diesel::result::Error::DatabaseError(..) => {
                 Self::DatabaseUnavailable(e.to_string())
             }
             other => Self::internal(other),

@@ -4,7 +4,6 @@
 pub mod admin;
 pub mod clock;
 pub mod db;
-pub mod direct;
 pub mod error;
 pub mod lease;
 pub mod mail;

@@ -52,7 +52,7 @@ async fn main() -> ExitCode {
         },
         Command::Admin(command) => match licence_server::settings::database_url(&env) {
             Err(err) => cli::config_failure(&err),
-            Ok(url) => admin::run(&url, command),
+            Ok(url) => admin::run(&url, command).await,
         },
         Command::Serve => match Settings::from_env(&env) {
             Err(err) => cli::config_failure(&err),

@@ -20,16 +20,14 @@
 //! events older than the last one applied (by `updated_at`) are recorded and otherwise ignored.
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use diesel::mysql::MysqlConnection;
-use diesel::prelude::*;
+use diesel::QueryResult;
 use domain::licensing::{Plan, Status};
 use serde_json::Value;
 use sha2::Digest;
 
 use crate::mail;
 use crate::repo::licences::{self, LicenceRow, NewLicence, SubscriptionChange};
-use crate::repo::{self, events, outbox};
-use crate::schema::refunded_order;
+use crate::repo::{self, Conn, Db, DbError, events, outbox};
 use crate::settings::Variants;
 
 /// A webhook event, checked for the fields its handling needs.
@@ -278,62 +276,67 @@ pub enum Outcome {
 
 /// Applies `event` in one transaction with its key, running it again when it lost a race with a
 /// different event about the same order (a deadlock or a duplicate order id).
-pub fn process(
-    conn: &mut MysqlConnection,
+pub async fn process(
+    db: &Db,
     event: &Event,
     plan: Option<Plan>,
     now: DateTime<Utc>,
-) -> QueryResult<Outcome> {
-    repo::with_retries(|| {
-        conn.transaction(|conn| {
-            if !events::record(conn, &event.key, &event.name, now.naive_utc())? {
-                return Ok(Outcome::Duplicate);
+) -> Result<Outcome, DbError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let attempt = db
+            .transaction(async |conn| {
+                if !events::record(conn, &event.key, &event.name, now.naive_utc()).await? {
+                    return Ok(Outcome::Duplicate);
+                }
+                let outcome = apply(conn, event, plan, now).await?;
+                if let Outcome::Created { licence_id } | Outcome::Updated { licence_id } = &outcome
+                {
+                    events::link(conn, &event.key, licence_id).await?;
+                }
+                Ok(outcome)
+            })
+            .await;
+        match attempt {
+            Err(DbError::Query(e)) if tries < 5 && repo::is_retryable(&e) => {
+                tracing::debug!(tries, "transaction conflicted; running it again");
             }
-            let outcome = apply(conn, event, plan, now)?;
-            if let Outcome::Created { licence_id } | Outcome::Updated { licence_id } = &outcome {
-                events::link(conn, &event.key, licence_id)?;
-            }
-            Ok(outcome)
-        })
-    })
+            other => return other,
+        }
+    }
 }
 
-fn apply(
-    conn: &mut MysqlConnection,
+async fn apply(
+    conn: &mut Conn,
     event: &Event,
     plan: Option<Plan>,
     now: DateTime<Utc>,
 ) -> QueryResult<Outcome> {
     match (&event.kind, plan) {
-        (Kind::OrderCreated(order), Some(plan)) => order_created(conn, order, plan, now),
-        (Kind::Subscription(sub), Some(plan)) => subscription(conn, sub, plan, now),
+        (Kind::OrderCreated(order), Some(plan)) => order_created(conn, order, plan, now).await,
+        (Kind::Subscription(sub), Some(plan)) => subscription(conn, sub, plan, now).await,
         (Kind::OrderRefunded(order), _) if order.refunded || order.status == "refunded" => {
-            let licence = licences::find_by_order_for_update(conn, &order.order_id)?;
+            let licence = licences::find_by_order_for_update(conn, &order.order_id).await?;
             if licence.is_none() {
                 // The refund overtook its order: remembered, so the order makes no licence.
-                diesel::insert_into(refunded_order::table)
-                    .values((
-                        refunded_order::order_id.eq(&order.order_id),
-                        refunded_order::refunded_at.eq(now.naive_utc()),
-                    ))
-                    .on_conflict_do_nothing()
-                    .execute(conn)?;
+                licences::remember_refund(conn, &order.order_id, now.naive_utc()).await?;
                 tracing::warn!("refund of an order not seen yet; remembered");
                 return Ok(Outcome::Recorded);
             }
-            refund(conn, licence, now)
+            refund(conn, licence, now).await
         }
         (Kind::PaymentRefunded(invoice), _) if invoice.refunded => {
             let licence =
-                licences::find_by_subscription_for_update(conn, &invoice.subscription_id)?;
-            refund(conn, licence, now)
+                licences::find_by_subscription_for_update(conn, &invoice.subscription_id).await?;
+            refund(conn, licence, now).await
         }
         _ => Ok(Outcome::Recorded),
     }
 }
 
-fn order_created(
-    conn: &mut MysqlConnection,
+async fn order_created(
+    conn: &mut Conn,
     order: &Order,
     plan: Plan,
     now: DateTime<Utc>,
@@ -342,18 +345,12 @@ fn order_created(
         tracing::info!(status = %order.status, "order not paid; no licence");
         return Ok(Outcome::Recorded);
     }
-    if let Some(existing) = licences::find_by_order_for_update(conn, &order.order_id)? {
+    if let Some(existing) = licences::find_by_order_for_update(conn, &order.order_id).await? {
         return Ok(Outcome::Updated {
             licence_id: existing.id,
         });
     }
-    let refunded: Option<String> = refunded_order::table
-        .find(&order.order_id)
-        .select(refunded_order::order_id)
-        .for_update()
-        .first(conn)
-        .optional()?;
-    if refunded.is_some() {
+    if licences::refunded_before(conn, &order.order_id).await? {
         tracing::info!("order already refunded; no licence");
         return Ok(Outcome::Recorded);
     }
@@ -377,15 +374,16 @@ fn order_created(
             subscription_synced_at: None,
             expires_at: plan.expiry_from(purchased).map(|t| t.naive_utc()),
         },
-    )?;
-    outbox::enqueue(conn, &mail::licence_email(&licence))?;
+    )
+    .await?;
+    outbox::enqueue_on(conn, &mail::licence_email(&licence)).await?;
     Ok(Outcome::Created {
         licence_id: licence.id,
     })
 }
 
-fn subscription(
-    conn: &mut MysqlConnection,
+async fn subscription(
+    conn: &mut Conn,
     sub: &Subscription,
     plan: Plan,
     now: DateTime<Utc>,
@@ -394,11 +392,12 @@ fn subscription(
         tracing::warn!(status = %sub.raw_status, "unknown subscription status; nothing changed");
         return Ok(Outcome::Recorded);
     };
-    let mut existing = licences::find_by_subscription_for_update(conn, &sub.subscription_id)?;
+    let mut existing =
+        licences::find_by_subscription_for_update(conn, &sub.subscription_id).await?;
     if existing.is_none()
         && let Some(order_id) = &sub.order_id
     {
-        existing = licences::find_by_order_for_update(conn, order_id)?;
+        existing = licences::find_by_order_for_update(conn, order_id).await?;
     }
     let synced_at: Option<NaiveDateTime> = sub.updated_at.map(|t| t.naive_utc());
     let expires_at = match status {
@@ -426,7 +425,8 @@ fn subscription(
                     expires_at: expires_at.map(|t| t.naive_utc()),
                     updated_at: now.naive_utc(),
                 },
-            )?;
+            )
+            .await?;
             Ok(Outcome::Updated {
                 licence_id: licence.id,
             })
@@ -451,9 +451,10 @@ fn subscription(
                     subscription_synced_at: synced_at,
                     expires_at: expires_at.map(|t| t.naive_utc()),
                 },
-            )?;
+            )
+            .await?;
             if licence.has_access(now) {
-                outbox::enqueue(conn, &mail::licence_email(&licence))?;
+                outbox::enqueue_on(conn, &mail::licence_email(&licence)).await?;
             }
             Ok(Outcome::Created {
                 licence_id: licence.id,
@@ -462,14 +463,14 @@ fn subscription(
     }
 }
 
-fn refund(
-    conn: &mut MysqlConnection,
+async fn refund(
+    conn: &mut Conn,
     licence: Option<LicenceRow>,
     now: DateTime<Utc>,
 ) -> QueryResult<Outcome> {
     match licence {
         Some(l) => {
-            licences::refund(conn, &l.id, now.naive_utc())?;
+            licences::refund(conn, &l.id, now.naive_utc()).await?;
             Ok(Outcome::Updated { licence_id: l.id })
         }
         None => {

@@ -82,25 +82,14 @@ pub struct Variants {
     pub annual: u64,
 }
 
-/// Workers per core when `HTTP_WORKERS` is unset: one where validate and consume send their
-/// statements over the workers' own connections (`crate::direct`), two where they go through the
-/// pool.
-///
-/// On the pool's path a worker runs the statement itself (`service_kit::db::run_inline`) and waits
-/// for the answer, so with one worker per core a core idles while its worker waits: on 2 cores,
-/// 2, 4 and 8 workers answered validate at about 0.14, 0.22 and 0.19–0.21 × a point select
-/// measured in the same run. On the workers' own connections no worker waits, and fewer workers
-/// each hold more requests to send together: held side by side on 2 cores, 2 workers answered
+/// One worker per core when `HTTP_WORKERS` is unset: no worker waits for MariaDB (each sends
+/// its requests' statements from its own event loop, `crate::repo`), and fewer workers each hold
+/// more requests to send together: held side by side on 2 cores, 2 workers answered
 /// 12,300–15,300 validates/s and 10,000–10,700 consumptions/s, 4 workers 10,300–14,400 and
 /// 8,100–9,600 (bench/licence/README.md). Each worker holds about 150 KiB.
-pub fn workers_per_core(direct: bool) -> std::num::NonZeroUsize {
-    std::num::NonZeroUsize::new(if direct { 1 } else { 2 }).unwrap_or(std::num::NonZeroUsize::MIN)
-}
-
-fn http_defaults(database_url: &Secret) -> service_kit::http::Limits {
-    let direct = crate::direct::Target::for_url(database_url.expose(), 1).is_ok();
+fn http_defaults() -> service_kit::http::Limits {
     service_kit::http::Limits {
-        workers: service_kit::http::cores().saturating_mul(workers_per_core(direct)),
+        workers: service_kit::http::cores(),
         ..service_kit::http::Limits::default()
     }
 }
@@ -110,7 +99,7 @@ impl Settings {
         let database_url = database_url(env)?;
         Ok(Self {
             listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
-            http: service_kit::http::Limits::from_env_or(env, http_defaults(&database_url))?,
+            http: service_kit::http::Limits::from_env_or(env, http_defaults())?,
             database_url,
             pool_size: env.pool_size()?,
             public_base_url: env.http_url(PUBLIC_BASE_URL, "https://licences.example.com")?,
@@ -337,12 +326,12 @@ mod tests {
     }
 
     #[test]
-    fn one_worker_per_core_where_no_worker_waits_for_mariadb() {
+    fn one_worker_per_core_as_no_worker_waits_for_mariadb() {
         let cores = service_kit::http::cores().get();
         let workers = |extra: &[(&str, &str)]| with(extra).expect("valid").http.workers.get();
-        assert_eq!(workers(&[]), cores, "over the workers' own connections");
+        assert_eq!(workers(&[]), cores);
         let socket = [("DATABASE_URL", "mysql://app:app@localhost/licensing")];
-        assert_eq!(workers(&socket), 2 * cores, "through the pool");
+        assert_eq!(workers(&socket), cores, "whatever the URL");
         assert_eq!(
             workers(&[("DATABASE_URL", socket[0].1), ("HTTP_WORKERS", "3")]),
             3,

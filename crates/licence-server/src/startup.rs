@@ -7,18 +7,20 @@ use std::time::Duration;
 use actix_web::dev::Server;
 use actix_web::web;
 use mailer::{Mailer, SenderReadiness, SmtpSettings};
-use service_kit::db::PoolReadiness;
-use service_kit::metrics::OutboxState;
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::db;
 use crate::lease::SigningRing;
 use crate::mail::MailerOptions;
 use crate::releases::Builds;
+use crate::repo::Db;
 use crate::repo::outbox::MysqlOutbox;
 use crate::routes::{self, AppState};
 use crate::settings::Settings;
 use crate::tokens::KeyRing;
+
+/// The connections of the e-mail sender, `/ready` and `/metrics`, beside the workers'.
+const OUTBOX_CONNECTIONS: usize = 2;
 
 /// How long start-up waits for MariaDB before giving up.
 pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
@@ -52,6 +54,8 @@ impl Application {
     }
 
     pub async fn build_with(settings: Settings, options: Options) -> anyhow::Result<Self> {
+        // A URL this client cannot follow stops the start before anything is changed.
+        let opts = db::connect_options(&settings.database_url)?;
         let url = settings.database_url.clone();
         let applied =
             tokio::task::spawn_blocking(move || db::connect_and_migrate(&url, DATABASE_WAIT))
@@ -59,14 +63,16 @@ impl Application {
         if !applied.is_empty() {
             tracing::info!(?applied, "applied database migrations");
         }
-        let pool = db::pool(&settings.database_url, settings.pool_size);
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
 
+        // The sender's statements, `/ready` and the outbox's figures run off the workers, on a
+        // small pool of their own.
+        let outbox = MysqlOutbox::new(db::pool(&opts, OUTBOX_CONNECTIONS))?;
         // SMTP is only contacted when there is mail: an unreachable server delays mail, never
         // the start.
         let mailer = Mailer::start(
-            MysqlOutbox { pool: pool.clone() },
+            outbox.clone(),
             &SmtpSettings {
                 url: settings.smtp_url.clone(),
                 from: settings.mail_from.clone(),
@@ -74,40 +80,36 @@ impl Application {
             options.mailer,
         )?;
         let readiness = Arc::new(SenderReadiness {
-            inner: Arc::new(PoolReadiness(pool.clone())),
+            inner: Arc::new(outbox.clone()),
             health: mailer.health(),
         });
 
         let limits = settings.http;
-        crate::direct::register_metrics();
+        // Each worker has its own connections: a connection's socket is driven by the event loop
+        // of the thread that opened it.
         let per_worker = usize::try_from(settings.pool_size)
             .unwrap_or(1)
             .div_ceil(limits.workers.get());
-        let direct =
-            match crate::direct::Target::for_url(settings.database_url.expose(), per_worker) {
-                Ok(target) => Some(target),
-                Err(why) => {
-                    tracing::info!(%why, "validate and consume use the pool only");
-                    None
-                }
-            };
         let state = AppState {
             keys: Arc::new(KeyRing::new(&settings.jwt_keys)),
             signing: Arc::new(SigningRing::new(settings.signing_keys.clone())),
             builds: Builds::new(settings.builds_dir.clone()),
             settings: Arc::new(settings),
-            pool: pool.clone(),
             clock: options.clock,
             mail: mailer.clone(),
             permits: Arc::default(),
         };
         let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let metrics = service_kit::metrics::ServiceMetrics::new();
-        metrics.pool(pool.clone());
+        let pools = service_kit::adb::Pools::default();
+        metrics.pool_state({
+            let pools = pools.clone();
+            move || pools.state()
+        });
         mailer::export_metrics(&metrics, "email", mailer.health());
         metrics.outbox("email", {
-            let pool = pool.clone();
-            move || email_outbox_state(&pool)
+            let outbox = outbox.clone();
+            move || outbox.state().map_err(|e| e.to_string())
         });
         metrics.route_outcomes(
             "licence_quota_consumptions_total",
@@ -124,7 +126,9 @@ impl Application {
             move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
                     // Called on each worker's thread: its connections are its own.
-                    .app_data(web::Data::new(crate::direct::Direct::new(direct.as_ref())))
+                    .app_data(web::Data::new(Db::new(
+                        pools.register(db::pool(&opts, per_worker)),
+                    )))
                     // The desktop app's historical probe; same meaning as /ready.
                     .service(
                         routes::resource("/api/health")
@@ -158,33 +162,4 @@ impl Application {
         self.mailer.stop().await;
         served
     }
-}
-
-/// Depth and oldest age of the e-mails not yet sent nor given up, for `/metrics`.
-fn email_outbox_state(pool: &db::MyPool) -> Result<OutboxState, String> {
-    use diesel::RunQueryDsl;
-    use diesel::sql_types::{BigInt, Double};
-
-    #[derive(diesel::QueryableByName)]
-    struct Row {
-        #[diesel(sql_type = BigInt)]
-        pending: i64,
-        #[diesel(sql_type = Double)]
-        age: f64,
-    }
-    let mut conn = pool
-        .get_timeout(Duration::from_secs(1))
-        .map_err(|e| e.to_string())?;
-    let row: Row = diesel::sql_query(
-        "SELECT COUNT(*) AS pending,
-                CAST(COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(created_at), UTC_TIMESTAMP(6)), 0) / 1e6 AS DOUBLE) AS age
-           FROM email_outbox
-          WHERE sent_at IS NULL AND gave_up_at IS NULL",
-    )
-    .get_result(&mut conn)
-    .map_err(|e| e.to_string())?;
-    Ok(OutboxState {
-        pending: row.pending,
-        oldest_age_seconds: row.age.max(0.0),
-    })
 }

@@ -6,19 +6,20 @@
 //! unknown kid are refused before the signature is looked at, and the signature is compared in
 //! constant time (AWS-LC's HMAC).
 //!
-//! The tokens are made and checked here rather than by a JWT library: a validation on every
-//! validate and consume parsed the header twice and the claims twice and built its rules anew,
-//! which cost more than the HMAC itself. The tests check both directions against jsonwebtoken.
+//! The tokens are made and checked by `jsonwebtoken` (on AWS-LC's HMAC). The header is read
+//! first, to refuse another algorithm or an unknown kid before any signature is looked at and to
+//! pick the key; expiry is then judged by the service's own clock, which the library does not
+//! know. The tests check the format independently.
 //!
 //! Lifetime: [`TOKEN_LIFETIME`] (24 hours). The desktop app revalidates at least daily while
 //! online and may keep working offline for [`OFFLINE_GRACE`] (7 days) after `tokenExpiresAt`;
 //! past that it blocks until it can validate again. Expiry is checked against the service's clock
 //! with no leeway: the tokens are issued and checked by the same service.
 
-use aws_lc_rs::hmac;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
 use crate::settings::JwtKey;
@@ -41,23 +42,19 @@ pub struct Claims {
 
 struct RingKey {
     kid: String,
-    hmac: hmac::Key,
-    /// The token header this key signs with, base64url: the same in every token it issues.
-    header: String,
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    /// The header this key signs with: the same in every token it issues.
+    header: Header,
 }
 
-/// The fields of a token header that are looked at; others (`typ`) are ignored.
+/// The fields of a token header that are looked at before the library reads the token; others
+/// (`typ`) are ignored. Read here because the library refuses an algorithm it does not know
+/// (`none`) as a malformed header, where this service answers that the algorithm is wrong.
 #[derive(Deserialize)]
 struct JoseHeader {
     alg: String,
     kid: Option<String>,
-}
-
-#[derive(Serialize)]
-struct HeaderOut<'a> {
-    alg: &'static str,
-    typ: &'static str,
-    kid: &'a str,
 }
 
 /// The JSON value in a base64url segment of a token.
@@ -68,6 +65,7 @@ fn segment<T: serde::de::DeserializeOwned>(part: &str) -> Option<T> {
 
 pub struct KeyRing {
     keys: Vec<RingKey>,
+    validation: Validation,
 }
 
 impl std::fmt::Debug for KeyRing {
@@ -96,23 +94,29 @@ pub enum TokenError {
 impl KeyRing {
     /// Settings guarantee at least one key; an empty ring can verify nothing and sign nothing.
     pub fn new(keys: &[JwtKey]) -> Self {
+        let mut validation = Validation::new(Algorithm::HS256);
+        // Expiry is judged by the service's clock in `verify`; the claims themselves are all
+        // required by `Claims`' shape.
+        validation.validate_exp = false;
+        validation.required_spec_claims.clear();
+        validation.leeway = 0;
         Self {
             keys: keys
                 .iter()
                 .map(|k| {
-                    let header = serde_json::to_vec(&HeaderOut {
-                        alg: "HS256",
-                        typ: "JWT",
-                        kid: &k.kid,
-                    })
-                    .unwrap_or_default();
+                    let secret = k.secret.expose().as_bytes();
                     RingKey {
                         kid: k.kid.clone(),
-                        hmac: hmac::Key::new(hmac::HMAC_SHA256, k.secret.expose().as_bytes()),
-                        header: URL_SAFE_NO_PAD.encode(header),
+                        encoding: EncodingKey::from_secret(secret),
+                        decoding: DecodingKey::from_secret(secret),
+                        header: Header {
+                            kid: Some(k.kid.clone()),
+                            ..Header::new(Algorithm::HS256)
+                        },
                     }
                 })
                 .collect(),
+            validation,
         }
     }
 
@@ -136,15 +140,8 @@ impl KeyRing {
             iat: now.timestamp(),
             exp: expires.timestamp(),
         };
-        let payload =
-            serde_json::to_vec(&claims).map_err(|e| TokenError::Signing(e.to_string()))?;
-        let mut token = String::with_capacity(signer.header.len() + payload.len() * 4 / 3 + 48);
-        token.push_str(&signer.header);
-        token.push('.');
-        URL_SAFE_NO_PAD.encode_string(&payload, &mut token);
-        let tag = hmac::sign(&signer.hmac, token.as_bytes());
-        token.push('.');
-        URL_SAFE_NO_PAD.encode_string(tag.as_ref(), &mut token);
+        let token = jsonwebtoken::encode(&signer.header, &claims, &signer.encoding)
+            .map_err(|e| TokenError::Signing(e.to_string()))?;
         // The wire shows whole seconds; the claim is the truth.
         let expires = DateTime::from_timestamp(claims.exp, 0).unwrap_or(expires);
         Ok((token, expires))
@@ -153,7 +150,7 @@ impl KeyRing {
     /// The claims of a token this service issued with a key still in the ring, not expired at `now`.
     pub fn verify(&self, token: &str, now: DateTime<Utc>) -> Result<Claims, TokenError> {
         let mut parts = token.split('.');
-        let (Some(head), Some(payload), Some(signature), None) =
+        let (Some(head), Some(_), Some(_), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(TokenError::Malformed);
@@ -168,13 +165,11 @@ impl KeyRing {
             .iter()
             .find(|k| k.kid == kid)
             .ok_or(TokenError::UnknownKid)?;
-        let tag = URL_SAFE_NO_PAD
-            .decode(signature)
-            .map_err(|_| TokenError::Invalid)?;
-        let signed = &token[..head.len() + 1 + payload.len()];
-        hmac::verify(&key.hmac, signed.as_bytes(), &tag).map_err(|_| TokenError::Invalid)?;
-        // Every claim is required: a token without `exp` or `sub` does not parse.
-        let claims: Claims = segment(payload).ok_or(TokenError::Invalid)?;
+        // The signature is compared in constant time (AWS-LC's HMAC verification); every claim
+        // is required: a token without `exp` or `sub` does not decode.
+        let claims = jsonwebtoken::decode::<Claims>(token, &key.decoding, &self.validation)
+            .map_err(|_| TokenError::Invalid)?
+            .claims;
         // Expiry is judged by the service's own clock, with no leeway.
         if claims.exp <= now.timestamp() {
             return Err(TokenError::Expired);
@@ -283,6 +278,36 @@ mod tests {
             ring.verify(&format!("{theirs}.x"), now()),
             Err(TokenError::Malformed)
         ));
+    }
+
+    /// The wire format, read without any JWT library: a header naming HS256, the type and the
+    /// kid; the claims as they are; an HMAC-SHA256 over the first two segments.
+    #[test]
+    fn the_format_by_hand() {
+        use aws_lc_rs::hmac;
+        let ring = KeyRing::new(&[key("k1", A)]);
+        let (token, _) = ring.issue("lic", "inst", "pro", now()).expect("sign");
+        let parts: Vec<&str> = token.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        let header: serde_json::Value = segment(parts[0]).expect("header");
+        assert_eq!(
+            header,
+            serde_json::json!({"alg": "HS256", "typ": "JWT", "kid": "k1"})
+        );
+        let claims: serde_json::Value = segment(parts[1]).expect("claims");
+        assert_eq!(
+            claims,
+            serde_json::json!({
+                "sub": "lic", "iid": "inst", "plan": "pro",
+                "iat": now().timestamp(),
+                "exp": (now() + TOKEN_LIFETIME).timestamp(),
+            })
+        );
+        let tag = hmac::sign(
+            &hmac::Key::new(hmac::HMAC_SHA256, A.as_bytes()),
+            format!("{}.{}", parts[0], parts[1]).as_bytes(),
+        );
+        assert_eq!(parts[2], URL_SAFE_NO_PAD.encode(tag.as_ref()));
     }
 
     #[test]

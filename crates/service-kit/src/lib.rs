@@ -2,6 +2,7 @@
 //! way at their edges: how settings are read and rejected, how errors look on the wire, how health
 //! is reported and how migrations are applied when several replicas start at once.
 
+pub mod adb;
 pub mod cli;
 pub mod config;
 pub mod db;

@@ -106,6 +106,14 @@ pub fn init_process_metrics() {
 
 type Probe = Box<dyn Fn() + Send + Sync>;
 
+/// What a pool probe reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolState {
+    pub in_use: usize,
+    pub idle: usize,
+    pub max: usize,
+}
+
 /// What an outbox probe reports.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OutboxState {
@@ -245,6 +253,18 @@ impl ServiceMetrics {
 
     /// Connections of `pool` in use and idle, and its maximum, refreshed on each scrape.
     pub fn pool<M: diesel::r2d2::ManageConnection>(&self, pool: diesel::r2d2::Pool<M>) {
+        self.pool_state(move || {
+            let state = pool.state();
+            PoolState {
+                in_use: state.connections.saturating_sub(state.idle_connections) as usize,
+                idle: state.idle_connections as usize,
+                max: pool.max_size() as usize,
+            }
+        });
+    }
+
+    /// Connections in use and idle, and the maximum, as `probe` reads them on each scrape.
+    pub fn pool_state(&self, probe: impl Fn() -> PoolState + Send + Sync + 'static) {
         let connections = self.int_gauge_vec(
             "db_pool_connections",
             "Connections of the database pool, by state.",
@@ -255,15 +275,16 @@ impl ServiceMetrics {
             "Size limit of the database pool.",
             &[],
         );
+        let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         self.on_scrape(move || {
-            let state = pool.state();
-            let idle = i64::from(state.idle_connections);
-            connections.with_label_values(&["idle"]).set(idle);
+            let state = probe();
+            connections
+                .with_label_values(&["idle"])
+                .set(gauge(state.idle));
             connections
                 .with_label_values(&["in_use"])
-                .set(i64::from(state.connections) - idle);
-            max.with_label_values(&[] as &[&str])
-                .set(i64::from(pool.max_size()));
+                .set(gauge(state.in_use));
+            max.with_label_values(&[] as &[&str]).set(gauge(state.max));
         });
     }
 

@@ -8,10 +8,12 @@
 //! licences, activations and usage stay, so that the installations already activated keep
 //! working.
 
-use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
 use diesel::sql_types::{Nullable, Text};
+use diesel_async::RunQueryDsl;
 use serde_json::{Map, Value};
+
+use super::{Conn, Db, DbError};
 
 #[derive(QueryableByName)]
 struct Json {
@@ -34,12 +36,13 @@ pub fn tombstone(licence_id: &str) -> String {
 pub const TOMBSTONE_NAME: &str = "erased";
 
 /// Ids of the buyer's licences; addresses compare without regard to case.
-fn licence_ids(conn: &mut MysqlConnection, email: &str) -> QueryResult<Vec<String>> {
+async fn licence_ids(conn: &mut Conn, email: &str) -> QueryResult<Vec<String>> {
     Ok(diesel::sql_query(
         "SELECT id AS name FROM licence WHERE LOWER(customer_email) = LOWER(?) ORDER BY created_at, id",
     )
     .bind::<Text, _>(email)
-    .load::<Name>(conn)?
+    .load::<Name>(conn)
+    .await?
     .into_iter()
     .map(|n| n.name)
     .collect())
@@ -51,8 +54,8 @@ fn quote_ident(name: &str) -> String {
 
 /// Rows of `table` matching `filter` (SQL over the table's own columns, with `binds` `?`
 /// placeholders, each bound to the address), each as a JSON object.
-fn rows_as_json(
-    conn: &mut MysqlConnection,
+async fn rows_as_json(
+    conn: &mut Conn,
     table: &str,
     filter: &str,
     email: &str,
@@ -63,7 +66,8 @@ fn rows_as_json(
           WHERE table_schema = DATABASE() AND table_name = ? ORDER BY ordinal_position",
     )
     .bind::<Text, _>(table)
-    .load::<Name>(conn)?
+    .load::<Name>(conn)
+    .await?
     .into_iter()
     .map(|n| n.name)
     .collect();
@@ -84,7 +88,8 @@ fn rows_as_json(
         query = query.bind::<Text, _>(email.to_owned());
     }
     Ok(query
-        .load::<Json>(conn)?
+        .load::<Json>(conn)
+        .await?
         .into_iter()
         .filter_map(|r| r.j.and_then(|j| serde_json::from_str(&j).ok()))
         .collect())
@@ -92,35 +97,39 @@ fn rows_as_json(
 
 /// Every row about the buyer with this address, by table; `None` when no licence has it and no
 /// mail was addressed to it.
-pub fn export(conn: &mut MysqlConnection, email: &str) -> QueryResult<Option<Value>> {
-    conn.transaction(|conn| {
+pub async fn export(db: &Db, email: &str) -> Result<Option<Value>, DbError> {
+    db.transaction(async |conn| {
         let in_ids =
             "`licence_id` IN (SELECT id FROM licence WHERE LOWER(customer_email) = LOWER(?))";
         let mut tables = Map::new();
         tables.insert(
             "licence".into(),
-            Value::Array(rows_as_json(
-                conn,
-                "licence",
-                "LOWER(`customer_email`) = LOWER(?)",
-                email,
-                1,
-            )?),
+            Value::Array(
+                rows_as_json(
+                    conn,
+                    "licence",
+                    "LOWER(`customer_email`) = LOWER(?)",
+                    email,
+                    1,
+                )
+                .await?,
+            ),
         );
         let linked: Vec<String> = diesel::sql_query(
             "SELECT table_name AS name FROM information_schema.columns
               WHERE table_schema = DATABASE() AND column_name = 'licence_id' ORDER BY table_name",
         )
-        .load::<Name>(conn)?
+        .load::<Name>(conn)
+        .await?
         .into_iter()
         .map(|n| n.name)
         .collect();
         for table in linked {
             let rows = if table == "email_outbox" {
                 let filter = format!("{in_ids} OR LOWER(`to_address`) = LOWER(?)");
-                rows_as_json(conn, &table, &filter, email, 2)?
+                rows_as_json(conn, &table, &filter, email, 2).await?
             } else {
-                rows_as_json(conn, &table, in_ids, email, 1)?
+                rows_as_json(conn, &table, in_ids, email, 1).await?
             };
             tables.insert(table, Value::Array(rows));
         }
@@ -135,6 +144,7 @@ pub fn export(conn: &mut MysqlConnection, email: &str) -> QueryResult<Option<Val
             })
         }))
     })
+    .await
 }
 
 /// What erasure changed.
@@ -147,9 +157,9 @@ pub struct Erased {
 /// Replaces the buyer's name and address with a tombstone on each of their licences and on every
 /// mail to them, empties those mails' bodies and gives up the ones not yet sent. Nothing is
 /// deactivated: keys, activations and usage stay as they are.
-pub fn erase(conn: &mut MysqlConnection, email: &str) -> QueryResult<Erased> {
-    conn.transaction(|conn| {
-        let ids = licence_ids(conn, email)?;
+pub async fn erase(db: &Db, email: &str) -> Result<Erased, DbError> {
+    db.transaction(async |conn| {
+        let ids = licence_ids(conn, email).await?;
         let mut erased = Erased::default();
         for id in &ids {
             let tomb = tombstone(id);
@@ -158,7 +168,8 @@ pub fn erase(conn: &mut MysqlConnection, email: &str) -> QueryResult<Erased> {
             )
             .bind::<Text, _>(&tomb)
             .bind::<Text, _>(id)
-            .execute(conn)?;
+            .execute(conn)
+            .await?;
             erased.emails += diesel::sql_query(
                 "UPDATE email_outbox SET to_address = ?, to_name = NULL, text_body = '',
                         html_body = '', last_error = NULL,
@@ -169,7 +180,8 @@ pub fn erase(conn: &mut MysqlConnection, email: &str) -> QueryResult<Erased> {
             .bind::<Text, _>(&tomb)
             .bind::<Text, _>(id)
             .bind::<Text, _>(email)
-            .execute(conn)?;
+            .execute(conn)
+            .await?;
         }
         // Mail to the address without a licence of theirs (one sent by hand, say).
         erased.emails += diesel::sql_query(
@@ -181,7 +193,9 @@ pub fn erase(conn: &mut MysqlConnection, email: &str) -> QueryResult<Erased> {
         )
         .bind::<Text, _>(tombstone("unlinked"))
         .bind::<Text, _>(email)
-        .execute(conn)?;
+        .execute(conn)
+        .await?;
         Ok(erased)
     })
+    .await
 }

@@ -3,11 +3,12 @@
 //! of replicas cannot pass the limit together.
 
 use chrono::{DateTime, Utc};
-use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
 
 use super::activations;
 use super::licences::LicenceRow;
+use super::{Db, DbError};
 use crate::schema::{licence, licence_deactivation};
 
 /// The window the limit counts over.
@@ -27,31 +28,35 @@ pub enum Deactivated {
 
 /// Frees the seat of `instance_id` on `licence_id`. `caller` is the installation whose token
 /// asks, when it is another one of the same licence.
-pub fn deactivate(
-    conn: &mut MysqlConnection,
+pub async fn deactivate(
+    db: &Db,
     licence_id: &str,
     instance_id: &str,
     caller: Option<&str>,
     max: u32,
     now: DateTime<Utc>,
-) -> QueryResult<Deactivated> {
-    conn.transaction(|conn| {
+) -> Result<Deactivated, DbError> {
+    db.transaction(async |conn| {
         let Some(row) = licence::table
             .find(licence_id)
             .select(LicenceRow::as_select())
             .for_update()
             .first::<LicenceRow>(conn)
+            .await
             .optional()?
         else {
             return Ok(Deactivated::NotFound);
         };
         if let Some(caller) = caller
             && caller != instance_id
-            && activations::find(conn, licence_id, caller)?.is_none()
+            && activations::find(conn, licence_id, caller).await?.is_none()
         {
             return Ok(Deactivated::CallerNotActive);
         }
-        if activations::find(conn, licence_id, instance_id)?.is_none() {
+        if activations::find(conn, licence_id, instance_id)
+            .await?
+            .is_none()
+        {
             return Ok(Deactivated::NotFound);
         }
         let since = (now - WINDOW).naive_utc();
@@ -60,7 +65,8 @@ pub fn deactivate(
             .filter(licence_deactivation::deactivated_at.gt(since))
             .order(licence_deactivation::deactivated_at.asc())
             .select(licence_deactivation::deactivated_at)
-            .load(conn)?;
+            .load(conn)
+            .await?;
         if u32::try_from(recent.len()).unwrap_or(u32::MAX) >= max {
             // The oldest that must leave the window before one more fits.
             let idx = recent.len() - usize::try_from(max).unwrap_or(0).min(recent.len());
@@ -73,14 +79,16 @@ pub fn deactivate(
                 retry_after_secs: u64::try_from(secs).unwrap_or(1),
             });
         }
-        activations::delete(conn, licence_id, instance_id)?;
+        activations::delete(conn, licence_id, instance_id).await?;
         diesel::insert_into(licence_deactivation::table)
             .values((
                 licence_deactivation::licence_id.eq(licence_id),
                 licence_deactivation::instance_id.eq(instance_id),
                 licence_deactivation::deactivated_at.eq(now.naive_utc()),
             ))
-            .execute(conn)?;
+            .execute(conn)
+            .await?;
         Ok(Deactivated::Done(Box::new(row)))
     })
+    .await
 }

@@ -1,16 +1,17 @@
 //! `webhook_event`: every payment event processed, under a unique key.
 
-use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error};
+use diesel_async::RunQueryDsl;
 
+use super::Conn;
 use crate::schema::webhook_event;
 
 /// Records `key` inside the caller's transaction. `Ok(false)` when the key is already recorded:
 /// the event was processed before (or is being processed right now by a concurrent delivery,
 /// in which case this insert waited for that transaction to commit).
-pub fn record(
-    conn: &mut MysqlConnection,
+pub async fn record(
+    conn: &mut Conn,
     key: &str,
     event_name: &str,
     received_at: chrono::NaiveDateTime,
@@ -21,7 +22,8 @@ pub fn record(
             webhook_event::event_name.eq(event_name),
             webhook_event::received_at.eq(received_at),
         ))
-        .execute(conn);
+        .execute(conn)
+        .await;
     match outcome {
         Ok(_) => Ok(true),
         Err(Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => Ok(false),
@@ -30,13 +32,14 @@ pub fn record(
 }
 
 /// Links the recorded event to the licence it touched, for the operator reading the history.
-pub fn link(conn: &mut MysqlConnection, key: &str, licence_id: &str) -> QueryResult<()> {
+pub async fn link(conn: &mut Conn, key: &str, licence_id: &str) -> QueryResult<()> {
     diesel::update(webhook_event::table.filter(webhook_event::event_key.eq(key)))
         .set(webhook_event::licence_id.eq(licence_id))
-        .execute(conn)?;
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
-pub fn count(conn: &mut MysqlConnection) -> QueryResult<i64> {
-    webhook_event::table.count().get_result(conn)
+pub async fn count(conn: &mut Conn) -> QueryResult<i64> {
+    webhook_event::table.count().get_result(conn).await
 }

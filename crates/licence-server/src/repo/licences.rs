@@ -1,10 +1,11 @@
 //! The `licence` table.
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
 use domain::licensing::{self, AccessFacts, Plan, Status};
 
+use super::{Conn, Db, DbError};
 use crate::schema::licence;
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -125,48 +126,82 @@ pub struct NewLicence {
     pub expires_at: Option<NaiveDateTime>,
 }
 
-pub fn insert(conn: &mut MysqlConnection, new: &NewLicence) -> QueryResult<LicenceRow> {
+pub async fn insert(conn: &mut Conn, new: &NewLicence) -> QueryResult<LicenceRow> {
     diesel::insert_into(licence::table)
         .values(new)
-        .execute(conn)?;
-    by_id(conn, &new.id)
+        .execute(conn)
+        .await?;
+    by_id(conn, &new.id).await
 }
 
-pub fn by_id(conn: &mut MysqlConnection, id: &str) -> QueryResult<LicenceRow> {
+pub async fn by_id(conn: &mut Conn, id: &str) -> QueryResult<LicenceRow> {
     licence::table
         .find(id)
         .select(LicenceRow::as_select())
         .first(conn)
+        .await
 }
 
-pub fn find_by_id(conn: &mut MysqlConnection, id: &str) -> QueryResult<Option<LicenceRow>> {
-    by_id(conn, id).optional()
+pub async fn find_by_id(conn: &mut Conn, id: &str) -> QueryResult<Option<LicenceRow>> {
+    by_id(conn, id).await.optional()
 }
 
-pub fn find_by_key(conn: &mut MysqlConnection, key: &str) -> QueryResult<Option<LicenceRow>> {
+pub async fn find_by_key(conn: &mut Conn, key: &str) -> QueryResult<Option<LicenceRow>> {
     licence::table
         .filter(licence::license_key.eq(key))
         .select(LicenceRow::as_select())
         .first(conn)
+        .await
         .optional()
+}
+
+/// A new licence, with its e-mail queued in the same transaction when `email`.
+pub async fn create(db: &Db, new: &NewLicence, email: bool) -> Result<LicenceRow, DbError> {
+    db.transaction(async |conn| {
+        let licence = insert(conn, new).await?;
+        if email {
+            super::outbox::enqueue_on(conn, &crate::mail::licence_email(&licence)).await?;
+        }
+        Ok(licence)
+    })
+    .await
+}
+
+/// The licence with `id`.
+pub async fn get(db: &Db, id: &str) -> Result<LicenceRow, DbError> {
+    db.run(async |conn| by_id(conn, id).await).await
+}
+
+/// Switches a licence back on; a refunded one becomes active again, as an operator re-enabling
+/// it means.
+pub async fn enable(db: &Db, id: &str, now: NaiveDateTime) -> Result<(), DbError> {
+    db.transaction(async |conn| {
+        set_disabled_on(conn, id, None, now).await?;
+        reactivate_refunded(conn, id, now).await?;
+        Ok(())
+    })
+    .await
+}
+
+/// The licence with `key`.
+pub async fn by_key(db: &Db, key: &str) -> Result<Option<LicenceRow>, DbError> {
+    db.run(async |conn| find_by_key(conn, key).await).await
 }
 
 /// The licence with `key`, its row locked until the transaction ends: activations of one
 /// licence queue up here, which is what keeps the activation limit under concurrency.
-pub fn find_by_key_for_update(
-    conn: &mut MysqlConnection,
-    key: &str,
-) -> QueryResult<Option<LicenceRow>> {
+pub async fn find_by_key_for_update(conn: &mut Conn, key: &str) -> QueryResult<Option<LicenceRow>> {
     licence::table
         .filter(licence::license_key.eq(key))
         .select(LicenceRow::as_select())
         .for_update()
         .first(conn)
+        .await
         .optional()
 }
 
-pub fn find_by_order_for_update(
-    conn: &mut MysqlConnection,
+pub async fn find_by_order_for_update(
+    conn: &mut Conn,
     order_id: &str,
 ) -> QueryResult<Option<LicenceRow>> {
     licence::table
@@ -174,11 +209,12 @@ pub fn find_by_order_for_update(
         .select(LicenceRow::as_select())
         .for_update()
         .first(conn)
+        .await
         .optional()
 }
 
-pub fn find_by_subscription_for_update(
-    conn: &mut MysqlConnection,
+pub async fn find_by_subscription_for_update(
+    conn: &mut Conn,
     subscription_id: &str,
 ) -> QueryResult<Option<LicenceRow>> {
     licence::table
@@ -187,6 +223,7 @@ pub fn find_by_subscription_for_update(
         .select(LicenceRow::as_select())
         .for_update()
         .first(conn)
+        .await
         .optional()
 }
 
@@ -203,20 +240,31 @@ pub struct SubscriptionChange {
     pub updated_at: NaiveDateTime,
 }
 
-pub fn apply_subscription(
-    conn: &mut MysqlConnection,
+pub async fn apply_subscription(
+    conn: &mut Conn,
     id: &str,
     change: &SubscriptionChange,
 ) -> QueryResult<()> {
     diesel::update(licence::table.find(id))
         .set(change)
-        .execute(conn)?;
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
 /// Switches a licence off (`Some(at)`) or back on (`None`).
-pub fn set_disabled(
-    conn: &mut MysqlConnection,
+pub async fn set_disabled(
+    db: &Db,
+    id: &str,
+    disabled_at: Option<NaiveDateTime>,
+    now: NaiveDateTime,
+) -> Result<usize, DbError> {
+    db.run(async |conn| set_disabled_on(conn, id, disabled_at, now).await)
+        .await
+}
+
+async fn set_disabled_on(
+    conn: &mut Conn,
     id: &str,
     disabled_at: Option<NaiveDateTime>,
     now: NaiveDateTime,
@@ -227,10 +275,11 @@ pub fn set_disabled(
             licence::updated_at.eq(now),
         ))
         .execute(conn)
+        .await
 }
 
 /// A refund: the licence is disabled and marked refunded.
-pub fn refund(conn: &mut MysqlConnection, id: &str, now: NaiveDateTime) -> QueryResult<usize> {
+pub async fn refund(conn: &mut Conn, id: &str, now: NaiveDateTime) -> QueryResult<usize> {
     diesel::update(licence::table.find(id))
         .set((
             licence::status.eq(Status::Refunded.as_str()),
@@ -238,11 +287,12 @@ pub fn refund(conn: &mut MysqlConnection, id: &str, now: NaiveDateTime) -> Query
             licence::updated_at.eq(now),
         ))
         .execute(conn)
+        .await
 }
 
 /// An operator re-enabling a refunded licence means it: it becomes active again.
-pub fn reactivate_refunded(
-    conn: &mut MysqlConnection,
+pub async fn reactivate_refunded(
+    conn: &mut Conn,
     id: &str,
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
@@ -256,4 +306,37 @@ pub fn reactivate_refunded(
         licence::updated_at.eq(now),
     ))
     .execute(conn)
+    .await
+}
+
+/// Remembers a refund whose order was not seen yet, so that the order makes no licence.
+pub async fn remember_refund(
+    conn: &mut Conn,
+    order_id: &str,
+    at: NaiveDateTime,
+) -> QueryResult<()> {
+    use crate::schema::refunded_order;
+    diesel::insert_into(refunded_order::table)
+        .values((
+            refunded_order::order_id.eq(order_id),
+            refunded_order::refunded_at.eq(at),
+        ))
+        .on_conflict_do_nothing()
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Whether a refund of `order_id` came before its order (its row locked until the transaction
+/// ends).
+pub async fn refunded_before(conn: &mut Conn, order_id: &str) -> QueryResult<bool> {
+    use crate::schema::refunded_order;
+    let refunded: Option<String> = refunded_order::table
+        .find(order_id)
+        .select(refunded_order::order_id)
+        .for_update()
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(refunded.is_some())
 }

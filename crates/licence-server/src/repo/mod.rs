@@ -1,7 +1,18 @@
-//! Repository functions: plain sync diesel on `&mut MysqlConnection`, one module per table, run
-//! on the blocking pool through `service_kit::db::run`. Flows that must hold under concurrent
-//! requests (the activation limit, the daily quota, webhook idempotency) are enforced here, in
-//! the database, by a row lock or a single conditional statement.
+//! The one way to the database: every statement a handler, a background job or the admin CLI
+//! needs is a function of this module, taking a [`Db`] and answering plain values, never a
+//! connection, a fallback or a batch. One module per table. Flows that must hold under
+//! concurrent requests (the activation limit, the daily quota, webhook idempotency) are enforced
+//! here, in the database, by a row lock or a single conditional statement.
+//!
+//! The connections are diesel-async's [`AsyncMysqlConnection`] (over mysql_async), in a small
+//! pool per worker thread that the actix App factory builds ([`Db::new`]): the worker sends its
+//! requests' statements from its own event loop and goes on parsing and answering others while
+//! MariaDB works, which a synchronous client cannot do without a hand-off to a blocking thread
+//! costing as much CPU as the statement. The two hottest statements, validate's seat by token
+//! and consume's quota take, go through a [`Coalescer`] each: requests of that kind arriving
+//! while the worker has its statements of the kind in flight are sent together, one statement
+//! for up to [`usage::MAX_TAKEN_AT_ONCE`] licences (ARCHITECTURE.md, "licence-server's one
+//! door"). A database failure is an error like any other: no path tries again elsewhere.
 
 pub mod activations;
 pub mod buyers;
@@ -13,6 +24,75 @@ pub mod licences;
 pub mod outbox;
 pub mod rate_limit;
 pub mod usage;
+
+use std::rc::Rc;
+
+pub use diesel_async::AsyncMysqlConnection;
+use service_kit::adb::Coalescer;
+pub use service_kit::adb::Pool;
+pub use service_kit::db::DbError;
+
+/// The connection every repository function runs on.
+pub type Conn = AsyncMysqlConnection;
+
+/// A worker thread's door to the database: its pool and the coalescers of the hot statements.
+/// Not `Send`: made in and used from one thread.
+pub struct Db {
+    pool: Pool<Conn>,
+    seats: Rc<Coalescer<activations::SeatsById>>,
+    takes: Rc<Coalescer<usage::Takes>>,
+}
+
+impl Db {
+    pub fn new(pool: Pool<Conn>) -> Self {
+        Self {
+            seats: Coalescer::new(activations::SeatsById(pool.clone())),
+            takes: Coalescer::new(usage::Takes(pool.clone())),
+            pool,
+        }
+    }
+
+    /// Runs `work` on one connection of the pool.
+    pub(crate) async fn run<T>(
+        &self,
+        work: impl AsyncFnOnce(&mut Conn) -> diesel::QueryResult<T>,
+    ) -> Result<T, DbError> {
+        self.pool.run(work).await
+    }
+
+    /// Runs `work` in one transaction on one connection of the pool: committed when it
+    /// succeeds, rolled back when it fails. A connection whose work is dropped half-way is
+    /// closed, not pooled again (`Pool::run`), which rolls the transaction back.
+    pub(crate) async fn transaction<T>(
+        &self,
+        work: impl AsyncFnOnce(&mut Conn) -> diesel::QueryResult<T>,
+    ) -> Result<T, DbError> {
+        use diesel_async::{AnsiTransactionManager, TransactionManager};
+        self.run(async move |conn| {
+            AnsiTransactionManager::begin_transaction(conn).await?;
+            let done = match work(conn).await {
+                Ok(value) => AnsiTransactionManager::commit_transaction(conn)
+                    .await
+                    .map(|()| value),
+                Err(error) => Err(error),
+            };
+            if done.is_err() {
+                // A failed rollback leaves the transaction manager broken: the pool then closes
+                // the connection instead of taking it back.
+                let _ = AnsiTransactionManager::rollback_transaction(conn).await;
+            }
+            done
+        })
+        .await
+    }
+
+    /// One round trip: whether the database answers.
+    pub async fn ping(&self) -> Result<(), DbError> {
+        use diesel_async::SimpleAsyncConnection;
+        self.run(async |conn| conn.batch_execute("DO 1").await)
+            .await
+    }
+}
 
 use rand::Rng;
 
@@ -51,33 +131,6 @@ pub fn is_retryable(err: &diesel::result::Error) -> bool {
     )
 }
 
-/// Runs `attempt` again, up to five times in all, while it fails in a retryable way.
-pub fn with_retries<T, E>(mut attempt: impl FnMut() -> Result<T, E>) -> Result<T, E>
-where
-    E: AsRetryable,
-{
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        match attempt() {
-            Err(e) if tries < 5 && e.retryable() => {
-                tracing::debug!(tries, "transaction conflicted; running it again");
-            }
-            other => return other,
-        }
-    }
-}
-
-pub trait AsRetryable {
-    fn retryable(&self) -> bool;
-}
-
-impl AsRetryable for diesel::result::Error {
-    fn retryable(&self) -> bool {
-        is_retryable(self)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -101,7 +154,7 @@ mod tests {
         for (name, sql) in [
             ("SEAT", super::activations::SEAT_BY_ID),
             ("TAKE", super::rate_limit::TAKE),
-            ("TAKE_ON_PLAN", super::usage::TAKE_ON_PLAN),
+            ("TAKE_ON_PLAN", super::usage::TAKE[1].as_str()),
         ] {
             let opening = format!("local {name} = [[");
             let from = lua.find(&opening).expect(name) + opening.len();

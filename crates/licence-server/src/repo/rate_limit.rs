@@ -13,11 +13,12 @@
 
 use std::time::Duration;
 
-use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
 use diesel::sql_types::BigInt;
+use diesel_async::RunQueryDsl;
 
 use super::fixed::{Bind, fixed};
+use super::{Db, DbError};
 
 #[derive(QueryableByName)]
 struct Taken {
@@ -41,19 +42,22 @@ pub enum Take {
 pub(crate) const TAKE: &str = "SELECT licence_rate_take(?, ?, ?, ?) AS taken";
 
 /// Asks for up to `want` (at least one) of `bucket`'s requests, at most `max` per `window_secs`.
-pub fn take(
-    conn: &mut MysqlConnection,
+pub async fn take(
+    db: &Db,
     bucket: &str,
     max: u32,
     window_secs: u32,
     want: u32,
-) -> QueryResult<Take> {
-    let row: Taken = fixed(TAKE, take_binds(bucket, max, window_secs, want)).get_result(conn)?;
+) -> Result<Take, DbError> {
+    let binds = take_binds(bucket, max, window_secs, want);
+    let row: Taken = db
+        .run(async |conn| fixed(TAKE, binds).get_result(conn).await)
+        .await?;
     Ok(decode(row.taken))
 }
 
 /// The values of [`TAKE`]'s placeholders, in the order of its text.
-pub(crate) fn take_binds(bucket: &str, max: u32, window_secs: u32, want: u32) -> Vec<Bind> {
+fn take_binds(bucket: &str, max: u32, window_secs: u32, want: u32) -> Vec<Bind> {
     let int = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
     vec![
         Bind::Text(bucket.to_owned()),
@@ -64,7 +68,7 @@ pub(crate) fn take_binds(bucket: &str, max: u32, window_secs: u32, want: u32) ->
 }
 
 /// The function's answer: granted × 10⁹ + the window's milliseconds left, or -1 when full.
-pub(crate) fn decode(taken: i64) -> Take {
+fn decode(taken: i64) -> Take {
     if taken < 0 {
         return Take::Full;
     }
@@ -77,11 +81,15 @@ pub(crate) fn decode(taken: i64) -> Take {
 }
 
 /// Drops counters whose window ended long ago.
-pub fn prune(conn: &mut MysqlConnection) -> QueryResult<usize> {
-    diesel::sql_query(
-        "DELETE FROM licence_rate_limit WHERE window_start < UTC_TIMESTAMP(6) - INTERVAL 1 DAY",
-    )
-    .execute(conn)
+pub async fn prune(db: &Db) -> Result<usize, DbError> {
+    db.run(async |conn| {
+        diesel::sql_query(
+            "DELETE FROM licence_rate_limit WHERE window_start < UTC_TIMESTAMP(6) - INTERVAL 1 DAY",
+        )
+        .execute(conn)
+        .await
+    })
+    .await
 }
 
 #[cfg(test)]

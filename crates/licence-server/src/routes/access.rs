@@ -5,6 +5,7 @@
 use super::AppState;
 use crate::error::ApiError;
 use crate::lease::{LeaseClaims, lease_expiry};
+use crate::repo::Db;
 use crate::repo::activations::{self, ActivationRow, LicenceBy};
 use crate::repo::licences::LicenceAccess;
 use crate::tokens::Claims;
@@ -17,23 +18,13 @@ pub struct Authorised {
     pub activation: ActivationRow,
 }
 
-/// Checks in one blocking call what a token-bearing request needs: the licence of `claims`
-/// (gone: 401), its access (403 `LICENSE_INACTIVE`), the installation (403 `INSTANCE_NOT_ACTIVE`).
-pub async fn authorise(state: &AppState, claims: Claims) -> Result<Authorised, ApiError> {
+/// Checks what a token-bearing request needs, in one statement: the licence of `claims` (gone:
+/// 401), its access (403 `LICENSE_INACTIVE`), the installation (403 `INSTANCE_NOT_ACTIVE`).
+pub async fn authorise(state: &AppState, db: &Db, claims: Claims) -> Result<Authorised, ApiError> {
     let now = state.clock.now();
-    service_kit::db::run(&state.pool, move |conn| authorise_on(conn, &claims, now)).await
-}
-
-/// [`authorise`] on a connection the caller holds, so that the work the request was authorised
-/// for follows on the same checkout.
-pub fn authorise_on(
-    conn: &mut diesel::MysqlConnection,
-    claims: &Claims,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<Authorised, ApiError> {
-    let (licence, activation, _) =
-        activations::seat(conn, LicenceBy::Id(&claims.sub), &claims.iid)?
-            .ok_or(ApiError::InvalidToken)?;
+    let (licence, activation, _) = activations::seat(db, LicenceBy::Id(&claims.sub), &claims.iid)
+        .await?
+        .ok_or(ApiError::InvalidToken)?;
     check(licence, activation, now)
 }
 
@@ -109,12 +100,9 @@ pub fn issue_lease(
 }
 
 /// The `license` object with the current activation count.
-pub fn licence_view(
-    conn: &mut diesel::MysqlConnection,
-    licence: &LicenceAccess,
-) -> Result<LicenceView, ApiError> {
+pub async fn licence_view(db: &Db, licence: &LicenceAccess) -> Result<LicenceView, ApiError> {
     Ok(LicenceView::new(
         licence,
-        activations::count(conn, &licence.id)?,
+        activations::count(db, &licence.id).await?,
     ))
 }

@@ -7,6 +7,7 @@ use actix_web::HttpRequest;
 use super::limits::{self, Bucket};
 use super::{AppState, instance_field, issue, issue_lease, licence_key_field};
 use crate::error::ApiError;
+use crate::repo::Db;
 use crate::repo::activations::{self, Activated};
 use crate::wire::{IssuedLease, IssuedToken, LicenceView};
 
@@ -46,10 +47,11 @@ pub(crate) struct Instance {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn activate(
     state: web::Data<AppState>,
+    db: web::Data<Db>,
     req: HttpRequest,
     body: Json<Body>,
 ) -> Result<web::Json<Answer>, ApiError> {
-    limits::check(&state, &req, Bucket::Licence).await?;
+    limits::check(&state, &db, &req, Bucket::Licence).await?;
     let body = body.into_inner();
     let key = licence_key_field(&body.license_key)?;
     let instance_id = instance_field(&body.instance_id)?;
@@ -64,29 +66,29 @@ pub async fn activate(
     };
     let now = state.clock.now();
     let stale_after = chrono::Duration::days(i64::from(state.settings.stale_days));
-    let (licence, activation, usage) = service_kit::db::run(&state.pool, {
-        let instance_id = instance_id.clone();
-        move |conn| match activations::activate(
-            conn,
-            key.as_str(),
-            instance_id.as_str(),
-            name.as_deref(),
-            now,
-            stale_after,
-        )? {
-            Activated::Done {
-                licence,
-                activation,
-                usage,
-            } => Ok((licence.access(), activation, usage)),
-            Activated::LicenceNotFound => Err(ApiError::LicenceNotFound),
-            Activated::Inactive => Err(ApiError::LicenceInactive),
-            Activated::LimitReached => Err(ApiError::ActivationLimitReached {
-                limit: domain::licensing::ACTIVATION_LIMIT,
-            }),
-        }
-    })
+    let activated = activations::activate(
+        &db,
+        key.as_str(),
+        instance_id.as_str(),
+        name.as_deref(),
+        now,
+        stale_after,
+    )
     .await?;
+    let (licence, activation, usage) = match activated {
+        Activated::Done {
+            licence,
+            activation,
+            usage,
+        } => (licence.access(), activation, usage),
+        Activated::LicenceNotFound => return Err(ApiError::LicenceNotFound),
+        Activated::Inactive => return Err(ApiError::LicenceInactive),
+        Activated::LimitReached => {
+            return Err(ApiError::ActivationLimitReached {
+                limit: domain::licensing::ACTIVATION_LIMIT,
+            });
+        }
+    };
     let token = issue(&state, &licence, instance_id.as_str())?;
     let lease = issue_lease(&state, &licence, instance_id.as_str())?;
     Ok(web::Json(Answer {

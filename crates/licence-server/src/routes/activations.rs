@@ -4,7 +4,7 @@ use serde::Serialize;
 use super::{AppState, Claims, authorise};
 use crate::clock::rfc3339;
 use crate::error::ApiError;
-use crate::repo::activations;
+use crate::repo::{Db, activations};
 
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = Activations)]
@@ -30,14 +30,12 @@ pub(crate) struct Activation {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn list(
     state: web::Data<AppState>,
+    db: web::Data<Db>,
     Claims(claims): Claims,
 ) -> Result<web::Json<Answer>, ApiError> {
-    let auth = authorise(&state, claims).await?;
+    let auth = authorise(&state, &db, claims).await?;
     let current = auth.activation.instance_id.clone();
-    let rows = service_kit::db::run(&state.pool, move |conn| {
-        activations::list(conn, &auth.licence.id).map_err(ApiError::from)
-    })
-    .await?;
+    let rows = activations::list(&db, &auth.licence.id).await?;
     Ok(web::Json(Answer {
         activations: rows
             .into_iter()

@@ -7,7 +7,7 @@ use super::{
 };
 use crate::error::ApiError;
 use crate::repo::deactivations::{self, Deactivated};
-use crate::repo::licences;
+use crate::repo::{Db, licences};
 use crate::wire::LicenceView;
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -35,10 +35,11 @@ pub(crate) struct Body {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn deactivate(
     state: web::Data<AppState>,
+    db: web::Data<Db>,
     req: HttpRequest,
     body: OptionalBody,
 ) -> Result<web::Json<Answer>, ApiError> {
-    limits::check(&state, &req, Bucket::Licence).await?;
+    limits::check(&state, &db, &req, Bucket::Licence).await?;
     enum By {
         /// Licence id, the caller's installation.
         Token(String, String),
@@ -64,35 +65,27 @@ pub async fn deactivate(
     };
     let max = state.settings.deactivations_per_30_days;
     let now = state.clock.now();
-    let license = service_kit::db::run(&state.pool, move |conn| {
-        let (licence_id, caller) = match by {
-            By::Token(id, caller) => (id, Some(caller)),
-            // An unknown key frees nothing, like an unknown instance: both answer the same 404.
-            By::Key(key) => (
-                licences::find_by_key(conn, &key)?
-                    .ok_or(ApiError::InstanceNotFound)?
-                    .id,
-                None,
-            ),
-        };
-        let outcome = deactivations::deactivate(
-            conn,
-            &licence_id,
-            &instance_id,
-            caller.as_deref(),
-            max,
-            now,
-        )?;
-        match outcome {
-            Deactivated::Done(licence) => licence_view(conn, &licence.access()),
-            Deactivated::NotFound => Err(ApiError::InstanceNotFound),
-            Deactivated::CallerNotActive => Err(ApiError::InstanceNotActive),
-            Deactivated::Limited { retry_after_secs } => {
-                Err(ApiError::DeactivationLimitReached { retry_after_secs })
-            }
+    let (licence_id, caller) = match by {
+        By::Token(id, caller) => (id, Some(caller)),
+        By::Key(key) => (
+            licences::by_key(&db, &key)
+                .await?
+                .ok_or(ApiError::InstanceNotFound)?
+                .id,
+            None,
+        ),
+    };
+    let outcome =
+        deactivations::deactivate(&db, &licence_id, &instance_id, caller.as_deref(), max, now)
+            .await?;
+    let license = match outcome {
+        Deactivated::Done(licence) => licence_view(&db, &licence.access()).await?,
+        Deactivated::NotFound => return Err(ApiError::InstanceNotFound),
+        Deactivated::CallerNotActive => return Err(ApiError::InstanceNotActive),
+        Deactivated::Limited { retry_after_secs } => {
+            return Err(ApiError::DeactivationLimitReached { retry_after_secs });
         }
-    })
-    .await?;
+    };
     Ok(web::Json(Answer {
         deactivated: true,
         license,

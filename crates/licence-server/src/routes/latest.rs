@@ -4,6 +4,7 @@ use serde::Serialize;
 use super::{AppState, authorise, bearer};
 use crate::error::ApiError;
 use crate::releases::FileInfo;
+use crate::repo::Db;
 use crate::signing::{self, DOWNLOAD_VALIDITY};
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -38,11 +39,12 @@ pub(crate) struct File {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn latest(
     state: web::Data<AppState>,
+    db: web::Data<Db>,
     req: HttpRequest,
 ) -> Result<web::Json<Answer>, ApiError> {
     let licensed = match bearer(&req) {
         Ok(Some(token)) => match state.keys.verify(token, state.clock.now()) {
-            Ok(claims) => match authorise(&state, claims).await {
+            Ok(claims) => match authorise(&state, &db, claims).await {
                 Ok(_) => true,
                 Err(err @ ApiError::DatabaseUnavailable(_)) => return Err(err),
                 Err(_) => false,

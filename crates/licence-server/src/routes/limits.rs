@@ -30,8 +30,8 @@ use actix_web::HttpRequest;
 use rand::Rng;
 
 use super::AppState;
-use crate::direct::{Direct, Sent};
 use crate::error::ApiError;
+use crate::repo::Db;
 use crate::repo::rate_limit::{self, Take};
 
 /// The counting window of every limit.
@@ -56,12 +56,13 @@ pub enum Bucket {
 }
 
 /// Counts the request; 429 `RATE_LIMITED` with `Retry-After` beyond the limit.
-pub async fn check(state: &AppState, req: &HttpRequest, bucket: Bucket) -> Result<(), ApiError> {
-    let limit = Limit::of(state, req, bucket);
-    if let Some(settled) = limit.settled() {
-        return settled;
-    }
-    service_kit::db::run(&state.pool, move |conn| limit.hit(conn)).await
+pub async fn check(
+    state: &AppState,
+    db: &Db,
+    req: &HttpRequest,
+    bucket: Bucket,
+) -> Result<(), ApiError> {
+    Limit::of(state, req, bucket).count(db).await
 }
 
 /// What this replica alone could say of a request.
@@ -237,8 +238,8 @@ impl Permits {
     }
 }
 
-/// One request's count in its bucket, settled before the blocking call so that a handler can
-/// count it on the same connection as the rest of its work.
+/// One request's count in its bucket, settled before the handler reads its request, so that a
+/// refusal of the request comes after the count.
 #[derive(Debug)]
 pub struct Limit {
     name: &'static str,
@@ -289,35 +290,15 @@ impl Limit {
     }
 
     /// Counts the request; 429 `RATE_LIMITED` with `Retry-After` beyond the limit.
-    pub fn hit(&self, conn: &mut diesel::MysqlConnection) -> Result<(), ApiError> {
+    pub async fn count(self, db: &Db) -> Result<(), ApiError> {
         let Local::Ask(want) = self.local else {
             return self.settled().unwrap_or(Ok(()));
         };
         if self.prune {
-            rate_limit::prune(conn)?;
+            rate_limit::prune(db).await?;
         }
-        let take = rate_limit::take(conn, &self.key, self.max, WINDOW_SECS, want)?;
+        let take = rate_limit::take(db, &self.key, self.max, WINDOW_SECS, want).await?;
         self.answer(want, take)
-    }
-
-    /// Counts the request as [`Limit::hit`] does, over the worker's own connections when it can
-    /// (the worker does not wait for the answer) and through the pool when it cannot. A count
-    /// sent there and lost on the way is counted again through the pool: a client may be counted
-    /// once too often, never once too few.
-    pub async fn count(self, state: &AppState, direct: &Direct) -> Result<(), ApiError> {
-        if let Some(settled) = self.settled() {
-            return settled;
-        }
-        if let (Local::Ask(want), false) = (self.local, self.prune) {
-            let sent = direct
-                .rate_take(&self.key, self.max, WINDOW_SECS, want)
-                .await;
-            if let Sent::Answered(Some(taken)) = sent {
-                return self.answer(want, rate_limit::decode(taken));
-            }
-            crate::direct::POOL.inc();
-        }
-        service_kit::db::run_inline(&state.pool, move |conn| self.hit(conn)).await
     }
 
     fn answer(&self, want: u32, take: Take) -> Result<(), ApiError> {

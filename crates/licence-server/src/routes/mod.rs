@@ -21,7 +21,7 @@ use actix_web::middleware::from_fn;
 use actix_web::web;
 use service_kit::http::{method_not_allowed, not_found};
 
-pub use access::{Authorised, authorise, authorise_on, check, issue, issue_lease, licence_view};
+pub use access::{Authorised, authorise, check, issue, issue_lease, licence_view};
 pub use extractors::{
     Claims, KeyAndInstance, MaybeClaims, OptionalBody, bearer, claims, instance_field,
     licence_key_field,

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use crate::clock::SharedClock;
-use crate::db::MyPool;
 use crate::lease::SigningRing;
 use crate::releases::Builds;
 use crate::settings::Settings;
@@ -12,7 +11,6 @@ use crate::tokens::KeyRing;
 #[derive(Clone)]
 pub struct AppState {
     pub settings: Arc<Settings>,
-    pub pool: MyPool,
     pub clock: SharedClock,
     pub keys: Arc<KeyRing>,
     pub signing: Arc<SigningRing>,

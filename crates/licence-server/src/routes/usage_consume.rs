@@ -2,13 +2,14 @@ use actix_web::{HttpRequest, web};
 
 use chrono::SubsecRound;
 
-use super::{AppState, Claims, authorise_on, check};
+use super::{AppState, Claims, check};
 use domain::licensing::Plan;
 
-use crate::direct::{Direct, Sent};
 use crate::error::ApiError;
+use crate::repo::Db;
+use crate::repo::activations::{self, LicenceBy};
 use crate::repo::idempotency::{self, Consumed};
-use crate::repo::{activations, usage};
+use crate::repo::usage::{self, Take};
 use crate::wire::UsageReport;
 
 /// Longest `Idempotency-Key` accepted.
@@ -21,29 +22,29 @@ pub const MAX_IDEMPOTENCY_KEY: usize = 64;
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn consume(
     state: web::Data<AppState>,
-    direct: web::Data<Direct>,
+    db: web::Data<Db>,
     req: HttpRequest,
     Claims(claims): Claims,
 ) -> Result<web::Json<UsageReport>, ApiError> {
     let key = idempotency_key(&req)?;
     let now = state.clock.now();
+    let day = domain::licensing::quota_day(now);
+    // `now` goes to the statements cut to MariaDB's microseconds, never rounded up, so that
+    // their `expires_at` test is never more lenient than `check`'s at full precision.
+    let at = now.naive_utc().trunc_subsecs(6);
     // Keys only mean something on their own day; old ones are dropped now and then.
-    let prune = rand::random_ratio(1, 1000);
-    // Without a key, one statement reads the licence with the installation's seat and, when
-    // the licence is plainly active, takes the unit too; it runs on the worker. A key's
-    // transaction can wait on the lock of a concurrent request with the same key, and the
-    // pruning deletes many rows, so both go to the blocking pool.
-    let consumed = if key.is_none() && !prune {
-        match take_direct(&state, &direct, &claims, now).await? {
-            Some(consumed) => consumed,
-            None => {
-                crate::direct::POOL.inc();
-                let work = on_pool(claims, None, false, now);
-                service_kit::db::run_inline(&state.pool, work).await?
-            }
+    if rand::random_ratio(1, 1000) {
+        idempotency::prune(&db, day - chrono::Days::new(1)).await?;
+    }
+    let consumed = match key {
+        Some(key) => {
+            let check = |found: Option<_>| -> Result<Plan, ApiError> {
+                let (licence, activation, _) = found.ok_or(ApiError::InvalidToken)?;
+                Ok(check(licence, activation, now)?.licence.plan())
+            };
+            idempotency::consume_once(&db, &claims.sub, &claims.iid, day, at, &key, check).await??
         }
-    } else {
-        service_kit::db::run(&state.pool, on_pool(claims, key, prune, now)).await?
+        None => take(&db, &claims, day, at, now).await?,
     };
     let report = UsageReport::new(consumed.plan, consumed.used, now);
     if consumed.taken {
@@ -53,119 +54,40 @@ pub async fn consume(
     }
 }
 
-/// The consumption on one checkout of the pool: with `key`, once per key; `prune` first drops
-/// the keys of days gone.
-fn on_pool(
-    claims: crate::tokens::Claims,
-    key: Option<String>,
-    prune: bool,
-    now: chrono::DateTime<chrono::Utc>,
-) -> impl FnOnce(&mut diesel::MysqlConnection) -> Result<Consumed, ApiError> + Send + 'static {
-    let day = domain::licensing::quota_day(now);
-    move |conn| {
-        if prune {
-            idempotency::prune(conn, day - chrono::Days::new(1))?;
-        }
-        let Some(key) = key else {
-            // `now` goes to the statement cut to MariaDB's microseconds, never rounded up, so that
-            // its `expires_at` test is never more lenient than `check`'s below at full precision.
-            let found = activations::seat_and_take(
-                conn,
-                &claims.sub,
-                &claims.iid,
-                day,
-                now.naive_utc().trunc_subsecs(6),
-            )?
-            .ok_or(ApiError::InvalidToken)?;
-            let auth = check(found.licence, found.activation, now)?;
-            let plan = auth.licence.plan();
-            let (taken, used) = match found.taken {
-                Some(outcome) => outcome,
-                None => usage::consume(conn, &auth.licence.id, day, plan.daily_quota())?,
-            };
-            return Ok(Consumed { taken, used, plan });
-        };
-        let auth = authorise_on(conn, &claims, now)?;
-        let plan = auth.licence.plan();
-        Ok(idempotency::consume_once(
-            conn,
-            &auth.licence.id,
-            day,
-            &key,
-            plan,
-        )?)
-    }
-}
-
-/// The plain consumption over the worker's own connections: `None` when the statements could
-/// not be sent that way, or MariaDB refused one, and the pool must run them. One that was sent
-/// and then lost is not run again, since its unit may have been taken: it answers 503 as the
-/// pool would.
-///
-/// First the one statement that takes the unit if the licence plainly grants access on the
-/// token's plan, which is every consumption but a refused one or one whose licence changed plan
-/// since its token; when its guard does not hold, the seat's statement reads the licence and the
-/// seat, says why, and takes the unit when the licence has access on other grounds.
-async fn take_direct(
-    state: &AppState,
-    direct: &web::Data<Direct>,
+/// The plain consumption. First the take on the token's plan, guarded by the licence's plain
+/// access, which is every consumption but a refused one or one whose licence changed plan since
+/// its token; when its guard does not hold, the seat is read, `check` says why, and a licence
+/// with access on other grounds (on trial, past due, cancelled with a paid end) or on another
+/// plan takes its unit by the same statement, on the plan just read.
+async fn take(
+    db: &Db,
     claims: &crate::tokens::Claims,
+    day: chrono::NaiveDate,
+    at: chrono::NaiveDateTime,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<Option<Consumed>, ApiError> {
-    let day = domain::licensing::quota_day(now);
-    // As in the pool's path: cut to MariaDB's microseconds, never rounded up.
-    let at = now.naive_utc().trunc_subsecs(6);
-    // The statement creates a day's row with its first unit without comparing it to the limit,
-    // so a plan whose quota is nothing leaves it to the seat's statement.
+) -> Result<Consumed, ApiError> {
+    let ask = |plan: Plan, access_checked: bool| Take {
+        licence_id: claims.sub.clone(),
+        instance_id: claims.iid.clone(),
+        plan,
+        day,
+        now: at,
+        access_checked,
+    };
     if let Ok(plan) = claims.plan.parse::<Plan>()
-        && plan.daily_quota() > 0
+        && let Some((taken, used)) = usage::take(db, ask(plan, false)).await?
     {
-        let sent = direct
-            .clone()
-            .into_inner()
-            .take_on_plan(&claims.sub, &claims.iid, plan, day, at)
-            .await;
-        let Some(taken) = answered(sent)? else {
-            return Ok(None);
-        };
-        if let Some((taken, used)) = taken {
-            return Ok(Some(Consumed { taken, used, plan }));
-        }
+        return Ok(Consumed { taken, used, plan });
     }
-    let sent = direct
-        .seat_and_take(&claims.sub, &claims.iid, day, at)
-        .await;
-    let Some(found) = answered(sent)? else {
-        return Ok(None);
-    };
-    let found = found.ok_or(ApiError::InvalidToken)?;
-    let auth = check(found.licence, found.activation, now)?;
-    let plan = auth.licence.plan();
-    let (taken, used) = match found.taken {
-        Some(outcome) => outcome,
-        // A licence with access on other grounds takes its unit with a statement of its own.
-        None => {
-            crate::direct::POOL.inc();
-            let id = auth.licence.id.clone();
-            let quota = plan.daily_quota();
-            service_kit::db::run_inline(&state.pool, move |conn| {
-                usage::consume(conn, &id, day, quota).map_err(ApiError::from)
-            })
-            .await?
-        }
-    };
-    Ok(Some(Consumed { taken, used, plan }))
-}
-
-/// What a consumption's statement on the worker's connection came to: its answer, `None` when
-/// the pool must run the request (never sent, or refused and so without effect), or 503 when it
-/// was lost after it was sent, since its unit may have been taken.
-fn answered<T>(sent: Sent<T>) -> Result<Option<T>, ApiError> {
-    match sent {
-        Sent::Answered(answer) => Ok(Some(answer)),
-        Sent::NotSent | Sent::Refused(_) => Ok(None),
-        Sent::Failed(cause) => Err(ApiError::DatabaseUnavailable(cause)),
-    }
+    let (licence, activation, _) = activations::seat(db, LicenceBy::Id(&claims.sub), &claims.iid)
+        .await?
+        .ok_or(ApiError::InvalidToken)?;
+    let plan = check(licence, activation, now)?.licence.plan();
+    // `None` only when the seat or the plan changed since it was read: as if read after.
+    let (taken, used) = usage::take(db, ask(plan, true))
+        .await?
+        .ok_or(ApiError::InstanceNotActive)?;
+    Ok(Consumed { taken, used, plan })
 }
 
 /// The `Idempotency-Key` header: 1 to 64 visible ASCII characters, or 400 naming it.

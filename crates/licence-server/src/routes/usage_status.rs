@@ -3,7 +3,7 @@ use serde::Serialize;
 
 use super::{AppState, Claims, authorise};
 use crate::error::ApiError;
-use crate::repo::usage;
+use crate::repo::{Db, usage};
 use crate::wire::UsageReport;
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -19,16 +19,14 @@ pub struct Answer {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn status(
     state: web::Data<AppState>,
+    db: web::Data<Db>,
     Claims(claims): Claims,
 ) -> Result<web::Json<Answer>, ApiError> {
-    let auth = authorise(&state, claims).await?;
+    let auth = authorise(&state, &db, claims).await?;
     let now = state.clock.now();
     let plan = auth.licence.plan();
     let day = domain::licensing::quota_day(now);
-    let used = service_kit::db::run(&state.pool, move |conn| {
-        usage::used(conn, &auth.licence.id, day).map_err(ApiError::from)
-    })
-    .await?;
+    let used = usage::used(&db, &auth.licence.id, day).await?;
     Ok(web::Json(Answer {
         features: plan.features(),
         usage: UsageReport::new(plan, used, now),

@@ -5,8 +5,8 @@ use super::limits::{Bucket, Limit};
 use super::{
     AppState, Authorised, KeyAndInstance, OptionalBody, bearer, check, claims, issue, issue_lease,
 };
-use crate::direct::{Direct, Sent};
 use crate::error::ApiError;
+use crate::repo::Db;
 use crate::repo::activations::{self, LicenceBy};
 use crate::wire::{IssuedLease, IssuedToken, LicenceView};
 
@@ -23,7 +23,6 @@ pub struct Answer {
 }
 
 /// Licence id and instance from a token, or key and instance from the body.
-#[derive(Clone)]
 enum By {
     Token(String, String),
     Key(String, String),
@@ -52,7 +51,7 @@ impl By {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn validate(
     state: web::Data<AppState>,
-    direct: web::Data<Direct>,
+    db: web::Data<Db>,
     req: HttpRequest,
     body: OptionalBody,
 ) -> Result<web::Json<Answer>, ApiError> {
@@ -71,36 +70,17 @@ pub async fn validate(
     })();
     // Counted first, so that a refusal below comes after the count. Only an address whose
     // requests this replica holds none of costs a statement here.
-    limit.count(&state, &direct).await?;
+    limit.count(&db).await?;
     let by = by?;
     let (licence_by, instance) = by.seat();
-    let found = match direct.clone().into_inner().seat(licence_by, instance).await {
-        Sent::Answered(found) => found,
-        // A read: whatever became of the direct attempt, the pool may run it again.
-        Sent::NotSent | Sent::Failed(_) | Sent::Refused(_) => {
-            crate::direct::POOL.inc();
-            let by = by.clone();
-            service_kit::db::run_inline(&state.pool, move |conn| {
-                let (licence_by, instance) = by.seat();
-                activations::seat(conn, licence_by, instance).map_err(ApiError::from)
-            })
-            .await?
-        }
-    };
+    let found = activations::seat(&db, licence_by, instance).await?;
     let (licence, activation, usage) = found.ok_or_else(|| by.not_found())?;
     let Authorised {
         licence,
         activation,
     } = check(licence, activation, now)?;
     if needs_touch(activation.last_validated_at, now.naive_utc()) {
-        let (id, at) = (activation.id.clone(), now.naive_utc());
-        if !direct.touch(&id, at).await {
-            crate::direct::POOL.inc();
-            service_kit::db::run_inline(&state.pool, move |conn| {
-                activations::touch(conn, &id, at).map_err(ApiError::from)
-            })
-            .await?;
-        }
+        activations::touch(&db, &activation.id, now.naive_utc()).await?;
     }
     let license = LicenceView::new(&licence, usage);
     let instance_id = activation.instance_id;

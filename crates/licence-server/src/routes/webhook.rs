@@ -6,6 +6,7 @@ use super::AppState;
 use super::limits::{self, Bucket};
 use crate::error::ApiError;
 use crate::payments::{self, Outcome};
+use crate::repo::Db;
 use crate::signing;
 
 /// Lemon Squeezy bodies are small; this leaves room for orders with many items.
@@ -22,10 +23,11 @@ pub struct Answer {
 #[tracing::instrument(skip_all, fields(event))]
 pub async fn lemonsqueezy(
     state: web::Data<AppState>,
+    db: web::Data<Db>,
     req: HttpRequest,
     mut payload: web::Payload,
 ) -> Result<web::Json<Answer>, ApiError> {
-    limits::check(&state, &req, Bucket::Webhook).await?;
+    limits::check(&state, &db, &req, Bucket::Webhook).await?;
     let mut body = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {
         let chunk =
@@ -59,10 +61,7 @@ pub async fn lemonsqueezy(
         return Ok(web::Json(Answer { received: true }));
     }
     let now = state.clock.now();
-    let outcome = service_kit::db::run(&state.pool, move |conn| {
-        payments::process(conn, &event, plan, now).map_err(ApiError::from)
-    })
-    .await?;
+    let outcome = payments::process(&db, &event, plan, now).await?;
     match &outcome {
         Outcome::Created { licence_id } => {
             tracing::info!(%licence_id, "licence created from a purchase");

@@ -190,13 +190,7 @@ async fn a_parallel_flood_on_two_replicas_gets_the_limit_and_no_more() {
         let client = app.client.clone();
         async move { validate_from(&base, &client, "198.51.100.7").await }
     });
-    let pool = app.metric("licence_statements_total{path=\"pool\"}").await;
     let answers = futures_util::future::join_all(flood).await;
-    assert_eq!(
-        app.metric("licence_statements_total{path=\"pool\"}").await,
-        pool,
-        "the counts and the seats were read over the workers' own connections"
-    );
     let through = answers.iter().filter(|(s, _)| *s == 404).count();
     let refused: Vec<&Option<String>> = answers
         .iter()

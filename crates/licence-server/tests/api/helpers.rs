@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use licence_server::clock::ManualClock;
 use licence_server::mail::MailerOptions;
-use licence_server::repo::licences::{self, NewLicence};
+use licence_server::repo::licences::{LicenceRow, NewLicence};
 use licence_server::{Application, Options, Settings};
 use serde_json::{Value, json};
 use service_kit::Env;
@@ -455,26 +455,28 @@ pub fn subscription_event(
 }
 
 /// A licence made directly in the database, as a purchase would leave it.
-pub fn insert_licence(
-    conn: &mut MysqlConnection,
-    plan: &str,
-    status: &str,
-) -> licence_server::repo::licences::LicenceRow {
-    licences::insert(
-        conn,
-        &NewLicence {
-            id: licence_server::repo::new_id(),
-            license_key: licence_server::repo::new_licence_key(),
-            status: status.to_owned(),
-            plan: plan.to_owned(),
-            customer_email: "buyer@example.com".to_owned(),
-            customer_name: Some("Ada Buyer".to_owned()),
-            order_id: None,
-            subscription_id: None,
-            variant_id: None,
-            subscription_synced_at: None,
-            expires_at: None,
-        },
-    )
-    .expect("insert licence")
+pub fn insert_licence(conn: &mut MysqlConnection, plan: &str, status: &str) -> LicenceRow {
+    use licence_server::schema::licence;
+    let new = NewLicence {
+        id: licence_server::repo::new_id(),
+        license_key: licence_server::repo::new_licence_key(),
+        status: status.to_owned(),
+        plan: plan.to_owned(),
+        customer_email: "buyer@example.com".to_owned(),
+        customer_name: Some("Ada Buyer".to_owned()),
+        order_id: None,
+        subscription_id: None,
+        variant_id: None,
+        subscription_synced_at: None,
+        expires_at: None,
+    };
+    diesel::insert_into(licence::table)
+        .values(&new)
+        .execute(conn)
+        .expect("insert licence");
+    licence::table
+        .find(&new.id)
+        .select(LicenceRow::as_select())
+        .first(conn)
+        .expect("the licence inserted")
 }

@@ -376,7 +376,7 @@ async fn seats_read_together_each_answer_their_own_licence() {
         .start_instance_with(&[("LICENCE_RATE_LIMIT_PER_MINUTE", "100000")])
         .await;
     let together = app
-        .metric("licence_requests_together_total{route=\"validate\"}")
+        .metric("db_requests_together_total{kind=\"validate\"}")
         .await;
     let mut asks: Vec<(usize, &str)> = Vec::new();
     for _ in 0..6 {
@@ -407,7 +407,7 @@ async fn seats_read_together_each_answer_their_own_licence() {
         }
     }
     assert!(
-        app.metric("licence_requests_together_total{route=\"validate\"}")
+        app.metric("db_requests_together_total{kind=\"validate\"}")
             .await
             > together,
         "some seats were read together"

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, assert_error, insert_licence, spawn_app, spawn_app_at};
 
@@ -230,53 +230,85 @@ async fn a_unit_is_taken_exactly_when_the_licence_grants_access() {
     }
 }
 
-/// A connection of its own for one thread of a concurrency test, on which a lock wait fails
-/// within seconds instead of the server's 50.
-fn impatient_connection(url: &str) -> diesel::MysqlConnection {
-    let mut conn = <diesel::MysqlConnection as diesel::Connection>::establish(url).expect("conn");
-    diesel::RunQueryDsl::execute(
-        diesel::sql_query("SET SESSION innodb_lock_wait_timeout = 5"),
-        &mut conn,
-    )
-    .expect("session setting");
-    conn
+/// Runs `work` on a thread of its own with a door of one connection to `url`, as one worker of
+/// the service has (a local task set: the door's coalescers are worker-local).
+fn on_a_worker<T: Send + 'static>(
+    url: String,
+    work: impl AsyncFnOnce(&licence_server::repo::Db) -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let opts =
+            licence_server::db::connect_options(&service_kit::Secret::new(url)).expect("options");
+        tokio::task::LocalSet::new().block_on(&runtime, async move {
+            let db = licence_server::repo::Db::new(licence_server::db::pool(&opts, 1));
+            work(&db).await
+        })
+    })
 }
 
-/// The quota counter itself, on as many connections as a busy replica has: many licences take
+/// A seat for `instance_id` on the licence `key`, as activate leaves it.
+fn seat(conn: &mut diesel::MysqlConnection, licence_id: &str, instance_id: &str) {
+    use diesel::prelude::*;
+    use licence_server::schema::activation;
+    let now = chrono::Utc::now().naive_utc();
+    diesel::insert_into(activation::table)
+        .values((
+            activation::id.eq(licence_server::repo::new_id()),
+            activation::licence_id.eq(licence_id),
+            activation::instance_id.eq(instance_id),
+            activation::created_at.eq(now),
+            activation::last_validated_at.eq(now),
+        ))
+        .execute(conn)
+        .expect("seat");
+}
+
+/// The quota's statement, on as many connections as a busy replica has: many licences take
 /// their first unit of a day at the same moment (the day's row does not exist yet), several
-/// requests per licence at once. None of them may fail (a deadlock between two first requests
-/// would answer 500), and each licence ends with exactly the units that were answered as taken.
+/// requests per licence at once, some with access checked by the caller and some by the
+/// statement. None of them may fail (a deadlock between two first requests would answer 503),
+/// and each licence ends with exactly the units that were answered as taken.
 #[test]
 fn first_units_of_a_day_taken_at_once_never_deadlock() {
-    use licence_server::repo::usage;
+    use licence_server::repo::usage::{self, Take};
     use std::sync::{Arc, Barrier};
     let db = testkit::mariadb::TestMariaDb::migrated(licence_server::db::migrate);
     let mut setup = db.connect();
-    // Four requests per licence and round against a limit of three: three taken, one refused.
+    // Four requests per licence and round, all taken: Basic's quota is ten.
     let licences: Vec<String> = (0..4)
-        .map(|_| insert_licence(&mut setup, "basic", "active").id)
+        .map(|_| {
+            let id = insert_licence(&mut setup, "basic", "active").id;
+            seat(&mut setup, &id, "pc");
+            id
+        })
         .collect();
     let day = chrono::NaiveDate::from_ymd_opt(2026, 6, 10).expect("date");
     const THREADS: usize = 16;
     const ROUNDS: usize = 4;
-    const LIMIT: u32 = 3;
     let barrier = Arc::new(Barrier::new(THREADS));
     let licences = Arc::new(licences);
     let handles: Vec<_> = (0..THREADS)
         .map(|t| {
-            let (barrier, licences, url) = (
-                Arc::clone(&barrier),
-                Arc::clone(&licences),
-                db.url().to_owned(),
-            );
-            std::thread::spawn(move || {
-                let mut conn = impatient_connection(&url);
+            let (barrier, licences) = (Arc::clone(&barrier), Arc::clone(&licences));
+            on_a_worker(db.url().to_owned(), async move |db| {
                 let mut taken = Vec::new();
                 for round in 0..ROUNDS {
                     let day = day + chrono::Days::new(round as u64);
                     let id = &licences[t % licences.len()];
                     barrier.wait();
-                    let outcome = usage::consume(&mut conn, id, day, LIMIT);
+                    let take = Take {
+                        licence_id: id.clone(),
+                        instance_id: "pc".into(),
+                        plan: domain::licensing::Plan::Basic,
+                        day,
+                        now: chrono::Utc::now().naive_utc(),
+                        access_checked: t % 2 == 0,
+                    };
+                    let outcome = usage::take(db, take).await;
                     taken.push((id.clone(), day, outcome.map_err(|e| e.to_string())));
                 }
                 taken
@@ -286,45 +318,34 @@ fn first_units_of_a_day_taken_at_once_never_deadlock() {
     let mut per_day = std::collections::BTreeMap::<(String, chrono::NaiveDate), Vec<u32>>::new();
     for handle in handles {
         for (id, day, outcome) in handle.join().expect("thread") {
-            let (taken, used) = outcome.expect("a consumption failed");
-            if taken {
-                per_day.entry((id, day)).or_default().push(used);
-            } else {
-                assert_eq!(used, LIMIT, "refused only at the limit");
-            }
+            let (taken, used) = outcome
+                .expect("a consumption failed")
+                .expect("the guard holds");
+            assert!(taken, "within the quota");
+            per_day.entry((id, day)).or_default().push(used);
         }
     }
-    let mut conn = db.connect();
-    for ((id, day), mut counts) in per_day {
+    for ((_, _), mut counts) in per_day {
         counts.sort_unstable();
-        let expected: Vec<u32> = (1..=LIMIT).collect();
-        assert_eq!(counts, expected, "each unit answered once, in order");
-        assert_eq!(usage::used(&mut conn, &id, day).expect("used"), LIMIT);
+        assert_eq!(
+            counts,
+            vec![1, 2, 3, 4],
+            "each unit answered once, in order"
+        );
     }
 }
 
-/// The same through the statement a consumption without a key sends, which also reads the
-/// licence and the seat: sixteen requests of one installation at once, on four days' first
-/// requests, against Basic's quota of ten. None may fail, ten are taken each day in order, the
-/// rest are refused at the limit.
+/// Sixteen requests of one installation at once, on four days' first requests, against Basic's
+/// quota of ten: none may fail, ten are taken each day in order, the rest are refused at the
+/// limit.
 #[test]
-fn units_taken_with_the_seat_at_once_keep_the_quota() {
-    use licence_server::repo::{activations, usage};
+fn units_taken_at_once_keep_the_quota() {
+    use licence_server::repo::usage::{self, Take};
     use std::sync::{Arc, Barrier};
     let db = testkit::mariadb::TestMariaDb::migrated(licence_server::db::migrate);
     let mut setup = db.connect();
     let licence = insert_licence(&mut setup, "basic", "active");
-    let now = utc("2026-06-10T08:00:00Z");
-    let activated = activations::activate(
-        &mut setup,
-        &licence.license_key,
-        "pc",
-        None,
-        now,
-        chrono::Duration::days(30),
-    )
-    .expect("activate");
-    assert!(matches!(activated, activations::Activated::Done { .. }));
+    seat(&mut setup, &licence.id, "pc");
     let day = chrono::NaiveDate::from_ymd_opt(2026, 6, 10).expect("date");
     const THREADS: usize = 16;
     const ROUNDS: usize = 4;
@@ -332,23 +353,23 @@ fn units_taken_with_the_seat_at_once_keep_the_quota() {
     let barrier = Arc::new(Barrier::new(THREADS));
     let handles: Vec<_> = (0..THREADS)
         .map(|_| {
-            let (barrier, id, url) = (
-                Arc::clone(&barrier),
-                licence.id.clone(),
-                db.url().to_owned(),
-            );
-            std::thread::spawn(move || {
-                let mut conn = impatient_connection(&url);
-                (0..ROUNDS)
-                    .map(|round| {
-                        let day = day + chrono::Days::new(round as u64);
-                        barrier.wait();
-                        let found =
-                            activations::seat_and_take(&mut conn, &id, "pc", day, now.naive_utc())
-                                .map_err(|e| e.to_string());
-                        (day, found.map(|f| f.and_then(|f| f.taken)))
-                    })
-                    .collect::<Vec<_>>()
+            let (barrier, id) = (Arc::clone(&barrier), licence.id.clone());
+            on_a_worker(db.url().to_owned(), async move |db| {
+                let mut found = Vec::new();
+                for round in 0..ROUNDS {
+                    let day = day + chrono::Days::new(round as u64);
+                    barrier.wait();
+                    let take = Take {
+                        licence_id: id.clone(),
+                        instance_id: "pc".into(),
+                        plan: domain::licensing::Plan::Basic,
+                        day,
+                        now: chrono::Utc::now().naive_utc(),
+                        access_checked: false,
+                    };
+                    found.push((day, usage::take(db, take).await.map_err(|e| e.to_string())));
+                }
+                found
             })
         })
         .collect();
@@ -356,7 +377,7 @@ fn units_taken_with_the_seat_at_once_keep_the_quota() {
     for handle in handles {
         for (day, found) in handle.join().expect("thread") {
             let taken = found.expect("a consumption failed");
-            let (taken, used) = taken.expect("an active Basic licence takes in the statement");
+            let (taken, used) = taken.expect("an active Basic licence passes the guard");
             if taken {
                 per_day.entry(day).or_default().push(used);
             } else {
@@ -365,36 +386,24 @@ fn units_taken_with_the_seat_at_once_keep_the_quota() {
         }
     }
     assert_eq!(per_day.len(), ROUNDS);
-    let mut conn = db.connect();
-    for (day, mut counts) in per_day {
+    for (_, mut counts) in per_day {
         counts.sort_unstable();
         assert_eq!(
             counts,
             (1..=LIMIT).collect::<Vec<u32>>(),
             "each unit answered once"
         );
-        assert_eq!(
-            usage::used(&mut conn, &licence.id, day).expect("used"),
-            LIMIT
-        );
     }
 }
 
-/// The value of `licence_statements_total` for `path` in the service's metrics.
-async fn statements(app: &TestApp, path: &str) -> f64 {
-    app.metric(&format!("licence_statements_total{{path=\"{path}\"}}"))
-        .await
-}
-
-/// validate and consume send their statements over the worker's own connections; when those
-/// are lost, a request either answers 503 or is answered through the pool, and every unit a
-/// consumption reported taken is counted exactly once.
+/// validate and consume answer through the worker's connections; when those are lost, a
+/// request answers 503 until a new connection serves it, and every unit a consumption reported
+/// taken is counted exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_workers_own_connections_serve_validate_and_consume_and_losing_them_loses_no_unit() {
+async fn losing_the_connections_loses_no_unit() {
     let app = spawn_app().await;
     let key = app.licence("premium", "active");
     let token = app.token(&key, "pc").await;
-    let before = statements(&app, "direct").await;
     for _ in 0..3 {
         let (s, b) = app
             .post("/api/license/validate", &json!({}), Some(&token))
@@ -403,10 +412,6 @@ async fn the_workers_own_connections_serve_validate_and_consume_and_losing_them_
         let (s, b, _) = consume(&app, &token).await;
         assert_eq!(s, 200, "{b}");
     }
-    assert!(
-        statements(&app, "direct").await - before >= 6.0,
-        "three validates and three consumes took the direct path"
-    );
 
     // Every connection to the database drops, as when it restarts.
     app.proxy.cut();
@@ -505,10 +510,10 @@ async fn a_token_from_before_a_plan_change_consumes_on_the_licence_s_plan() {
 }
 
 /// A statement MariaDB refuses with an error (here a trigger that refuses the first write of the
-/// day's count, as a deadlock or a lock wait that timed out would) took no effect, so the
-/// consumption is answered through the pool instead of with a 503, and takes its unit once.
+/// day's count, as a deadlock or a lock wait that timed out would) took no effect: the
+/// consumption answers 503 like any database failure, and the next one takes its unit once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_statement_refused_on_the_workers_connection_is_answered_through_the_pool() {
+async fn a_statement_refused_by_the_database_answers_503_and_takes_nothing() {
     use diesel::connection::SimpleConnection;
     use diesel::prelude::*;
     let app = spawn_app_at(utc("2026-06-10T08:00:00Z")).await;
@@ -529,23 +534,15 @@ async fn a_statement_refused_on_the_workers_connection_is_answered_through_the_p
          END",
     )
     .expect("trigger");
-    let (direct, pool) = (
-        statements(&app, "direct").await,
-        statements(&app, "pool").await,
-    );
     let (s, b, _) = consume(&app, &token).await;
-    assert_eq!((s, &b["used"]), (200, &json!(1)), "{b}");
+    assert_error(s, &b, 503, "DATABASE_UNAVAILABLE");
     let refused: i32 = diesel::sql_query("SELECT refused FROM refuse_once")
         .load::<Refused>(&mut conn)
         .expect("flag")[0]
         .refused;
-    assert_eq!(refused, 1, "the worker's statement was refused");
-    assert_eq!(
-        statements(&app, "direct").await,
-        direct,
-        "nothing was answered directly"
-    );
-    assert!(statements(&app, "pool").await > pool, "the pool answered");
+    assert_eq!(refused, 1, "the statement was refused");
+    let (s, b, _) = consume(&app, &token).await;
+    assert_eq!((s, &b["used"]), (200, &json!(1)), "{b}");
     let (s, b) = app.get("/api/usage/status", Some(&token)).await;
     assert_eq!((s, &b["used"]), (200, &json!(1)), "one unit: {b}");
 }
@@ -556,7 +553,7 @@ struct Refused {
     refused: i32,
 }
 
-/// Two replicas take units of one licence at once, each over its workers' own connections: the
+/// Two replicas take units of one licence at once: the
 /// quota holds across them, each unit is answered once, and every refusal reports the limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_consuming_at_once_take_exactly_the_quota() {
@@ -564,7 +561,6 @@ async fn two_replicas_consuming_at_once_take_exactly_the_quota() {
     let key = app.licence("basic", "active");
     let token = app.token(&key, "pc").await;
     let replicas = [app.base.clone(), app.start_instance_with(&[]).await];
-    let direct = statements(&app, "direct").await;
     let results =
         join_all((0..40).map(|i| consume_at(&app.client, &replicas[i % 2], &token))).await;
     let mut used: Vec<u64> = results
@@ -578,11 +574,6 @@ async fn two_replicas_consuming_at_once_take_exactly_the_quota() {
         assert_error(*s, b, 429, "DAILY_QUOTA_EXCEEDED");
         assert_eq!(b["used"], 10, "{b}");
     }
-    // The replicas run in this one process and count into the same metrics.
-    assert!(
-        statements(&app, "direct").await - direct >= 40.0,
-        "every consumption was answered over a worker's own connection"
-    );
     let (s, b) = app.get("/api/usage/status", Some(&token)).await;
     assert_eq!((s, &b["used"]), (200, &json!(10)), "{b}");
 }
@@ -617,7 +608,7 @@ async fn consumptions_sent_together_each_take_exactly_their_own_units() {
         .expect("upgrade");
 
     let together = app
-        .metric("licence_requests_together_total{route=\"consume\"}")
+        .metric("db_requests_together_total{kind=\"consume\"}")
         .await;
     // Twelve rounds over every token, so that each request has others of other licences
     // beside it: 16 × 12 Basic consumptions, and 12 for each of the two others.
@@ -677,9 +668,45 @@ async fn consumptions_sent_together_each_take_exactly_their_own_units() {
         .expect("count");
     assert_eq!(disabled_rows, 0, "the disabled licence took nothing");
     assert!(
-        app.metric("licence_requests_together_total{route=\"consume\"}")
+        app.metric("db_requests_together_total{kind=\"consume\"}")
             .await
             > together,
         "some consumptions were sent together"
     );
+}
+
+/// A `DATABASE_URL` as libmariadb reads it, naming the host `localhost` (its Unix socket) and
+/// an `ssl_mode` MariaDB accepts without TLS: the service starts on it, and validate and consume
+/// answer through the same door as on any other URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_and_consume_answer_on_a_localhost_url_with_options() {
+    let app = spawn_app().await;
+    let mut url = url::Url::parse(app.db.url()).expect("database URL");
+    url.set_host(Some("localhost")).expect("host");
+    url.set_query(Some("ssl_mode=disabled"));
+    let replica = app
+        .start_instance_with(&[("DATABASE_URL", url.as_str())])
+        .await;
+    let key = app.licence("basic", "active");
+    let token = app.token(&key, "pc").await;
+    let (s, b) = post_at(&app, &replica, "/api/license/validate", Some(&token)).await;
+    assert_eq!((s, &b["valid"]), (200, &json!(true)), "{b}");
+    let (s, b, _) = consume_at(&app.client, &replica, &token).await;
+    assert_eq!((s, &b["used"]), (200, &json!(1)), "{b}");
+    let (s, b) = app.get("/api/usage/status", Some(&token)).await;
+    assert_eq!((s, &b["used"]), (200, &json!(1)), "the same database: {b}");
+}
+
+async fn post_at(app: &TestApp, base: &str, path: &str, bearer: Option<&str>) -> (u16, Value) {
+    let mut req = app
+        .client
+        .post(format!("{base}{path}"))
+        .header("content-type", "application/json")
+        .body("{}");
+    if let Some(token) = bearer {
+        req = req.bearer_auth(token);
+    }
+    let resp = req.send().await.expect("POST");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
 }
