@@ -83,6 +83,14 @@ pub static POOL_WAITING: LazyLock<IntGauge> = LazyLock::new(|| {
     )
 });
 
+/// What a pool holds now, for [`ServiceMetrics::pool_state`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PoolState {
+    pub idle: i64,
+    pub in_use: i64,
+    pub max: i64,
+}
+
 /// Checkouts that gave up after the pool's timeout (answered 503).
 pub static POOL_TIMEOUTS: LazyLock<prometheus::IntCounter> = LazyLock::new(|| {
     register(
@@ -245,6 +253,19 @@ impl ServiceMetrics {
 
     /// Connections of `pool` in use and idle, and its maximum, refreshed on each scrape.
     pub fn pool<M: diesel::r2d2::ManageConnection>(&self, pool: diesel::r2d2::Pool<M>) {
+        self.pool_state(move || {
+            let state = pool.state();
+            PoolState {
+                idle: i64::from(state.idle_connections),
+                in_use: i64::from(state.connections) - i64::from(state.idle_connections),
+                max: i64::from(pool.max_size()),
+            }
+        });
+    }
+
+    /// The same series as [`Self::pool`], for a pool of another kind: `state` is read on each
+    /// scrape.
+    pub fn pool_state(&self, state: impl Fn() -> PoolState + Send + Sync + 'static) {
         let connections = self.int_gauge_vec(
             "db_pool_connections",
             "Connections of the database pool, by state.",
@@ -256,14 +277,10 @@ impl ServiceMetrics {
             &[],
         );
         self.on_scrape(move || {
-            let state = pool.state();
-            let idle = i64::from(state.idle_connections);
-            connections.with_label_values(&["idle"]).set(idle);
-            connections
-                .with_label_values(&["in_use"])
-                .set(i64::from(state.connections) - idle);
-            max.with_label_values(&[] as &[&str])
-                .set(i64::from(pool.max_size()));
+            let now = state();
+            connections.with_label_values(&["idle"]).set(now.idle);
+            connections.with_label_values(&["in_use"]).set(now.in_use);
+            max.with_label_values(&[] as &[&str]).set(now.max);
         });
     }
 
