@@ -181,6 +181,28 @@ async fn warm_every_worker(app: &crate::helpers::TestApp, u: &User) {
     }
 }
 
+/// Twenty rounds of `GET` on each of `paths`: every answer is 200 or 503 (never 500), and the
+/// last ten are 200.
+async fn recovers(app: &crate::helpers::TestApp, u: &User, paths: &[&str]) {
+    let mut statuses = Vec::new();
+    for _ in 0..20 {
+        for path in paths {
+            let r = app.get(path, u).await;
+            assert!(
+                r.status == 200 || (r.status == 503 && r.body["code"] == "SERVICE_UNAVAILABLE"),
+                "{path}: {} {}",
+                r.status,
+                r.text
+            );
+            statuses.push(r.status);
+        }
+    }
+    assert!(
+        statuses[statuses.len() - 10..].iter().all(|s| *s == 200),
+        "{statuses:?}"
+    );
+}
+
 /// A connection that the database closes (a restart, an administrator, a failover) is replaced:
 /// a request that meets it is answered 503 at worst, never 500, and the next ones succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -195,21 +217,7 @@ async fn connections_the_database_closes_are_replaced() {
             AND backend_type = 'client backend'",
     );
     assert!(killed >= 1, "{killed}");
-    let mut statuses = Vec::new();
-    for _ in 0..20 {
-        let r = app.get("/me", &u).await;
-        assert!(
-            r.status == 200 || (r.status == 503 && r.body["code"] == "SERVICE_UNAVAILABLE"),
-            "{} {}",
-            r.status,
-            r.text
-        );
-        statuses.push(r.status);
-    }
-    assert!(
-        statuses[statuses.len() - 10..].iter().all(|s| *s == 200),
-        "{statuses:?}"
-    );
+    recovers(&app, &u, &["/me"]).await;
     warm_every_worker(&app, &u).await;
 }
 
@@ -234,23 +242,7 @@ async fn a_column_type_changed_under_prepared_statements_costs_no_500() {
     warm_every_worker(&app, &u).await;
 
     app.sql("ALTER TABLE nutrition.profile ALTER COLUMN fasting_protocol TYPE varchar(64)");
-    let mut statuses = Vec::new();
-    for _ in 0..20 {
-        for path in ["/me", "/me/preferences"] {
-            let r = app.get(path, &u).await;
-            assert!(
-                r.status == 200 || (r.status == 503 && r.body["code"] == "SERVICE_UNAVAILABLE"),
-                "{path}: {} {}",
-                r.status,
-                r.text
-            );
-            statuses.push(r.status);
-        }
-    }
-    assert!(
-        statuses[statuses.len() - 10..].iter().all(|s| *s == 200),
-        "{statuses:?}"
-    );
+    recovers(&app, &u, &["/me", "/me/preferences"]).await;
     let r = app.get("/me", &u).await;
     assert_eq!(
         r.body["user"]["preferences"]["fastingProtocol"], "16:8",
