@@ -72,10 +72,7 @@ impl Application {
             http,
             mailer: mailer.clone(),
         };
-        let layer = SessionLayer {
-            settings: Arc::new(settings.auth.clone()),
-            pool: pool.clone(),
-        };
+        let layer = SessionLayer::with_pool(Arc::new(settings.auth.clone()), pool.clone());
         tokio::spawn(maintenance(pool.clone()));
         let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let metrics = service_kit::metrics::ServiceMetrics::new();

@@ -1,6 +1,5 @@
 //! nutrition-api: the signed-in user's routes under `/me`.
 
-pub mod direct;
 pub mod error;
 pub mod input;
 pub mod model;

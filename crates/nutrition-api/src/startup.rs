@@ -1,13 +1,16 @@
 //! Building the HTTP server: the same code path for `main` and for tests, which pass port 0.
 
 use std::net::TcpListener;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::Server;
-use actix_web::web;
-use nutrition_store::PoolReadiness;
-use session::SessionLayer;
+use actix_web::{HttpRequest, web};
+use chrono::Utc;
+use session::{SessionError, SessionLayer};
+
+use crate::repo::Repo;
+use crate::repo::db::{Gauges, Target, TargetReadiness};
 
 use crate::settings::Settings;
 use crate::state::{AppState, TestPushes};
@@ -30,17 +33,37 @@ pub struct Application {
 }
 
 impl Application {
-    /// Migrates the database, binds `settings.listen_addr` and prepares the server.
+    /// Migrates the database (synchronous diesel on a connection of its own, the only statements
+    /// not sent through [`Repo`]), binds `settings.listen_addr` and prepares the server.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let pool =
-            nutrition_store::start(&settings.database_url, settings.pool_size, DATABASE_WAIT)
-                .await?;
+        let url = settings.database_url.clone();
+        let applied = tokio::task::spawn_blocking(move || {
+            nutrition_store::connect_and_migrate(&url, DATABASE_WAIT)
+        })
+        .await??;
+        if !applied.is_empty() {
+            tracing::info!(?applied, "applied database migrations");
+        }
+        // Refused before anything binds: there is no other way to the database at run time.
+        let target = Target::for_url(settings.database_url.expose()).map_err(|reason| {
+            anyhow::anyhow!(
+                "DATABASE_URL: nutrition-api's driver cannot follow it as libpq would: {reason}"
+            )
+        })?;
         let listener = TcpListener::bind(settings.listen_addr)?;
         let port = listener.local_addr()?.port();
-        let layer = SessionLayer {
-            settings: Arc::new(settings.auth.clone()),
-            pool: pool.clone(),
-        };
+        let layer = SessionLayer::with_lookup(
+            Arc::new(settings.auth.clone()),
+            Arc::new(|req: &HttpRequest, token: String| {
+                let repo = req.app_data::<web::Data<Repo>>().cloned();
+                Box::pin(async move {
+                    let repo = repo.ok_or_else(|| {
+                        SessionError::Internal("the repository is not registered".into())
+                    })?;
+                    Ok(crate::repo::session::verify(&repo, &token, Utc::now()).await?)
+                })
+            }),
+        );
         let catalogue = domain::recipes::Catalogue::load()
             .map_err(|e| anyhow::anyhow!("recipe catalogue: {e}"))?;
         let push = match &settings.vapid {
@@ -54,43 +77,36 @@ impl Application {
                 None
             }
         };
-        let limits = service_kit::http::Limits {
-            blocking_threads: Some(settings.pool_size as usize),
-            ..settings.http
-        };
-        // Both series exported at zero from the first scrape on.
-        LazyLock::force(&crate::direct::DIRECT_READS);
-        LazyLock::force(&crate::direct::POOL_READS);
-        let direct = match crate::direct::Target::for_url(settings.database_url.expose()) {
-            Ok(target) => {
-                tracing::info!("GET /me reads over each worker's own asynchronous connection");
-                Some(target)
-            }
-            Err(reason) => {
-                tracing::info!(%reason, "GET /me reads through the pool");
-                None
-            }
-        };
+        let limits = settings.http;
+        // DATABASE_POOL_SIZE is the process's: each worker has its share.
+        let per_worker = (settings.pool_size as usize).div_ceil(limits.workers.get());
         let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let test_pushes = Arc::new(TestPushes::new(TEST_PUSH_SENDS));
         let state = AppState {
             settings: Arc::new(settings),
-            pool: pool.clone(),
             catalogue: Arc::new(catalogue),
             push,
             test_pushes: Arc::clone(&test_pushes),
         };
         let metrics = service_kit::metrics::ServiceMetrics::new();
-        metrics.pool(pool.clone());
+        let gauges = Gauges::default();
+        metrics.pool_state({
+            let gauges = gauges.clone();
+            move || gauges.state()
+        });
         let server = service_kit::http::server_with(
             listener,
-            Arc::new(PoolReadiness(pool)),
+            Arc::new(TargetReadiness(target.clone())),
             metrics,
             limits,
             move |cfg| {
                 cfg.app_data(web::Data::new(state.clone()))
-                    // Made here, so once per worker thread: its connection is that worker's own.
-                    .app_data(web::Data::new(crate::direct::Reader::new(direct.clone())))
+                    // Made here, so once per worker thread: its connections are that worker's own.
+                    .app_data(web::Data::new(Repo::new(
+                        target.clone(),
+                        per_worker,
+                        &gauges,
+                    )))
                     .app_data(service_kit::http::BodyLimit(BODY_LIMIT))
                     .app_data(web::Data::new(layer.clone()))
                     .configure(service_kit::openapi::mount(docs.clone()))

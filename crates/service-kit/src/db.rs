@@ -57,7 +57,12 @@ fn builder<C: R2D2Connection + 'static>(max_size: u32) -> diesel::r2d2::Builder<
 /// the request answered 503: the next attempt gets a working one.
 pub fn is_connection_lost(error: &DieselError) -> bool {
     match error {
-        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => true,
+        // tokio-postgres (nutrition-api's driver) reports a socket that is gone as an error
+        // without SQLSTATE, which diesel-async turns into this kind.
+        DieselError::DatabaseError(
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
+            _,
+        ) => true,
         // MariaDB's client reports a lost server without a kind of its own. Postgres refuses a
         // prepared statement whose result columns changed type since it was prepared (a
         // migration applied by a newer replica) with SQLSTATE 0A000, which diesel does not
@@ -70,6 +75,9 @@ pub fn is_connection_lost(error: &DieselError) -> bool {
                 "server closed the connection",
                 "no connection to the server",
                 "cached plan must not change result type",
+                // Postgres ending the backend (pg_terminate_backend, a shutdown): the socket
+                // closes right after this answer.
+                "terminating connection",
             ]
             .iter()
             .any(|needle| message.contains(needle))

@@ -15,6 +15,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
 use chrono::Utc;
+use futures_util::future::LocalBoxFuture;
 use nutrition_store::{DbError, PgPool};
 
 use crate::cookie;
@@ -25,8 +26,42 @@ use crate::store::{self, Verified};
 #[derive(Clone)]
 pub struct SessionLayer {
     pub settings: Arc<AuthSettings>,
-    pub pool: PgPool,
+    pub store: SessionStore,
 }
+
+impl SessionLayer {
+    /// Sessions looked up with [`store::verify`] on the blocking pool.
+    pub fn with_pool(settings: Arc<AuthSettings>, pool: PgPool) -> Self {
+        Self {
+            settings,
+            store: SessionStore::Pool(pool),
+        }
+    }
+
+    /// Sessions looked up by the service's own `verify`, which runs [`store::lookup`] and
+    /// [`store::plan`] on its own kind of connection.
+    pub fn with_lookup(settings: Arc<AuthSettings>, verify: LookupFn) -> Self {
+        Self {
+            settings,
+            store: SessionStore::Lookup(verify),
+        }
+    }
+}
+
+/// How the guard reaches the session rows.
+#[derive(Clone)]
+pub enum SessionStore {
+    Pool(PgPool),
+    Lookup(LookupFn),
+}
+
+/// A service's verification of a signed token: the request (for its per-worker state) and the
+/// token; `Ok(None)` when no valid session has it.
+pub type LookupFn = Arc<
+    dyn Fn(&HttpRequest, String) -> LocalBoxFuture<'static, Result<Option<Verified>, SessionError>>
+        + Send
+        + Sync,
+>;
 
 /// The signed-in user and their session.
 #[derive(Debug, Clone)]
@@ -122,10 +157,15 @@ pub async fn verify_request(req: &HttpRequest) -> Result<Option<Verified>, Sessi
     let Some(token) = cookie::token_from_header(&layer.settings, &cookie_header(req)) else {
         return Ok(None);
     };
-    let verified = nutrition_store::run(&layer.pool, move |conn| {
-        store::verify(conn, &token, Utc::now()).map_err(SessionError::from)
-    })
-    .await?;
+    let verified = match &layer.store {
+        SessionStore::Pool(pool) => {
+            nutrition_store::run(pool, move |conn| {
+                store::verify(conn, &token, Utc::now()).map_err(SessionError::from)
+            })
+            .await?
+        }
+        SessionStore::Lookup(verify) => verify(req, token).await?,
+    };
     if let Some(v) = &verified {
         resend_if_refreshed(req, &layer.settings, v);
     }

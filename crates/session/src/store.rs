@@ -1,6 +1,8 @@
 //! Session rows in Postgres: creation, lookup with expiry and rolling refresh, deletion.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, SubsecRound, Utc};
+use diesel::dsl;
+use diesel::pg::Pg;
 use diesel::prelude::*;
 use nutrition_store::schema::auth::{session, user};
 
@@ -71,6 +73,21 @@ pub fn create(
     Ok(created)
 }
 
+/// The lookup of a session by its token, joined with its user.
+pub type Lookup<'a> = dsl::Select<
+    dsl::Filter<dsl::InnerJoin<session::table, user::table>, dsl::Eq<session::token, &'a str>>,
+    (dsl::AsSelect<Session, Pg>, dsl::AsSelect<User, Pg>),
+>;
+
+/// The statement that finds the session of `token` and its user: every service runs this one,
+/// on its own kind of connection, and hands what it finds to [`settle`] or [`plan`].
+pub fn lookup(token: &str) -> Lookup<'_> {
+    session::table
+        .inner_join(user::table)
+        .filter(session::token.eq(token))
+        .select((Session::as_select(), User::as_select()))
+}
+
 /// Looks `token` up. An expired session is deleted and reported as none; a session last
 /// refreshed [`REFRESH_AGE`] or more ago is extended to now + [`SESSION_LIFETIME`].
 pub fn verify(
@@ -78,12 +95,7 @@ pub fn verify(
     token: &str,
     now: DateTime<Utc>,
 ) -> QueryResult<Option<Verified>> {
-    let found: Option<(Session, User)> = session::table
-        .inner_join(user::table)
-        .filter(session::token.eq(token))
-        .select((Session::as_select(), User::as_select()))
-        .first(conn)
-        .optional()?;
+    let found: Option<(Session, User)> = lookup(token).first(conn).optional()?;
     match found {
         Some((current, user)) => settle(conn, current, user, now),
         None => Ok(None),
@@ -109,45 +121,111 @@ pub fn steady(current: Session, user: User, now: DateTime<Utc>) -> Option<Verifi
     })
 }
 
+/// Deletes one expired session.
+pub type Expire = diesel::query_builder::DeleteStatement<
+    session::table,
+    <dsl::Filter<session::table, dsl::Eq<session::id, String>> as diesel::query_builder::IntoUpdateTarget>::WhereClause,
+>;
+
+/// Extends one session, on condition that it was not extended meanwhile.
+pub type Refresh = dsl::Update<
+    dsl::Filter<
+        dsl::Filter<session::table, dsl::Eq<session::id, String>>,
+        dsl::Eq<session::updated_at, DateTime<Utc>>,
+    >,
+    (
+        dsl::Eq<session::expires_at, DateTime<Utc>>,
+        dsl::Eq<session::updated_at, DateTime<Utc>>,
+    ),
+>;
+
+/// What a found session needs before the request may use it, decided once for every service:
+/// each runs the statement on its own kind of connection.
+pub enum Settle {
+    /// Neither expired nor due for the refresh: no statement.
+    Steady(Verified),
+    /// Expired: run the deletion; the request has no session.
+    Expire(Expire),
+    /// Due for the rolling refresh: run the update and hand the rows it changed to
+    /// [`Refreshing::outcome`].
+    Refresh(Refresh, Refreshing),
+}
+
+/// A session whose refresh statement is under way.
+pub struct Refreshing {
+    current: Session,
+    user: User,
+    now: DateTime<Utc>,
+}
+
+impl Refreshing {
+    /// The verified session once the refresh changed `updated` rows: none means that a parallel
+    /// request extended it first, which leaves this one with the session as it was read.
+    pub fn outcome(self, updated: usize) -> Verified {
+        let Self {
+            mut current,
+            user,
+            now,
+        } = self;
+        let refreshed = updated > 0;
+        if refreshed {
+            current.expires_at = now + SESSION_LIFETIME;
+            current.updated_at = now;
+        }
+        Verified {
+            user,
+            session: current,
+            refreshed,
+        }
+    }
+}
+
+/// The rules of [`settle`] for `current` at `now`, without running anything.
+pub fn plan(current: Session, user: User, now: DateTime<Utc>) -> Settle {
+    if is_expired(&current, now) {
+        return Settle::Expire(diesel::delete(
+            session::table.filter(session::id.eq(current.id)),
+        ));
+    }
+    if !is_due_for_refresh(&current, now) {
+        return Settle::Steady(Verified {
+            user,
+            session: current,
+            refreshed: false,
+        });
+    }
+    // Postgres keeps microseconds: the session answered carries what the row then holds.
+    let now = now.trunc_subsecs(6);
+    // Conditional on the old value: of two parallel requests only one extends.
+    let refresh = diesel::update(
+        session::table
+            .filter(session::id.eq(current.id.clone()))
+            .filter(session::updated_at.eq(current.updated_at)),
+    )
+    .set((
+        session::expires_at.eq(now + SESSION_LIFETIME),
+        session::updated_at.eq(now),
+    ));
+    Settle::Refresh(refresh, Refreshing { current, user, now })
+}
+
 /// The rest of [`verify`] once the session row and its user are read, for routes that read them
 /// together with rows of their own in one statement: deletes an expired session (reported as
 /// none) and extends one last refreshed [`REFRESH_AGE`] or more ago. A session that is neither
 /// costs no statement.
 pub fn settle(
     conn: &mut PgConnection,
-    mut current: Session,
+    current: Session,
     user: User,
     now: DateTime<Utc>,
 ) -> QueryResult<Option<Verified>> {
-    if is_expired(&current, now) {
-        diesel::delete(session::table.filter(session::id.eq(&current.id))).execute(conn)?;
-        return Ok(None);
-    }
-    let mut refreshed = false;
-    if is_due_for_refresh(&current, now) {
-        // Conditional on the old value: of two parallel requests only one extends.
-        let updated = diesel::update(
-            session::table
-                .filter(session::id.eq(&current.id))
-                .filter(session::updated_at.eq(current.updated_at)),
-        )
-        .set((
-            session::expires_at.eq(now + SESSION_LIFETIME),
-            session::updated_at.eq(now),
-        ))
-        .returning(Session::as_returning())
-        .get_result(conn)
-        .optional()?;
-        if let Some(updated) = updated {
-            current = updated;
-            refreshed = true;
+    match plan(current, user, now) {
+        Settle::Steady(verified) => Ok(Some(verified)),
+        Settle::Expire(delete) => delete.execute(conn).map(|_| None),
+        Settle::Refresh(update, refreshing) => {
+            update.execute(conn).map(|n| Some(refreshing.outcome(n)))
         }
     }
-    Ok(Some(Verified {
-        user,
-        session: current,
-        refreshed,
-    }))
 }
 
 /// Deletes the session with `token`, if any.

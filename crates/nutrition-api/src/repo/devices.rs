@@ -2,6 +2,13 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+
+use crate::repo::Conn;
+use service_kit::db::DbError;
+
+use crate::repo::Repo;
+
 use nutrition_store::schema::nutrition::device_token;
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -41,20 +48,21 @@ pub const MAX_DEVICES: i64 = 20;
 /// A person keeps at most [`MAX_DEVICES`]: registering one more replaces the least recently seen,
 /// which is almost always a browser that was reset or uninstalled without unsubscribing. Under
 /// the user's lock, so that parallel registrations count right.
-pub fn upsert(
-    conn: &mut PgConnection,
+pub(crate) async fn upsert_in(
+    conn: &mut Conn,
     user_id: &str,
     new: &NewDevice<'_>,
     now: DateTime<Utc>,
 ) -> QueryResult<DeviceRow> {
-    conn.transaction(|conn| {
-        crate::repo::lock_user(conn, user_id)?;
+    conn.transaction(async |conn| {
+        crate::repo::lock_user(conn, user_id).await?;
         diesel::delete(
             device_token::table
                 .filter(device_token::endpoint.eq(new.endpoint))
                 .filter(device_token::user_id.ne(user_id)),
         )
-        .execute(conn)?;
+        .execute(conn)
+        .await?;
         let row: DeviceRow = diesel::insert_into(device_token::table)
             .values((
                 device_token::id.eq(session::ids::id()),
@@ -81,7 +89,8 @@ pub fn upsert(
                 device_token::session_id.eq(new.session_id),
             ))
             .returning(DeviceRow::as_returning())
-            .get_result(conn)?;
+            .get_result(conn)
+            .await?;
         diesel::sql_query(
             "DELETE FROM nutrition.device_token WHERE id IN (
                 SELECT id FROM nutrition.device_token WHERE user_id = $1
@@ -91,29 +100,78 @@ pub fn upsert(
         .bind::<diesel::sql_types::Text, _>(user_id)
         .bind::<diesel::sql_types::Text, _>(&row.id)
         .bind::<diesel::sql_types::BigInt, _>(MAX_DEVICES)
-        .execute(conn)?;
+        .execute(conn)
+        .await?;
         Ok(row)
     })
+    .await
 }
 
 /// Removes the user's device registered under any of `endpoints` (spellings of one address).
-pub fn remove(conn: &mut PgConnection, user_id: &str, endpoints: &[String]) -> QueryResult<usize> {
+pub(crate) async fn remove_in(
+    conn: &mut Conn,
+    user_id: &str,
+    endpoints: &[String],
+) -> QueryResult<usize> {
     diesel::delete(
         device_token::table
             .filter(device_token::user_id.eq(user_id))
             .filter(device_token::endpoint.eq_any(endpoints)),
     )
     .execute(conn)
+    .await
 }
 
-pub fn of_user(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<DeviceRow>> {
+pub(crate) async fn of_user_in(conn: &mut Conn, user_id: &str) -> QueryResult<Vec<DeviceRow>> {
     device_token::table
         .filter(device_token::user_id.eq(user_id))
         .select(DeviceRow::as_select())
         .load(conn)
+        .await
 }
 
 /// Removes the devices whose push service said they are gone.
-pub fn remove_by_ids(conn: &mut PgConnection, ids: &[String]) -> QueryResult<usize> {
-    diesel::delete(device_token::table.filter(device_token::id.eq_any(ids))).execute(conn)
+pub(crate) async fn remove_by_ids_in(conn: &mut Conn, ids: &[String]) -> QueryResult<usize> {
+    diesel::delete(device_token::table.filter(device_token::id.eq_any(ids)))
+        .execute(conn)
+        .await
+}
+
+pub async fn upsert(
+    repo: &Repo,
+    user_id: &str,
+    new: &NewDevice<'_>,
+    now: DateTime<Utc>,
+) -> Result<DeviceRow, DbError> {
+    repo.with(async |conn| upsert_in(conn, user_id, new, now).await)
+        .await
+}
+
+pub async fn remove(repo: &Repo, user_id: &str, endpoints: &[String]) -> Result<usize, DbError> {
+    repo.with(async |conn| remove_in(conn, user_id, endpoints).await)
+        .await
+}
+
+pub async fn remove_by_ids(repo: &Repo, ids: &[String]) -> Result<usize, DbError> {
+    repo.with(async |conn| remove_by_ids_in(conn, ids).await)
+        .await
+}
+
+/// Counts a test push of `user_id` ([`crate::repo::limits::hit_test_push_in`]); when it is within
+/// the limit, the user's devices, else the seconds until the window ends.
+pub async fn for_test_push(
+    repo: &Repo,
+    user_id: &str,
+    max: u32,
+    window_secs: u32,
+) -> Result<Result<Vec<DeviceRow>, u64>, DbError> {
+    repo.with(async |conn| {
+        if let Err(retry_after) =
+            crate::repo::limits::hit_test_push_in(conn, user_id, max, window_secs).await?
+        {
+            return Ok(Err(retry_after));
+        }
+        of_user_in(conn, user_id).await.map(Ok)
+    })
+    .await
 }

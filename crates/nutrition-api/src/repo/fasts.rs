@@ -2,6 +2,13 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+
+use crate::repo::Conn;
+use service_kit::db::DbError;
+
+use crate::repo::Repo;
+
 use domain::fasting::{FastStatus, MAX_FASTS_PER_DAY, UNDO_WINDOW, next_milestone_at};
 use domain::protocol::Protocol;
 use nutrition_store::schema::nutrition::fast_event;
@@ -17,22 +24,27 @@ pub enum StartOutcome {
     Overlaps,
     /// [`MAX_FASTS_PER_DAY`] fasts already started on that day.
     DailyLimit,
+    /// No protocol was given and none is preferred.
+    NoProtocol,
 }
 
 /// Starts a fast. In one transaction under the user's lock (see [`crate::repo::lock_user`]), so
 /// that a parallel end or start is either wholly before this one or wholly after it: the end of
 /// the previous fast is read and the new one inserted with nothing in between. The partial unique
 /// index is the last word on "one running fast".
-pub fn start(
-    conn: &mut PgConnection,
+pub(crate) async fn start_in(
+    conn: &mut Conn,
     user_id: &str,
     protocol: Protocol,
     started_at: DateTime<Utc>,
     auto_started: bool,
 ) -> QueryResult<StartOutcome> {
-    conn.transaction(|conn| {
-        crate::repo::lock_user(conn, user_id)?;
-        if last_end(conn, user_id)?.is_some_and(|end| end > started_at) {
+    conn.transaction(async |conn| {
+        crate::repo::lock_user(conn, user_id).await?;
+        if last_end(conn, user_id)
+            .await?
+            .is_some_and(|end| end > started_at)
+        {
             return Ok(StartOutcome::Overlaps);
         }
         let (day_start, day_end) = domain::rome::day_range(domain::rome::local_date(started_at));
@@ -41,7 +53,8 @@ pub fn start(
             .filter(fast_event::started_at.ge(day_start))
             .filter(fast_event::started_at.lt(day_end))
             .count()
-            .get_result(conn)?;
+            .get_result(conn)
+            .await?;
         if that_day >= MAX_FASTS_PER_DAY {
             return Ok(StartOutcome::DailyLimit);
         }
@@ -68,42 +81,51 @@ pub fn start(
             .on_conflict_do_nothing()
             .returning(FastRow::as_returning())
             .get_result(conn)
+            .await
             .optional()?;
         Ok(row.map_or(StartOutcome::AlreadyRunning, |r| {
             StartOutcome::Started(Box::new(r))
         }))
     })
+    .await
 }
 
 /// When the user's latest ended fast ended.
-fn last_end(conn: &mut PgConnection, user_id: &str) -> QueryResult<Option<DateTime<Utc>>> {
+async fn last_end(conn: &mut Conn, user_id: &str) -> QueryResult<Option<DateTime<Utc>>> {
     fast_event::table
         .filter(fast_event::user_id.eq(user_id))
         .select(diesel::dsl::max(fast_event::ended_at))
         .first(conn)
+        .await
 }
 
-pub fn get(conn: &mut PgConnection, user_id: &str, id: &str) -> QueryResult<Option<FastRow>> {
+pub(crate) async fn get_in(
+    conn: &mut Conn,
+    user_id: &str,
+    id: &str,
+) -> QueryResult<Option<FastRow>> {
     fast_event::table
         .filter(fast_event::id.eq(id))
         .filter(fast_event::user_id.eq(user_id))
         .select(FastRow::as_select())
         .first(conn)
+        .await
         .optional()
 }
 
-pub fn current(conn: &mut PgConnection, user_id: &str) -> QueryResult<Option<FastRow>> {
+pub(crate) async fn current_in(conn: &mut Conn, user_id: &str) -> QueryResult<Option<FastRow>> {
     fast_event::table
         .filter(fast_event::user_id.eq(user_id))
         .filter(fast_event::status.eq(FastStatus::InProgress.as_str()))
         .select(FastRow::as_select())
         .first(conn)
+        .await
         .optional()
 }
 
 /// The user's fasts started before `before`, newest first.
-pub fn list(
-    conn: &mut PgConnection,
+pub(crate) async fn list_in(
+    conn: &mut Conn,
     user_id: &str,
     before: Option<DateTime<Utc>>,
     limit: i64,
@@ -117,7 +139,7 @@ pub fn list(
     if let Some(b) = before {
         q = q.filter(fast_event::started_at.lt(b));
     }
-    q.load(conn)
+    q.load(conn).await
 }
 
 /// A fast's status, start and end.
@@ -125,7 +147,7 @@ pub type SpanRow = (String, DateTime<Utc>, Option<DateTime<Utc>>);
 
 /// The status and times of every fast of the user, for statistics: nothing else (no diary), so
 /// that a long history stays small in memory.
-pub fn spans(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<SpanRow>> {
+pub(crate) async fn spans_in(conn: &mut Conn, user_id: &str) -> QueryResult<Vec<SpanRow>> {
     fast_event::table
         .filter(fast_event::user_id.eq(user_id))
         .select((
@@ -134,20 +156,22 @@ pub fn spans(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<SpanRow>
             fast_event::ended_at,
         ))
         .load(conn)
+        .await
 }
 
 /// Has the milestone run look at the user's running fast at its next tick. The run moves a
 /// fast's next look past what it skipped for a pause (to the pause's end) or for milestones
 /// switched off (to the next milestone); when either changes, what is due now must be pushed
 /// now. The start is never later than the true next instant, and the run corrects it.
-pub fn recheck_milestones(conn: &mut PgConnection, user_id: &str) -> QueryResult<()> {
+pub(crate) async fn recheck_milestones_in(conn: &mut Conn, user_id: &str) -> QueryResult<()> {
     diesel::update(
         fast_event::table
             .filter(fast_event::user_id.eq(user_id))
             .filter(fast_event::status.eq(FastStatus::InProgress.as_str())),
     )
     .set(fast_event::next_milestone_at.eq(fast_event::started_at.nullable()))
-    .execute(conn)?;
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -161,20 +185,21 @@ pub enum EndOutcome {
 
 /// Ends a running fast at `ended_at`; the status follows from its planned end. Under the user's
 /// lock, like [`start`].
-pub fn end(
-    conn: &mut PgConnection,
+pub(crate) async fn end_in(
+    conn: &mut Conn,
     user_id: &str,
     id: &str,
     ended_at: Option<DateTime<Utc>>,
 ) -> QueryResult<EndOutcome> {
-    conn.transaction(|conn| {
-        crate::repo::lock_user(conn, user_id)?;
+    conn.transaction(async |conn| {
+        crate::repo::lock_user(conn, user_id).await?;
         let Some(fast) = fast_event::table
             .filter(fast_event::id.eq(id))
             .filter(fast_event::user_id.eq(user_id))
             .select(FastRow::as_select())
             .for_update()
             .first(conn)
+            .await
             .optional()?
         else {
             return Ok(EndOutcome::NotFound);
@@ -197,9 +222,11 @@ pub fn end(
                 fast_event::updated_at.eq(now),
             ))
             .returning(FastRow::as_returning())
-            .get_result(conn)?;
+            .get_result(conn)
+            .await?;
         Ok(EndOutcome::Ended(Box::new(row)))
     })
+    .await
 }
 
 /// Why a fast could not be resumed.
@@ -217,21 +244,21 @@ pub enum ResumeOutcome {
 /// Makes a fast ended within [`UNDO_WINDOW`] run again, as if it had never been ended: same
 /// start, same planned end, the milestones already pushed stay pushed. Under the user's lock,
 /// like [`start`] and [`end`], so that a parallel start or resume sees it running.
-pub fn resume(
-    conn: &mut PgConnection,
+pub(crate) async fn resume_in(
+    conn: &mut Conn,
     user_id: &str,
     id: &str,
     now: DateTime<Utc>,
 ) -> QueryResult<ResumeOutcome> {
-    conn.transaction(|conn| {
-        crate::repo::lock_user(conn, user_id)?;
-        let Some(fast) = get(conn, user_id, id)? else {
+    conn.transaction(async |conn| {
+        crate::repo::lock_user(conn, user_id).await?;
+        let Some(fast) = get_in(conn, user_id, id).await? else {
             return Ok(ResumeOutcome::NotFound);
         };
         let Some(ended_at) = fast.ended_at else {
             return Ok(ResumeOutcome::AlreadyRunning);
         };
-        if current(conn, user_id)?.is_some() {
+        if current_in(conn, user_id).await?.is_some() {
             return Ok(ResumeOutcome::AlreadyRunning);
         }
         if now - ended_at > UNDO_WINDOW {
@@ -242,7 +269,8 @@ pub fn resume(
             .filter(fast_event::id.ne(&fast.id))
             .filter(fast_event::started_at.ge(fast.started_at))
             .count()
-            .get_result(conn)?;
+            .get_result(conn)
+            .await?;
         if later > 0 {
             return Ok(ResumeOutcome::Overlaps);
         }
@@ -259,15 +287,17 @@ pub fn resume(
                 fast_event::updated_at.eq(now),
             ))
             .returning(FastRow::as_returning())
-            .get_result(conn)?;
+            .get_result(conn)
+            .await?;
         Ok(ResumeOutcome::Resumed(Box::new(row)))
     })
+    .await
 }
 
 /// Deletes the running fast that consuming a meal at `consumed_at` started, if it still runs:
 /// the auto-started fast begins at the very instant of its consumption. Its id, if one went.
-pub fn remove_auto_started(
-    conn: &mut PgConnection,
+pub(crate) async fn remove_auto_started_in(
+    conn: &mut Conn,
     user_id: &str,
     consumed_at: DateTime<Utc>,
 ) -> QueryResult<Option<String>> {
@@ -280,24 +310,26 @@ pub fn remove_auto_started(
     )
     .returning(fast_event::id)
     .get_result(conn)
+    .await
     .optional()
 }
 
 /// Merges `patch` into the symptom diary (given fields replace stored ones); status and timer
 /// are untouched. The row is locked so that two diary edits cannot lose each other's fields.
-pub fn patch_symptoms(
-    conn: &mut PgConnection,
+pub(crate) async fn patch_symptoms_in(
+    conn: &mut Conn,
     user_id: &str,
     id: &str,
     patch: &Symptoms,
 ) -> QueryResult<Option<FastRow>> {
-    conn.transaction(|conn| {
+    conn.transaction(async |conn| {
         let Some(stored) = fast_event::table
             .filter(fast_event::id.eq(id))
             .filter(fast_event::user_id.eq(user_id))
             .select(fast_event::symptoms)
             .for_update()
             .first::<Option<serde_json::Value>>(conn)
+            .await
             .optional()?
         else {
             return Ok(None);
@@ -319,6 +351,97 @@ pub fn patch_symptoms(
             ))
             .returning(FastRow::as_returning())
             .get_result(conn)
+            .await
             .map(Some)
     })
+    .await
+}
+
+/// [`start_in`] with the explicit protocol, or else the preferred one ([`StartOutcome::NoProtocol`]
+/// when there is none).
+pub async fn start(
+    repo: &Repo,
+    user_id: &str,
+    explicit: Option<Protocol>,
+    started_at: DateTime<Utc>,
+) -> Result<StartOutcome, DbError> {
+    repo.with(async |conn| {
+        let protocol = match explicit {
+            Some(p) => p,
+            None => match crate::repo::profile::get_in(conn, user_id)
+                .await?
+                .fasting_protocol
+                .and_then(|p| p.parse().ok())
+            {
+                Some(p) => p,
+                None => return Ok(StartOutcome::NoProtocol),
+            },
+        };
+        start_in(conn, user_id, protocol, started_at, false).await
+    })
+    .await
+}
+
+pub async fn end(
+    repo: &Repo,
+    user_id: &str,
+    id: &str,
+    ended_at: Option<DateTime<Utc>>,
+) -> Result<EndOutcome, DbError> {
+    repo.with(async |conn| end_in(conn, user_id, id, ended_at).await)
+        .await
+}
+
+pub async fn resume(
+    repo: &Repo,
+    user_id: &str,
+    id: &str,
+    now: DateTime<Utc>,
+) -> Result<ResumeOutcome, DbError> {
+    repo.with(async |conn| resume_in(conn, user_id, id, now).await)
+        .await
+}
+
+pub async fn get(repo: &Repo, user_id: &str, id: &str) -> Result<Option<FastRow>, DbError> {
+    repo.with(async |conn| get_in(conn, user_id, id).await)
+        .await
+}
+
+pub async fn current(repo: &Repo, user_id: &str) -> Result<Option<FastRow>, DbError> {
+    repo.with(async |conn| current_in(conn, user_id).await)
+        .await
+}
+
+pub async fn list(
+    repo: &Repo,
+    user_id: &str,
+    before: Option<DateTime<Utc>>,
+    limit: i64,
+) -> Result<Vec<FastRow>, DbError> {
+    repo.with(async |conn| list_in(conn, user_id, before, limit).await)
+        .await
+}
+
+pub async fn patch_symptoms(
+    repo: &Repo,
+    user_id: &str,
+    id: &str,
+    patch: &Symptoms,
+) -> Result<Option<FastRow>, DbError> {
+    repo.with(async |conn| patch_symptoms_in(conn, user_id, id, patch).await)
+        .await
+}
+
+/// What statistics read: every fast's status and times, and the pause history.
+pub async fn history(
+    repo: &Repo,
+    user_id: &str,
+) -> Result<(Vec<SpanRow>, Vec<domain::stats::PauseSpan>), DbError> {
+    repo.with(async |conn| {
+        Ok((
+            spans_in(conn, user_id).await?,
+            crate::repo::profile::pauses_in(conn, user_id).await?,
+        ))
+    })
+    .await
 }

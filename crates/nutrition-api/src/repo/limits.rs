@@ -3,6 +3,9 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use crate::repo::Conn;
 use diesel::sql_types::{Integer, Text, Timestamptz};
 
 #[derive(QueryableByName)]
@@ -16,8 +19,8 @@ struct Counted {
 /// Counts a test push of `user_id`; `Err(seconds)` when it is over `max` in the current window of
 /// `window_secs`, with the time until that window ends (rounded up, so that a client waiting that
 /// long finds it over).
-pub fn hit_test_push(
-    conn: &mut PgConnection,
+pub(crate) async fn hit_test_push_in(
+    conn: &mut Conn,
     user_id: &str,
     max: u32,
     window_secs: u32,
@@ -34,7 +37,8 @@ pub fn hit_test_push(
     )
     .bind::<Text, _>(user_id)
     .bind::<Integer, _>(i32::try_from(window_secs).unwrap_or(i32::MAX))
-    .get_result(conn)?;
+    .get_result(conn)
+    .await?;
     if u32::try_from(counted.count).unwrap_or(u32::MAX) <= max {
         return Ok(Ok(()));
     }

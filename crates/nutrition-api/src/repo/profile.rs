@@ -2,6 +2,13 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+
+use crate::repo::Conn;
+use service_kit::db::DbError;
+
+use crate::repo::Repo;
+
 use domain::stats::PauseSpan;
 use nutrition_store::schema::nutrition::{pause_period, profile};
 
@@ -28,50 +35,55 @@ impl Default for Profile {
     }
 }
 
-pub fn get(conn: &mut PgConnection, user_id: &str) -> QueryResult<Profile> {
+pub(crate) async fn get_in(conn: &mut Conn, user_id: &str) -> QueryResult<Profile> {
     Ok(profile::table
         .find(user_id)
         .select(Profile::as_select())
         .first(conn)
+        .await
         .optional()?
         .unwrap_or_default())
 }
 
 /// Makes sure the row exists, so that updates can be plain UPDATEs.
-fn ensure(conn: &mut PgConnection, user_id: &str) -> QueryResult<()> {
+async fn ensure(conn: &mut Conn, user_id: &str) -> QueryResult<()> {
     diesel::insert_into(profile::table)
         .values(profile::user_id.eq(user_id))
         .on_conflict_do_nothing()
-        .execute(conn)?;
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
 /// Sets what is given: `protocol` `Some(None)` clears the preferred protocol.
-pub fn set_preferences(
-    conn: &mut PgConnection,
+pub(crate) async fn set_preferences_in(
+    conn: &mut Conn,
     user_id: &str,
     protocol: Option<Option<String>>,
     milestones: Option<bool>,
 ) -> QueryResult<Profile> {
-    ensure(conn, user_id)?;
+    ensure(conn, user_id).await?;
     let target = profile::table.find(user_id);
     if let Some(p) = protocol {
         diesel::update(target)
             .set(profile::fasting_protocol.eq(p))
-            .execute(conn)?;
+            .execute(conn)
+            .await?;
     }
     if let Some(m) = milestones {
         diesel::update(target)
             .set(profile::fasting_milestones.eq(m))
-            .execute(conn)?;
+            .execute(conn)
+            .await?;
         if m {
-            crate::repo::fasts::recheck_milestones(conn, user_id)?;
+            crate::repo::fasts::recheck_milestones_in(conn, user_id).await?;
         }
     }
     diesel::update(target)
         .set(profile::updated_at.eq(Utc::now()))
-        .execute(conn)?;
-    get(conn, user_id)
+        .execute(conn)
+        .await?;
+    get_in(conn, user_id).await
 }
 
 /// Starts a pause until `until`, or ends the current one (`None`), recording the history that
@@ -80,20 +92,21 @@ pub fn set_preferences(
 /// Streaks only ask which Rome days a pause touched, so a pause set while the latest recorded one
 /// still touches today extends that span instead of adding one: the days covered are the same,
 /// and the history grows by at most one row per calendar day, however often the pause is set.
-pub fn set_pause(
-    conn: &mut PgConnection,
+pub(crate) async fn set_pause_in(
+    conn: &mut Conn,
     user_id: &str,
     until: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> QueryResult<Profile> {
-    conn.transaction(|conn| {
-        ensure(conn, user_id)?;
-        crate::repo::lock_user(conn, user_id)?;
+    conn.transaction(async |conn| {
+        ensure(conn, user_id).await?;
+        crate::repo::lock_user(conn, user_id).await?;
         let latest: Option<(i64, DateTime<Utc>)> = pause_period::table
             .filter(pause_period::user_id.eq(user_id))
             .order((pause_period::starts_at.desc(), pause_period::id.desc()))
             .select((pause_period::id, pause_period::ends_at))
             .first(conn)
+            .await
             .optional()?;
         let today = domain::rome::local_date(now);
         // The last day a span touches is the day of its final instant.
@@ -104,7 +117,8 @@ pub fn set_pause(
             (Some((id, end)), Some(until)) if touches_today(end) => {
                 diesel::update(pause_period::table.find(id))
                     .set(pause_period::ends_at.eq(until))
-                    .execute(conn)?;
+                    .execute(conn)
+                    .await?;
             }
             (_, Some(until)) => {
                 diesel::insert_into(pause_period::table)
@@ -113,13 +127,15 @@ pub fn set_pause(
                         pause_period::starts_at.eq(now),
                         pause_period::ends_at.eq(until),
                     ))
-                    .execute(conn)?;
+                    .execute(conn)
+                    .await?;
             }
             // A pause that is still running ends now.
             (Some((id, end)), None) if end > now => {
                 diesel::update(pause_period::table.find(id))
                     .set(pause_period::ends_at.eq(now))
-                    .execute(conn)?;
+                    .execute(conn)
+                    .await?;
             }
             (_, None) => {}
         }
@@ -128,44 +144,86 @@ pub fn set_pause(
                 profile::fasting_paused_until.eq(until),
                 profile::updated_at.eq(now),
             ))
-            .execute(conn)?;
-        crate::repo::fasts::recheck_milestones(conn, user_id)?;
-        get(conn, user_id)
+            .execute(conn)
+            .await?;
+        crate::repo::fasts::recheck_milestones_in(conn, user_id).await?;
+        get_in(conn, user_id).await
     })
+    .await
 }
 
 /// Sets the notification toggles that are given.
-pub fn set_notifications(
-    conn: &mut PgConnection,
+pub(crate) async fn set_notifications_in(
+    conn: &mut Conn,
     user_id: &str,
     meal_reminders: Option<bool>,
     weekly_weigh_in: Option<bool>,
 ) -> QueryResult<Profile> {
-    ensure(conn, user_id)?;
+    ensure(conn, user_id).await?;
     let target = profile::table.find(user_id);
     if let Some(v) = meal_reminders {
         diesel::update(target)
             .set(profile::meal_reminders.eq(v))
-            .execute(conn)?;
+            .execute(conn)
+            .await?;
     }
     if let Some(v) = weekly_weigh_in {
         diesel::update(target)
             .set(profile::weekly_weigh_in.eq(v))
-            .execute(conn)?;
+            .execute(conn)
+            .await?;
     }
     diesel::update(target)
         .set(profile::updated_at.eq(Utc::now()))
-        .execute(conn)?;
-    get(conn, user_id)
+        .execute(conn)
+        .await?;
+    get_in(conn, user_id).await
 }
 
-pub fn pauses(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<PauseSpan>> {
+pub(crate) async fn pauses_in(conn: &mut Conn, user_id: &str) -> QueryResult<Vec<PauseSpan>> {
     let rows: Vec<(DateTime<Utc>, DateTime<Utc>)> = pause_period::table
         .filter(pause_period::user_id.eq(user_id))
         .select((pause_period::starts_at, pause_period::ends_at))
-        .load(conn)?;
+        .load(conn)
+        .await?;
     Ok(rows
         .into_iter()
         .map(|(start, end)| PauseSpan { start, end })
         .collect())
+}
+
+pub async fn get(repo: &Repo, user_id: &str) -> Result<Profile, DbError> {
+    repo.with(async |conn| get_in(conn, user_id).await).await
+}
+
+pub async fn set_preferences(
+    repo: &Repo,
+    user_id: &str,
+    protocol: Option<Option<String>>,
+    milestones: Option<bool>,
+) -> Result<Profile, DbError> {
+    repo.with(async |conn| set_preferences_in(conn, user_id, protocol, milestones).await)
+        .await
+}
+
+pub async fn set_pause(
+    repo: &Repo,
+    user_id: &str,
+    until: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<Profile, DbError> {
+    repo.with(async |conn| set_pause_in(conn, user_id, until, now).await)
+        .await
+}
+
+pub async fn set_notifications(
+    repo: &Repo,
+    user_id: &str,
+    meal_reminders: Option<bool>,
+    weekly_weigh_in: Option<bool>,
+) -> Result<Profile, DbError> {
+    repo.with(async |conn| {
+        set_notifications_in(conn, user_id, meal_reminders, weekly_weigh_in).await
+    })
+    .await
 }

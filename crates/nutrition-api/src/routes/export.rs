@@ -3,16 +3,13 @@
 
 use actix_web::http::header;
 use actix_web::{HttpResponse, web};
-use chrono::{DateTime, Utc};
-use diesel::prelude::*;
-use nutrition_store::schema::auth::{account, session as session_table};
-use nutrition_store::schema::nutrition::{device_token, fast_event, meal_plan, pause_period};
-use serde::{Deserialize, Serialize};
-use session::{CurrentSession, Session};
+use chrono::Utc;
+use serde::Deserialize;
+use session::CurrentSession;
 
 use crate::error::ApiError;
 use crate::model::{Fast, FastRow};
-use crate::repo::{plans, profile};
+use crate::repo::{Repo, export::gather};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -20,128 +17,11 @@ pub struct ExportQuery {
     format: Option<String>,
 }
 
-/// An account link without its secrets (password hash, provider tokens).
-#[derive(Serialize, Queryable)]
-#[serde(rename_all = "camelCase")]
-struct AccountView {
-    id: String,
-    provider_id: String,
-    account_id: String,
-    user_id: String,
-    #[serde(skip)]
-    scope: Option<String>,
-    #[serde(serialize_with = "service_kit::time::serialize")]
-    created_at: DateTime<Utc>,
-    #[serde(serialize_with = "service_kit::time::serialize")]
-    updated_at: DateTime<Utc>,
-}
-
-/// A push device without its keys and token, which only a push service needs.
-#[derive(Serialize, Queryable)]
-#[serde(rename_all = "camelCase")]
-struct DeviceView {
-    id: String,
-    platform: String,
-    endpoint: String,
-    user_agent: Option<String>,
-    #[serde(serialize_with = "service_kit::time::serialize")]
-    created_at: DateTime<Utc>,
-    #[serde(serialize_with = "service_kit::time::serialize")]
-    last_seen_at: DateTime<Utc>,
-}
-
-#[derive(Serialize, Queryable)]
-#[serde(rename_all = "camelCase")]
-struct PauseView {
-    #[serde(serialize_with = "service_kit::time::serialize")]
-    starts_at: DateTime<Utc>,
-    #[serde(serialize_with = "service_kit::time::serialize")]
-    ends_at: DateTime<Utc>,
-}
-
-struct Gathered {
-    sessions: Vec<Session>,
-    accounts: Vec<AccountView>,
-    profile: profile::Profile,
-    pauses: Vec<PauseView>,
-    fasts: Vec<FastRow>,
-    plans: Vec<plans::Plan>,
-    devices: Vec<DeviceView>,
-}
-
-/// Reads everything in one read-only snapshot, so that the document is consistent even while
-/// another device of the same person writes.
-fn gather(conn: &mut PgConnection, user_id: &str) -> QueryResult<Gathered> {
-    conn.build_transaction()
-        .read_only()
-        .repeatable_read()
-        .run(|conn| {
-            let sessions = session_table::table
-                .filter(session_table::user_id.eq(user_id))
-                .filter(session_table::expires_at.gt(Utc::now()))
-                .order(session_table::created_at.desc())
-                .select(Session::as_select())
-                .load(conn)?;
-            let accounts = account::table
-                .filter(account::user_id.eq(user_id))
-                .order(account::created_at.asc())
-                .select((
-                    account::id,
-                    account::provider_id,
-                    account::account_id,
-                    account::user_id,
-                    account::scope,
-                    account::created_at,
-                    account::updated_at,
-                ))
-                .load(conn)?;
-            let pauses = pause_period::table
-                .filter(pause_period::user_id.eq(user_id))
-                .order(pause_period::starts_at.asc())
-                .select((pause_period::starts_at, pause_period::ends_at))
-                .load(conn)?;
-            let fasts = fast_event::table
-                .filter(fast_event::user_id.eq(user_id))
-                .order((fast_event::started_at.asc(), fast_event::id.asc()))
-                .select(FastRow::as_select())
-                .load(conn)?;
-            let plan_ids: Vec<String> = meal_plan::table
-                .filter(meal_plan::user_id.eq(user_id))
-                .order((meal_plan::created_at.asc(), meal_plan::id.asc()))
-                .select(meal_plan::id)
-                .load(conn)?;
-            let mut all_plans = Vec::with_capacity(plan_ids.len());
-            for id in plan_ids {
-                all_plans.extend(plans::get(conn, user_id, &id)?);
-            }
-            let devices = device_token::table
-                .filter(device_token::user_id.eq(user_id))
-                .order(device_token::created_at.asc())
-                .select((
-                    device_token::id,
-                    device_token::platform,
-                    device_token::endpoint,
-                    device_token::user_agent,
-                    device_token::created_at,
-                    device_token::last_seen_at,
-                ))
-                .load(conn)?;
-            Ok(Gathered {
-                sessions,
-                accounts,
-                profile: profile::get(conn, user_id)?,
-                pauses,
-                fasts,
-                plans: all_plans,
-                devices,
-            })
-        })
-}
-
 /// `GET /me/export` (JSON) and `GET /me/export?format=csv` (the fasts).
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn export(
     current: CurrentSession,
+    repo: web::Data<Repo>,
     state: web::Data<AppState>,
     query: web::Query<ExportQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -156,10 +36,7 @@ pub async fn export(
     };
     let verified = current.0;
     let user_id = verified.user.id.clone();
-    let data = nutrition_store::run(&state.pool, move |conn| {
-        gather(conn, &user_id).map_err(ApiError::from)
-    })
-    .await?;
+    let data = gather(&repo, &user_id).await?;
     let now = Utc::now();
     let day = now.format("%Y-%m-%d");
     if csv {

@@ -9,8 +9,8 @@ use session::CurrentSession;
 use crate::error::{ApiError, invalid};
 use crate::input::{Instant, check_instant};
 use crate::model::{Fast, MAX_NOTE, Symptoms};
+use crate::repo::Repo;
 use crate::repo::fasts::{self, EndOutcome, ResumeOutcome, StartOutcome};
-use crate::repo::profile;
 use crate::state::AppState;
 
 /// How far ahead of the server's clock a client's "now" may be; later is a future time.
@@ -32,7 +32,7 @@ pub struct StartFast {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn start(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
     body: JsonOrEmpty<StartFast>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
@@ -53,33 +53,33 @@ pub async fn start(
         Some(t) => t.min(now),
     };
     let user_id = current.0.user.id;
-    let fast = nutrition_store::run(&state.pool, move |conn| {
-        let protocol = match explicit {
-            Some(p) => p,
-            None => profile::get(conn, &user_id)?
-                .fasting_protocol
-                .and_then(|p| p.parse().ok())
-                .ok_or_else(|| {
-                    invalid("protocol", "is required when no preferred protocol is set")
-                })?,
-        };
-        match fasts::start(conn, &user_id, protocol, started_at, false)? {
-            StartOutcome::Started(row) => Ok(row),
-            StartOutcome::AlreadyRunning => Err(ApiError::Conflict {
+    let fast = match fasts::start(&repo, &user_id, explicit, started_at).await? {
+        StartOutcome::Started(row) => row,
+        StartOutcome::NoProtocol => {
+            return Err(invalid(
+                "protocol",
+                "is required when no preferred protocol is set",
+            ));
+        }
+        StartOutcome::AlreadyRunning => {
+            return Err(ApiError::Conflict {
                 code: "FAST_ALREADY_RUNNING",
                 message: "a fast is already running",
-            }),
-            StartOutcome::Overlaps => Err(invalid(
+            });
+        }
+        StartOutcome::Overlaps => {
+            return Err(invalid(
                 "startedAt",
                 "must not be before the end of the previous fast",
-            )),
-            StartOutcome::DailyLimit => Err(ApiError::Unprocessable {
+            ));
+        }
+        StartOutcome::DailyLimit => {
+            return Err(ApiError::Unprocessable {
                 code: "DAILY_LIMIT_REACHED",
                 message: "at most 20 fasts may start on one day",
-            }),
+            });
         }
-    })
-    .await?;
+    };
     Ok(HttpResponse::Created().json(Fast::from(*fast)))
 }
 
@@ -95,7 +95,7 @@ pub struct EndFast {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn end(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
     path: web::Path<String>,
     body: JsonOrEmpty<EndFast>,
 ) -> Result<HttpResponse, ApiError> {
@@ -108,10 +108,7 @@ pub async fn end(
     };
     let user_id = current.0.user.id;
     let id = path.into_inner();
-    let outcome = nutrition_store::run(&state.pool, move |conn| {
-        fasts::end(conn, &user_id, &id, ended_at).map_err(ApiError::from)
-    })
-    .await?;
+    let outcome = fasts::end(&repo, &user_id, &id, ended_at).await?;
     match outcome {
         EndOutcome::Ended(row) => Ok(HttpResponse::Ok().json(Fast::from(*row))),
         EndOutcome::NotFound => Err(ApiError::NotFound),
@@ -127,16 +124,13 @@ pub async fn end(
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn resume(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
     path: web::Path<String>,
     _body: JsonOrEmpty<Empty>,
 ) -> Result<HttpResponse, ApiError> {
     let user_id = current.0.user.id;
     let id = path.into_inner();
-    let outcome = nutrition_store::run(&state.pool, move |conn| {
-        fasts::resume(conn, &user_id, &id, Utc::now()).map_err(ApiError::from)
-    })
-    .await?;
+    let outcome = fasts::resume(&repo, &user_id, &id, Utc::now()).await?;
     match outcome {
         ResumeOutcome::Resumed(row) => Ok(HttpResponse::Ok().json(Fast::from(*row))),
         ResumeOutcome::NotFound => Err(ApiError::NotFound),
@@ -177,7 +171,7 @@ pub const MAX_PAGE: i64 = 100;
 /// `GET /me/fast-events?limit=&before=`: newest first; `nextBefore` fetches the next page.
 pub async fn list(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let limit = match query.limit.as_deref() {
@@ -193,10 +187,7 @@ pub async fn list(
         Some(raw) => Some(check_instant("before", raw)?),
     };
     let user_id = current.0.user.id;
-    let mut rows = nutrition_store::run(&state.pool, move |conn| {
-        fasts::list(conn, &user_id, before, limit + 1).map_err(ApiError::from)
-    })
-    .await?;
+    let mut rows = fasts::list(&repo, &user_id, before, limit + 1).await?;
     let more = i64::try_from(rows.len()).unwrap_or(i64::MAX) > limit;
     rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     let next_before = if more {
@@ -212,13 +203,10 @@ pub async fn list(
 /// `GET /me/fast-events/current`: the running fast, or 404.
 pub async fn current(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
 ) -> Result<HttpResponse, ApiError> {
     let user_id = current.0.user.id;
-    let row = nutrition_store::run(&state.pool, move |conn| {
-        fasts::current(conn, &user_id).map_err(ApiError::from)
-    })
-    .await?;
+    let row = fasts::current(&repo, &user_id).await?;
     row.map(|r| HttpResponse::Ok().json(Fast::from(r)))
         .ok_or(ApiError::NotFound)
 }
@@ -226,15 +214,12 @@ pub async fn current(
 /// `GET /me/fast-events/<id>`: another user's fast is reported like a missing one.
 pub async fn one(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let user_id = current.0.user.id;
     let id = path.into_inner();
-    let row = nutrition_store::run(&state.pool, move |conn| {
-        fasts::get(conn, &user_id, &id).map_err(ApiError::from)
-    })
-    .await?;
+    let row = fasts::get(&repo, &user_id, &id).await?;
     row.map(|r| HttpResponse::Ok().json(Fast::from(r)))
         .ok_or(ApiError::NotFound)
 }
@@ -248,7 +233,7 @@ pub struct PatchFast {
 /// `PATCH /me/fast-events/<id>`: the symptom diary. Status and timer are untouched.
 pub async fn patch(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
     path: web::Path<String>,
     body: Json<PatchFast>,
 ) -> Result<HttpResponse, ApiError> {
@@ -270,10 +255,7 @@ pub async fn patch(
     }
     let user_id = current.0.user.id;
     let id = path.into_inner();
-    let row = nutrition_store::run(&state.pool, move |conn| {
-        fasts::patch_symptoms(conn, &user_id, &id, &s).map_err(ApiError::from)
-    })
-    .await?;
+    let row = fasts::patch_symptoms(&repo, &user_id, &id, &s).await?;
     row.map(|r| HttpResponse::Ok().json(Fast::from(r)))
         .ok_or(ApiError::NotFound)
 }
@@ -282,16 +264,15 @@ pub async fn patch(
 /// of 24 hours or more (the running one counted up to now).
 pub async fn suggestions(
     current: CurrentSession,
+    repo: web::Data<Repo>,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let user_id = current.0.user.id;
     let id = path.into_inner();
-    let row = nutrition_store::run(&state.pool, move |conn| {
-        fasts::get(conn, &user_id, &id).map_err(ApiError::from)
-    })
-    .await?
-    .ok_or(ApiError::NotFound)?;
+    let row = fasts::get(&repo, &user_id, &id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
     let length = row.ended_at.unwrap_or_else(Utc::now) - row.started_at;
     if length < Duration::hours(24) {
         return Err(ApiError::Unprocessable {

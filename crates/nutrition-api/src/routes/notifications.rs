@@ -11,8 +11,8 @@ use service_kit::http::Json;
 use session::CurrentSession;
 
 use crate::error::{ApiError, invalid};
+use crate::repo::Repo;
 use crate::repo::devices::{self, DeviceRow, NewDevice};
-use crate::repo::limits;
 use crate::repo::profile;
 use crate::state::AppState;
 
@@ -56,29 +56,23 @@ pub struct PatchSettings {
 /// `GET /me/notifications/settings`: meal reminders default off, the weekly weigh-in on.
 pub async fn get_settings(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
 ) -> Result<HttpResponse, ApiError> {
     let user_id = current.0.user.id;
-    let p = nutrition_store::run(&state.pool, move |conn| {
-        profile::get(conn, &user_id).map_err(ApiError::from)
-    })
-    .await?;
+    let p = profile::get(&repo, &user_id).await?;
     Ok(HttpResponse::Ok().json(Settings::from(p)))
 }
 
 /// `PATCH /me/notifications/settings`.
 pub async fn patch_settings(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
     body: Json<PatchSettings>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
     let user_id = current.0.user.id;
-    let p = nutrition_store::run(&state.pool, move |conn| {
-        profile::set_notifications(conn, &user_id, body.meal_reminders, body.weekly_weigh_in)
-            .map_err(ApiError::from)
-    })
-    .await?;
+    let p = profile::set_notifications(&repo, &user_id, body.meal_reminders, body.weekly_weigh_in)
+        .await?;
     Ok(HttpResponse::Ok().json(Settings::from(p)))
 }
 
@@ -139,6 +133,7 @@ impl From<DeviceRow> for Device {
 pub async fn register(
     req: HttpRequest,
     current: CurrentSession,
+    repo: web::Data<Repo>,
     state: web::Data<AppState>,
     body: Json<RegisterDevice>,
 ) -> Result<HttpResponse, ApiError> {
@@ -172,19 +167,16 @@ pub async fn register(
         .map(|ua| ua.chars().take(MAX_USER_AGENT).collect());
     let user_id = current.0.user.id;
     let session_id = current.0.session.id;
-    let row = nutrition_store::run(&state.pool, move |conn| {
-        let new = NewDevice {
-            platform: &platform,
-            endpoint: &endpoint,
-            p256dh: body.keys.p256dh.trim(),
-            auth: body.keys.auth.trim(),
-            token: body.token.as_deref(),
-            user_agent: user_agent.as_deref(),
-            session_id: &session_id,
-        };
-        devices::upsert(conn, &user_id, &new, Utc::now()).map_err(ApiError::from)
-    })
-    .await?;
+    let new = NewDevice {
+        platform: &platform,
+        endpoint: &endpoint,
+        p256dh: body.keys.p256dh.trim(),
+        auth: body.keys.auth.trim(),
+        token: body.token.as_deref(),
+        user_agent: user_agent.as_deref(),
+        session_id: &session_id,
+    };
+    let row = devices::upsert(&repo, &user_id, &new, Utc::now()).await?;
     Ok(HttpResponse::Created().json(Device::from(row)))
 }
 
@@ -197,7 +189,7 @@ pub struct RemoveDevice {
 /// `DELETE /me/device-tokens`: 204, also when the device is already gone.
 pub async fn remove(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
     body: Json<RemoveDevice>,
 ) -> Result<HttpResponse, ApiError> {
     let endpoint = body.into_inner().endpoint;
@@ -210,10 +202,7 @@ pub async fn remove(
     let normalised = url::Url::parse(&trimmed)
         .map(|u| u.to_string())
         .unwrap_or_else(|_| trimmed.clone());
-    nutrition_store::run(&state.pool, move |conn| {
-        devices::remove(conn, &user_id, &[trimmed, normalised]).map_err(ApiError::from)
-    })
-    .await?;
+    devices::remove(&repo, &user_id, &[trimmed, normalised]).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -236,6 +225,7 @@ const TEST_PUSH_DEADLINE: Duration = Duration::from_secs(8);
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn test(
     current: CurrentSession,
+    repo: web::Data<Repo>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let Some(sender) = state.push.clone() else {
@@ -246,10 +236,16 @@ pub async fn test(
         ));
     };
     let user_id = current.0.user.id;
-    let devices = nutrition_store::run(&state.pool, move |conn| {
-        if let Err(retry_after) =
-            limits::hit_test_push(conn, &user_id, TEST_PUSH_MAX, TEST_PUSH_WINDOW_SECS)?
-        {
+    let devices = match devices::for_test_push(
+        &repo,
+        &user_id,
+        TEST_PUSH_MAX,
+        TEST_PUSH_WINDOW_SECS,
+    )
+    .await?
+    {
+        Ok(devices) => devices,
+        Err(retry_after) => {
             return Err(ApiError::RateLimited {
                 message: format!(
                     "at most {TEST_PUSH_MAX} test notifications per {} minutes; try again in {retry_after} s",
@@ -258,9 +254,7 @@ pub async fn test(
                 retry_after,
             });
         }
-        devices::of_user(conn, &user_id).map_err(ApiError::from)
-    })
-    .await?;
+    };
     let body = serde_json::to_vec(&payload(Kind::Test)).map_err(ApiError::internal)?;
     // One topic for every test push: a device that is offline gets the latest one, not a pile.
     let options = push::Options {
@@ -322,10 +316,7 @@ pub async fn test(
     }
     let removed = u32::try_from(gone.len()).unwrap_or(u32::MAX);
     if !gone.is_empty() {
-        nutrition_store::run(&state.pool, move |conn| {
-            devices::remove_by_ids(conn, &gone).map_err(ApiError::from)
-        })
-        .await?;
+        devices::remove_by_ids(&repo, &gone).await?;
     }
     Ok(HttpResponse::Ok()
         .json(serde_json::json!({ "sent": sent, "removed": removed, "failed": failed })))

@@ -6,8 +6,8 @@ use session::CurrentSession;
 
 use crate::error::{ApiError, invalid};
 use crate::input::Instant;
+use crate::repo::Repo;
 use crate::repo::profile;
-use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -29,7 +29,7 @@ fn view(until: Option<DateTime<Utc>>, now: DateTime<Utc>) -> HttpResponse {
 /// paused days neither break nor extend a streak.
 pub async fn set(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
     body: JsonOrEmpty<PauseBody>,
 ) -> Result<HttpResponse, ApiError> {
     let now = Utc::now();
@@ -41,22 +41,13 @@ pub async fn set(
         ),
     };
     let user_id = current.0.user.id;
-    let p = nutrition_store::run(&state.pool, move |conn| {
-        profile::set_pause(conn, &user_id, until, now).map_err(ApiError::from)
-    })
-    .await?;
+    let p = profile::set_pause(&repo, &user_id, until, now).await?;
     Ok(view(p.fasting_paused_until, now))
 }
 
 /// `GET /me/fasting/pause`.
-pub async fn get(
-    current: CurrentSession,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn get(current: CurrentSession, repo: web::Data<Repo>) -> Result<HttpResponse, ApiError> {
     let user_id = current.0.user.id;
-    let p = nutrition_store::run(&state.pool, move |conn| {
-        profile::get(conn, &user_id).map_err(ApiError::from)
-    })
-    .await?;
+    let p = profile::get(&repo, &user_id).await?;
     Ok(view(p.fasting_paused_until, Utc::now()))
 }

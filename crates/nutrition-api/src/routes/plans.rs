@@ -10,6 +10,7 @@ use session::CurrentSession;
 use crate::error::{ApiError, invalid};
 use crate::input::Day;
 use crate::model::SlotRow;
+use crate::repo::Repo;
 use crate::repo::plans::{self, ConsumeOutcome, NewDay, NewSlot, Plan};
 use crate::state::AppState;
 
@@ -105,6 +106,7 @@ pub(super) fn plan_view(state: &AppState, plan: Plan) -> serde_json::Value {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn create(
     current: CurrentSession,
+    repo: web::Data<Repo>,
     state: web::Data<AppState>,
     body: Json<CreatePlan>,
 ) -> Result<HttpResponse, ApiError> {
@@ -160,44 +162,39 @@ pub async fn create(
     let user_id = current.0.user.id;
     let intermittent = body.intermittent_fasting;
     let today = domain::rome::local_date(Utc::now());
-    let plan = nutrition_store::run(&state.pool, move |conn| {
-        plans::create(conn, &user_id, intermittent, &days, today).map_err(ApiError::from)
-    })
-    .await?
-    .ok_or(ApiError::Conflict {
-        code: "MEAL_PLAN_LIMIT_REACHED",
-        message: "at most 50 meal plans per person, and all 50 still have days today or later",
-    })?;
+    let plan = plans::create(&repo, &user_id, intermittent, &days, today)
+        .await?
+        .ok_or(ApiError::Conflict {
+            code: "MEAL_PLAN_LIMIT_REACHED",
+            message: "at most 50 meal plans per person, and all 50 still have days today or later",
+        })?;
     Ok(HttpResponse::Created().json(plan_view(&state, plan)))
 }
 
 /// `GET /me/meal-plans/<id>`.
 pub async fn one(
     current: CurrentSession,
+    repo: web::Data<Repo>,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let user_id = current.0.user.id;
     let id = path.into_inner();
-    let plan = nutrition_store::run(&state.pool, move |conn| {
-        plans::get(conn, &user_id, &id).map_err(ApiError::from)
-    })
-    .await?
-    .ok_or(ApiError::NotFound)?;
+    let plan = plans::get(&repo, &user_id, &id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
     Ok(HttpResponse::Ok().json(plan_view(&state, plan)))
 }
 
 /// `GET /me/meal-plans/today`: today's slots (Rome calendar) of the newest plan that has any.
 pub async fn today(
     current: CurrentSession,
+    repo: web::Data<Repo>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let date = domain::rome::local_date(Utc::now());
     let user_id = current.0.user.id;
-    let plan = nutrition_store::run(&state.pool, move |conn| {
-        plans::for_day(conn, &user_id, date).map_err(ApiError::from)
-    })
-    .await?;
+    let plan = plans::for_day(&repo, &user_id, date).await?;
     let body = match plan {
         Some(plan) => {
             let slots: Vec<SlotView<'_>> = plan
@@ -223,15 +220,13 @@ pub async fn today(
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn consume(
     current: CurrentSession,
+    repo: web::Data<Repo>,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let user_id = current.0.user.id;
     let id = path.into_inner();
-    let outcome = nutrition_store::run(&state.pool, move |conn| {
-        plans::consume(conn, &user_id, &id, Utc::now()).map_err(ApiError::from)
-    })
-    .await?;
+    let outcome = plans::consume(&repo, &user_id, &id, Utc::now()).await?;
     match outcome {
         ConsumeOutcome::NotFound => Err(ApiError::NotFound),
         ConsumeOutcome::Consumed { slot, auto_started } => {
@@ -250,16 +245,15 @@ pub async fn consume(
 /// removes the fast it started, while that fast runs.
 pub async fn unconsume(
     current: CurrentSession,
+    repo: web::Data<Repo>,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let user_id = current.0.user.id;
     let id = path.into_inner();
-    let out = nutrition_store::run(&state.pool, move |conn| {
-        plans::unconsume(conn, &user_id, &id, Utc::now()).map_err(ApiError::from)
-    })
-    .await?
-    .ok_or(ApiError::NotFound)?;
+    let out = plans::unconsume(&repo, &user_id, &id, Utc::now())
+        .await?
+        .ok_or(ApiError::NotFound)?;
     if let Some(fast_id) = &out.removed_fast {
         tracing::info!(fast_id = %fast_id, "final meal taken back; the fast it started removed");
     }

@@ -5,8 +5,8 @@ use service_kit::http::Json;
 use session::CurrentSession;
 
 use crate::error::{ApiError, invalid};
+use crate::repo::Repo;
 use crate::repo::profile;
-use crate::state::AppState;
 
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -37,22 +37,16 @@ pub struct PatchPreferences {
 }
 
 /// `GET /me/preferences`.
-pub async fn get(
-    current: CurrentSession,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn get(current: CurrentSession, repo: web::Data<Repo>) -> Result<HttpResponse, ApiError> {
     let user_id = current.0.user.id;
-    let p = nutrition_store::run(&state.pool, move |conn| {
-        profile::get(conn, &user_id).map_err(ApiError::from)
-    })
-    .await?;
+    let p = profile::get(&repo, &user_id).await?;
     Ok(HttpResponse::Ok().json(Preferences::from(p)))
 }
 
 /// `PATCH /me/preferences`: sets what is given; `fastingProtocol: null` clears the protocol.
 pub async fn patch(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
     body: Json<PatchPreferences>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
@@ -61,15 +55,12 @@ pub async fn patch(
             .map_err(|e| invalid("fastingProtocol", e))?;
     }
     let user_id = current.0.user.id;
-    let p = nutrition_store::run(&state.pool, move |conn| {
-        profile::set_preferences(
-            conn,
-            &user_id,
-            body.fasting_protocol,
-            body.fasting_milestones,
-        )
-        .map_err(ApiError::from)
-    })
+    let p = profile::set_preferences(
+        &repo,
+        &user_id,
+        body.fasting_protocol,
+        body.fasting_milestones,
+    )
     .await?;
     Ok(HttpResponse::Ok().json(Preferences::from(p)))
 }

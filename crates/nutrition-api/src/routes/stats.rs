@@ -4,22 +4,15 @@ use domain::stats::{FastSpan, compute};
 use session::CurrentSession;
 
 use crate::error::ApiError;
-use crate::repo::{fasts, profile};
-use crate::state::AppState;
+use crate::repo::{Repo, fasts};
 
 /// `GET /me/fasting/stats`: see `domain::stats` for every rule.
 pub async fn stats(
     current: CurrentSession,
-    state: web::Data<AppState>,
+    repo: web::Data<Repo>,
 ) -> Result<HttpResponse, ApiError> {
     let user_id = current.0.user.id;
-    let (rows, pauses) = nutrition_store::run(&state.pool, move |conn| {
-        Ok::<_, ApiError>((
-            fasts::spans(conn, &user_id)?,
-            profile::pauses(conn, &user_id)?,
-        ))
-    })
-    .await?;
+    let (rows, pauses) = fasts::history(&repo, &user_id).await?;
     let spans: Vec<FastSpan> = rows
         .iter()
         .filter_map(|(status, started_at, ended_at)| {

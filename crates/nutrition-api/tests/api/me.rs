@@ -20,8 +20,8 @@ async fn a_signed_in_get_me_is_one_statement() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    // The first call may open the connection and prepare the statement.
-    assert_eq!(app.get("/me", &u).await.status, 200);
+    // The first calls of each worker open its connections and prepare the statement.
+    warm_every_worker(&app, &u).await;
     let rounds = 10;
     let before = app.proxy.statements();
     for _ in 0..rounds {
@@ -164,27 +164,11 @@ async fn connections_lost_under_the_pool_are_replaced() {
     }
 }
 
-/// The direct read's statement as an SQL string literal, to find it in `pg_stat_activity`.
-fn direct_read_literal() -> String {
-    format!("'{}'", nutrition_api::direct::ME_SQL.replace('\'', "''"))
-}
-
-/// Backends of the app's database, other than the asking one, whose latest statement is the
-/// direct read.
-fn direct_backends(app: &crate::helpers::TestApp) -> i64 {
-    app.count(&format!(
-        "SELECT count(*) AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = {}",
-        direct_read_literal()
-    ))
-}
-
-/// Sends `GET /me` on several connections at once (so that every worker sees some) until each
-/// worker's own connection has read a session, or panics after 10 s.
-async fn until_every_worker_reads_directly(app: &crate::helpers::TestApp, u: &User) {
-    let workers = std::thread::available_parallelism().map_or(2, usize::from) as i64;
-    for _ in 0..100 {
-        let clients: Vec<_> = (0..4).map(|_| testkit::http::client()).collect();
+/// Sends `GET /me` on several connections at once, a few times over, so that every worker has
+/// opened its connections and prepared the statement.
+async fn warm_every_worker(app: &crate::helpers::TestApp, u: &User) {
+    for _ in 0..3 {
+        let clients: Vec<_> = (0..8).map(|_| testkit::http::client()).collect();
         let answers = futures_util::future::join_all(clients.iter().map(|http| async move {
             http.get(format!("{}/me", app.base))
                 .header("cookie", &u.cookie)
@@ -194,80 +178,47 @@ async fn until_every_worker_reads_directly(app: &crate::helpers::TestApp, u: &Us
         }))
         .await;
         assert!(answers.iter().all(|s| matches!(s, Ok(200))), "{answers:?}");
-        if direct_backends(app) >= workers {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    panic!("the workers never read over connections of their own");
 }
 
-/// Once a worker's own connection is open, `GET /me` is read over it and not through the pool:
-/// while ten requests are answered, the only backends of the database that run a statement are
-/// those running the direct read.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn get_me_reads_over_the_workers_own_connection() {
-    let app = spawn_app().await;
-    let u = app.user("direct@example.com");
-    until_every_worker_reads_directly(&app, &u).await;
-
-    let since = app.count("SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS n");
-    for _ in 0..10 {
-        let r = app.get("/me", &u).await;
-        assert_eq!(r.status, 200, "{}", r.text);
-        assert_eq!(r.body["user"]["email"], "direct@example.com", "{}", r.text);
-        assert_eq!(r.body["session"]["userId"], u.id.as_str(), "{}", r.text);
+/// Twenty rounds of `GET` on each of `paths`: every answer is 200 or 503 (never 500), and the
+/// last ten are 200.
+async fn recovers(app: &crate::helpers::TestApp, u: &User, paths: &[&str]) {
+    let mut statuses = Vec::new();
+    for _ in 0..20 {
+        for path in paths {
+            let r = app.get(path, u).await;
+            assert!(
+                r.status == 200 || (r.status == 503 && r.body["code"] == "SERVICE_UNAVAILABLE"),
+                "{path}: {} {}",
+                r.status,
+                r.text
+            );
+            statuses.push(r.status);
+        }
     }
-    let busy = |direct: bool| {
-        app.count(&format!(
-            "SELECT count(*) AS n FROM pg_stat_activity
-              WHERE datname = current_database() AND pid <> pg_backend_pid()
-                AND query_start >= to_timestamp({since} / 1000000.0)
-                AND query NOT LIKE '%pg_stat_activity%'
-                -- A connection the pool opens in the background runs its session set-up.
-                AND query NOT LIKE 'SET %'
-                AND (query = {}) = {direct}",
-            direct_read_literal()
-        ))
-    };
-    assert!(busy(true) >= 1, "a direct connection served the requests");
-    assert_eq!(busy(false), 0, "no other connection ran a statement");
-
-    // Both ways connect with the same `sslmode` (libpq's default, `prefer`): encrypted alike,
-    // whether or not this Postgres offers TLS.
-    assert_eq!(
-        app.count(
-            "SELECT count(DISTINCT ssl.ssl) AS n FROM pg_stat_ssl ssl
-               JOIN pg_stat_activity a USING (pid)
-              WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
-                AND a.backend_type = 'client backend'"
-        ),
-        1,
-        "the direct and the pooled connections are encrypted alike"
+    assert!(
+        statuses[statuses.len() - 10..].iter().all(|s| *s == 200),
+        "{statuses:?}"
     );
 }
 
-/// A worker's own connection that the database closes (a restart, an administrator, a failover)
-/// costs no request an error: the request that finds it gone is read through the pool, and the
-/// worker connects again in the background.
+/// A connection that the database closes (a restart, an administrator, a failover) is replaced:
+/// a request that meets it is answered 503 at worst, never 500, and the next ones succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lost_direct_connection_falls_back_to_the_pool_and_is_replaced() {
+async fn connections_the_database_closes_are_replaced() {
     let app = spawn_app().await;
     let u = app.user("lost@example.com");
-    until_every_worker_reads_directly(&app, &u).await;
+    warm_every_worker(&app, &u).await;
 
-    let killed = app.count(&format!(
+    let killed = app.count(
         "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = {}",
-        direct_read_literal()
-    ));
+          WHERE datname = current_database() AND pid <> pg_backend_pid()
+            AND backend_type = 'client backend'",
+    );
     assert!(killed >= 1, "{killed}");
-    for round in 0..20 {
-        let r = app.get("/me", &u).await;
-        assert_eq!(r.status, 200, "request {round} after the kill: {}", r.text);
-        assert_eq!(r.body["user"]["email"], "lost@example.com", "{}", r.text);
-    }
-    until_every_worker_reads_directly(&app, &u).await;
+    recovers(&app, &u, &["/me"]).await;
+    warm_every_worker(&app, &u).await;
 }
 
 /// A column whose type changes under the running service (a migration applied by a newer
@@ -282,32 +233,16 @@ async fn a_column_type_changed_under_prepared_statements_costs_no_500() {
         .patch("/me/preferences", &u, json!({ "fastingProtocol": "16:8" }))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    // Prepared on the pooled connections and on the workers' own.
+    // Prepared on every worker's connections.
     let warm = futures_util::future::join_all(
         (0..8).map(|i| app.get(if i % 2 == 0 { "/me" } else { "/me/preferences" }, &u)),
     )
     .await;
     assert!(warm.iter().all(|r| r.status == 200));
-    until_every_worker_reads_directly(&app, &u).await;
+    warm_every_worker(&app, &u).await;
 
     app.sql("ALTER TABLE nutrition.profile ALTER COLUMN fasting_protocol TYPE varchar(64)");
-    let mut statuses = Vec::new();
-    for _ in 0..20 {
-        for path in ["/me", "/me/preferences"] {
-            let r = app.get(path, &u).await;
-            assert!(
-                r.status == 200 || (r.status == 503 && r.body["code"] == "SERVICE_UNAVAILABLE"),
-                "{path}: {} {}",
-                r.status,
-                r.text
-            );
-            statuses.push(r.status);
-        }
-    }
-    assert!(
-        statuses[statuses.len() - 10..].iter().all(|s| *s == 200),
-        "{statuses:?}"
-    );
+    recovers(&app, &u, &["/me", "/me/preferences"]).await;
     let r = app.get("/me", &u).await;
     assert_eq!(
         r.body["user"]["preferences"]["fastingProtocol"], "16:8",
