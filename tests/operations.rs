@@ -29,24 +29,20 @@ fn auth_env<'a>(secret: &'a str, google: &'a str) -> Vec<(&'a str, &'a str)> {
 }
 
 fn licence_env<'a>(keys: &'a str, download: &'a str, webhook: &'a str) -> Vec<(&'a str, &'a str)> {
-    vec![
+    let mut env = vec![
         ("DATABASE_URL", MY),
         ("PUBLIC_BASE_URL", "http://127.0.0.1:8080"),
         ("LICENCE_JWT_KEYS", keys),
         ("DOWNLOAD_SIGNING_SECRET", download),
         ("BUILDS_DIR", "/tmp"),
         ("PAYMENT_WEBHOOK_SECRET", webhook),
-        ("PAYMENT_VARIANT_BASIC", "1"),
-        ("PAYMENT_VARIANT_PRO", "2"),
-        ("PAYMENT_VARIANT_PREMIUM", "3"),
-        ("PAYMENT_VARIANT_ANNUAL", "4"),
-        ("SMTP_URL", "smtp://127.0.0.1:2525"),
-        ("MAIL_FROM", "Licences <licences@example.com>"),
         (
             "LICENCE_SIGNING_KEYS",
             "ops:lq1Y0hzkQmQ8w2o3nQXGJ4n9yQjY1b3cZ5t1dW8eQeE=",
         ),
-    ]
+    ];
+    env.extend(common::LICENCE_PLANS_AND_MAIL);
+    env
 }
 
 #[test]

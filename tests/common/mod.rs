@@ -12,6 +12,17 @@ const SECRET: &str = "e2e-secret-0123456789abcdef-0123456789";
 const KEY: &str = "e2e-signing-key-0123456789abcdef-01234";
 const DOWNLOAD_KEY: &str = "e2e-download-key-0123456789abcdef-0123";
 
+/// licence-server's settings that every stack in these tests shares: the payment provider's
+/// variant per plan and the mail catcher to send licence mail to.
+pub const LICENCE_PLANS_AND_MAIL: [(&str, &str); 6] = [
+    ("PAYMENT_VARIANT_BASIC", "1"),
+    ("PAYMENT_VARIANT_PRO", "2"),
+    ("PAYMENT_VARIANT_PREMIUM", "3"),
+    ("PAYMENT_VARIANT_ANNUAL", "4"),
+    ("SMTP_URL", "smtp://127.0.0.1:2525"),
+    ("MAIL_FROM", "Licences <licences@example.com>"),
+];
+
 // Each test binary includes this module and uses a different part of it.
 #[allow(dead_code)]
 pub struct Stack {
@@ -108,7 +119,7 @@ async fn start_stack_full(
         ("LISTEN_ADDR", s.as_str()),
     ];
     scheduler_env.extend_from_slice(push_env);
-    let licence_env = [
+    let mut licence_env: Vec<_> = [
         ("DATABASE_URL", my.url()),
         ("LISTEN_ADDR", l.as_str()),
         ("PUBLIC_BASE_URL", public.as_str()),
@@ -116,19 +127,15 @@ async fn start_stack_full(
         ("DOWNLOAD_SIGNING_SECRET", DOWNLOAD_KEY),
         ("BUILDS_DIR", builds.as_str()),
         ("PAYMENT_WEBHOOK_SECRET", "e2e-webhook-secret-0123"),
-        ("PAYMENT_VARIANT_BASIC", "1"),
-        ("PAYMENT_VARIANT_PRO", "2"),
-        ("PAYMENT_VARIANT_PREMIUM", "3"),
-        ("PAYMENT_VARIANT_ANNUAL", "4"),
-        ("SMTP_URL", "smtp://127.0.0.1:2525"),
-        ("MAIL_FROM", "Licences <licences@example.com>"),
         (
             "LICENCE_SIGNING_KEYS",
             "e2e:lq1Y0hzkQmQ8w2o3nQXGJ4n9yQjY1b3cZ5t1dW8eQeE=",
         ),
-    ];
+    ]
+    .into_iter()
+    .chain(LICENCE_PLANS_AND_MAIL)
+    .collect();
     let mut auth_env = auth_env.to_vec();
-    let mut licence_env = licence_env.to_vec();
     if let Some(level) = rust_log {
         for env in [
             &mut auth_env,

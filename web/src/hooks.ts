@@ -72,5 +72,10 @@ export function useAction() {
       setBusy(false);
     }
   }, []);
-  return { busy, message, run, setMessage };
+  /** A form's `onSubmit` that runs `fn` as this action instead of letting the browser navigate. */
+  const submit = (fn: () => Promise<string | undefined>) => (e: Event) => {
+    e.preventDefault();
+    void run(fn);
+  };
+  return { busy, message, run, submit, setMessage };
 }

@@ -39,6 +39,12 @@ impl Purpose {
     fn identifier(self, token: &str) -> String {
         format!("{}{}", self.prefix(), keys::token_digest(token))
     }
+
+    /// What to look a token from a link up by; `None` for a value no link of ours carries
+    /// (empty, or so long that hashing it is only a cost), which is not looked up at all.
+    fn lookup(self, token: &str) -> Option<String> {
+        (!token.is_empty() && token.len() <= MAX_TOKEN).then(|| self.identifier(token))
+    }
 }
 
 /// Longest token looked up; ours are 43 characters.
@@ -69,10 +75,10 @@ pub fn peek(
     token: &str,
     now: DateTime<Utc>,
 ) -> QueryResult<Option<String>> {
-    if token.is_empty() || token.len() > MAX_TOKEN {
-        return Ok(None);
+    match purpose.lookup(token) {
+        Some(identifier) => verification::find_live(conn, &identifier, now),
+        None => Ok(None),
     }
-    verification::find_live(conn, &purpose.identifier(token), now)
 }
 
 /// Uses a token up: the user it belonged to if it was live, and every other token of the same
@@ -83,10 +89,10 @@ pub fn redeem(
     token: &str,
     now: DateTime<Utc>,
 ) -> QueryResult<Option<String>> {
-    if token.is_empty() || token.len() > MAX_TOKEN {
+    let Some(identifier) = purpose.lookup(token) else {
         return Ok(None);
-    }
-    let user_id = verification::consume(conn, &purpose.identifier(token), now)?;
+    };
+    let user_id = verification::consume(conn, &identifier, now)?;
     if let Some(id) = &user_id {
         verification::delete_matching(conn, purpose.prefix(), id)?;
     }
@@ -108,17 +114,14 @@ pub fn take(
     token: &str,
     now: DateTime<Utc>,
 ) -> QueryResult<Option<Taken>> {
-    if token.is_empty() || token.len() > MAX_TOKEN {
+    let Some(identifier) = purpose.lookup(token) else {
         return Ok(None);
-    }
-    Ok(
-        verification::take(conn, &purpose.identifier(token), now)?.map(|(user_id, expires_at)| {
-            Taken {
-                user_id,
-                expires_at,
-            }
-        }),
-    )
+    };
+    let taken = verification::take(conn, &identifier, now)?;
+    Ok(taken.map(|(user_id, expires_at)| Taken {
+        user_id,
+        expires_at,
+    }))
 }
 
 /// Makes a token [`take`]n usable again, with its own expiry, when the work it was taken for

@@ -60,6 +60,29 @@ pub fn back_to_page(page: &str, code: &str, fields: &[(&str, Option<&str>)]) -> 
     see_other(&location)
 }
 
+/// A credential route's answer: as it is to a JSON client; to the page's form post, a failure
+/// goes back to `page` with what was typed (`typed`) and the `callbackURL`, so that the sign-in
+/// and sign-up pages show errors alike and still send the browser on afterwards.
+pub fn answer(
+    form: bool,
+    outcome: Result<HttpResponse, ApiError>,
+    page: &str,
+    typed: &[(&str, &str)],
+    callback_url: Option<&str>,
+) -> Result<HttpResponse, ApiError> {
+    if !form {
+        return outcome;
+    }
+    Ok(outcome.unwrap_or_else(|err| {
+        let mut fields: Vec<(&str, Option<&str>)> = typed
+            .iter()
+            .map(|&(name, value)| (name, Some(value)))
+            .collect();
+        fields.push(("callbackURL", callback_url.filter(|c| !c.is_empty())));
+        back_to_page(page, err.code(), &fields)
+    }))
+}
+
 /// Query-string encoding of one value.
 pub fn q(value: &str) -> String {
     session::cookie::percent_encode(value)

@@ -178,12 +178,7 @@ pub fn pause_until(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn utc(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s)
-            .expect("valid")
-            .with_timezone(&Utc)
-    }
+    use crate::test_support::utc;
 
     #[test]
     fn status_on_end() {

@@ -14,3 +14,16 @@ pub mod recipes;
 pub mod rome;
 pub mod stats;
 pub mod zones;
+
+/// What the rules' unit tests share.
+#[cfg(test)]
+mod test_support {
+    use chrono::{DateTime, Utc};
+
+    /// An instant written as RFC 3339, as the tests state them.
+    pub fn utc(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s)
+            .expect("valid RFC 3339")
+            .with_timezone(&Utc)
+    }
+}

@@ -298,12 +298,7 @@ pub struct InvalidField(pub &'static str);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn utc(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s)
-            .expect("valid RFC 3339")
-            .with_timezone(&Utc)
-    }
+    use crate::test_support::utc;
 
     #[test]
     fn plan_table() {

@@ -86,12 +86,7 @@ fn next_day(date: NaiveDate) -> NaiveDate {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn utc(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s)
-            .expect("valid RFC 3339")
-            .with_timezone(&Utc)
-    }
+    use crate::test_support::utc;
 
     fn date(s: &str) -> NaiveDate {
         NaiveDate::parse_from_str(s, "%Y-%m-%d").expect("valid date")

@@ -197,13 +197,8 @@ fn streaks(fasts: &[FastSpan], pauses: &[PauseSpan], now: DateTime<Utc>) -> (u32
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::utc;
     use proptest::prelude::*;
-
-    fn utc(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s)
-            .expect("valid")
-            .with_timezone(&Utc)
-    }
 
     fn done(start: &str, end: &str) -> FastSpan {
         FastSpan {

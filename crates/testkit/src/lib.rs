@@ -13,6 +13,7 @@
 //! project's test command sets up; the defaults match it.
 
 pub mod checks;
+pub mod database;
 pub mod http;
 pub mod mariadb;
 pub mod oauth;

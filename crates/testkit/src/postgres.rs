@@ -1,20 +1,14 @@
 //! A fresh Postgres database per test.
 
-use diesel::{Connection, PgConnection, RunQueryDsl};
+use diesel::{PgConnection, RunQueryDsl};
 
-use crate::{is_stale, unique_db_name, with_database};
+use crate::database::{Server, TestDatabase};
+use crate::is_stale;
 
-/// Admin connection used to create and drop test databases.
-pub fn admin_url() -> String {
-    std::env::var("TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://app:app@127.0.0.1:5432/postgres".to_owned())
-}
+pub struct Postgres;
 
 /// An empty database that exists until this value is dropped.
-pub struct TestPostgres {
-    name: String,
-    url: String,
-}
+pub type TestPostgres = TestDatabase<Postgres>;
 
 #[derive(diesel::QueryableByName)]
 struct Name {
@@ -22,68 +16,28 @@ struct Name {
     datname: String,
 }
 
-impl TestPostgres {
-    /// Creates an empty database (no migrations applied).
-    pub fn empty() -> Self {
-        crate::process_init();
-        let admin = admin_url();
-        let mut conn = PgConnection::establish(&admin)
-            .unwrap_or_else(|e| panic!("cannot reach Postgres at TEST_POSTGRES_URL: {e}"));
-        drop_stale(&mut conn);
-        let name = unique_db_name();
-        diesel::sql_query(format!("CREATE DATABASE \"{name}\""))
-            .execute(&mut conn)
-            .expect("create test database");
-        let url = with_database(&admin, &name);
-        Self { name, url }
+impl Server for Postgres {
+    type Conn = PgConnection;
+    const NAME: &'static str = "Postgres";
+    const ADMIN_URL_VAR: &'static str = "TEST_POSTGRES_URL";
+    const DEFAULT_ADMIN_URL: &'static str = "postgres://app:app@127.0.0.1:5432/postgres";
+
+    fn create_database(conn: &mut PgConnection, name: &str) -> diesel::QueryResult<usize> {
+        diesel::sql_query(format!("CREATE DATABASE \"{name}\"")).execute(conn)
     }
 
-    /// Creates a database and applies `migrate` to it, as a service would at start-up.
-    pub fn migrated(
-        migrate: impl FnOnce(&mut PgConnection) -> anyhow::Result<Vec<String>>,
-    ) -> Self {
-        let db = Self::empty();
-        let mut conn = db.connect();
-        migrate(&mut conn).expect("migrate test database");
-        db
+    fn drop_database(conn: &mut PgConnection, name: &str) -> diesel::QueryResult<usize> {
+        diesel::sql_query(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).execute(conn)
     }
 
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub fn connect(&self) -> PgConnection {
-        PgConnection::establish(&self.url).expect("connect to test database")
-    }
-}
-
-impl Drop for TestPostgres {
-    fn drop(&mut self) {
-        if let Ok(mut conn) = PgConnection::establish(&admin_url()) {
-            let _ = diesel::sql_query(format!(
-                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
-                self.name
-            ))
-            .execute(&mut conn);
-        }
-    }
-}
-
-fn drop_stale(conn: &mut PgConnection) {
-    let names: Vec<Name> =
+    fn stale(conn: &mut PgConnection) -> Vec<String> {
         diesel::sql_query("SELECT datname FROM pg_database WHERE datname LIKE 't\\_%'")
-            .load(conn)
-            .unwrap_or_default();
-    for n in names.into_iter().filter(|n| is_stale(&n.datname)) {
-        let _ = diesel::sql_query(format!(
-            "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
-            n.datname
-        ))
-        .execute(conn);
+            .load::<Name>(conn)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|n| n.datname)
+            .filter(|n| is_stale(n))
+            .collect()
     }
 }
 

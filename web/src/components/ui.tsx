@@ -13,6 +13,16 @@ export function Notice({ message, testId }: { message: { text: string; error: bo
   );
 }
 
+/** A card whose heading names it, for screen readers as for the eye. */
+export function Card({ id, title, children }: { id: string; title: ComponentChildren; children: ComponentChildren }) {
+  return (
+    <section class="card" aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
 export function LoadError({ error, retry }: { error: string | null; retry: () => void }) {
   if (!error) return null;
   return (

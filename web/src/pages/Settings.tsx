@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, errorText } from '../api/client';
 import type { NotificationConfig, NotificationSettings, Preferences, Protocol, User } from '../api/types';
-import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
+import { Card, LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad } from '../hooks';
 import { PushUnreachable, currentSubscription, disablePush, enablePush, forgetDevice, pushSupported } from '../push';
 import { fmtDateTime } from '../time';
@@ -105,8 +105,7 @@ function FastingPrefs({ prefs }: { prefs: Preferences }) {
   const [protocol, setProtocol] = useState<Protocol | ''>(prefs.fastingProtocol ?? '');
   const autosave = useAutosave();
   return (
-    <section class="card" aria-labelledby="prefs-title">
-      <h2 id="prefs-title">Digiuno</h2>
+    <Card id="prefs-title" title="Digiuno">
       <label for="pref-protocol">Protocollo preferito</label>
       <select
         id="pref-protocol"
@@ -140,15 +139,14 @@ function FastingPrefs({ prefs }: { prefs: Preferences }) {
         Notifiche delle tappe (idratazione, elettroliti, fine vicina)
       </AutosaveCheck>
       <Notice message={autosave.status} testId="prefs-status" />
-    </section>
+    </Card>
   );
 }
 
 function Reminders({ settings }: { settings: NotificationSettings }) {
   const autosave = useAutosave();
   return (
-    <section class="card" aria-labelledby="rem-title">
-      <h2 id="rem-title">Promemoria</h2>
+    <Card id="rem-title" title="Promemoria">
       <AutosaveCheck
         id="meal-reminders"
         initial={settings.mealReminders}
@@ -166,7 +164,7 @@ function Reminders({ settings }: { settings: NotificationSettings }) {
         Pesata settimanale (lunedì alle 9:00)
       </AutosaveCheck>
       <Notice message={autosave.status} testId="reminders-status" />
-    </section>
+    </Card>
   );
 }
 
@@ -200,8 +198,7 @@ function Device({ config }: { config: NotificationConfig }) {
     });
   };
   return (
-    <section class="card" aria-labelledby="push-title">
-      <h2 id="push-title">Notifiche su questo dispositivo</h2>
+    <Card id="push-title" title="Notifiche su questo dispositivo">
       {!config.pushEnabled || !key ? (
         <p>Le notifiche push non sono attive su questo server.</p>
       ) : !supported ? (
@@ -266,15 +263,14 @@ function Device({ config }: { config: NotificationConfig }) {
           Riprova
         </button>
       )}
-    </section>
+    </Card>
   );
 }
 
 function Account({ user }: { user: User }) {
   const action = useAction();
   return (
-    <section class="card" aria-labelledby="acc-title">
-      <h2 id="acc-title">Account</h2>
+    <Card id="acc-title" title="Account">
       <p>
         {user.name} · {user.email}
       </p>
@@ -300,7 +296,7 @@ function Account({ user }: { user: User }) {
         </>
       )}
       <Notice message={action.message} />
-    </section>
+    </Card>
   );
 }
 
@@ -345,8 +341,7 @@ function Sessions() {
     });
   };
   return (
-    <section class="card" aria-labelledby="sess-title">
-      <h2 id="sess-title">Sessioni attive</h2>
+    <Card id="sess-title" title="Sessioni attive">
       <Loading when={list.loading && !list.data} />
       <LoadError error={list.error} retry={list.reload} />
       <ul class="sessions">
@@ -372,7 +367,7 @@ function Sessions() {
         </button>
       )}
       <Notice message={action.message} />
-    </section>
+    </Card>
   );
 }
 
@@ -381,16 +376,13 @@ function Password() {
   const [next, setNext] = useState('');
   const [revokeOthers, setRevokeOthers] = useState(true);
   const action = useAction();
-  const submit = (e: Event) => {
-    e.preventDefault();
-    void action.run(async () => {
-      const { authClient, unwrap } = await auth();
-      unwrap(await authClient.changePassword({ currentPassword: current, newPassword: next, revokeOtherSessions: revokeOthers }));
-      setCurrent('');
-      setNext('');
-      return 'Password cambiata.';
-    });
-  };
+  const submit = action.submit(async () => {
+    const { authClient, unwrap } = await auth();
+    unwrap(await authClient.changePassword({ currentPassword: current, newPassword: next, revokeOtherSessions: revokeOthers }));
+    setCurrent('');
+    setNext('');
+    return 'Password cambiata.';
+  });
   return (
     <form class="card" onSubmit={submit} aria-labelledby="pw-title">
       <h2 id="pw-title">Password</h2>
@@ -412,8 +404,7 @@ function Password() {
 
 function Data() {
   return (
-    <section class="card" aria-labelledby="data-title">
-      <h2 id="data-title">I tuoi dati</h2>
+    <Card id="data-title" title="I tuoi dati">
       <p>Scarica una copia di tutto ciò che conserviamo su di te.</p>
       <div class="row">
         <a class="button secondary" href="/me/export" download data-testid="export-json">
@@ -423,8 +414,15 @@ function Data() {
           Digiuni (CSV)
         </a>
       </div>
-    </section>
+    </Card>
   );
+}
+
+/** Once the session is over: this device forgets the account, and the browser goes to sign in. */
+async function leaveForSignIn(): Promise<undefined> {
+  await forgetDevice();
+  location.assign('/sign-in');
+  return undefined;
 }
 
 function SignOut() {
@@ -435,19 +433,16 @@ function SignOut() {
       // The device leaves the account first: the server forgets its push endpoint.
       await disablePush().catch(() => undefined);
       unwrap(await authClient.signOut());
-      await forgetDevice();
-      location.assign('/sign-in');
-      return undefined;
+      return leaveForSignIn();
     });
   };
   return (
-    <section class="card" aria-labelledby="out-title">
-      <h2 id="out-title">Esci</h2>
+    <Card id="out-title" title="Esci">
       <button type="button" class="secondary" onClick={out} disabled={action.busy}>
         Esci da questo dispositivo
       </button>
       <Notice message={action.message} />
-    </section>
+    </Card>
   );
 }
 
@@ -455,16 +450,11 @@ function DeleteAccount() {
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState(false);
   const action = useAction();
-  const submit = (e: Event) => {
-    e.preventDefault();
-    void action.run(async () => {
-      const { authClient, unwrap } = await auth();
-      unwrap(await authClient.deleteUser({ password }));
-      await forgetDevice();
-      location.assign('/sign-in');
-      return undefined;
-    });
-  };
+  const submit = action.submit(async () => {
+    const { authClient, unwrap } = await auth();
+    unwrap(await authClient.deleteUser({ password }));
+    return leaveForSignIn();
+  });
   return (
     <form class="card danger" onSubmit={submit} aria-labelledby="del-title">
       <h2 id="del-title">Elimina l'account</h2>

@@ -113,13 +113,10 @@ function UndoEnd({ fast, onResumed, onExpired }: { fast: Fast; onResumed: (f: Fa
 function Start({ preferred, onStarted }: { preferred: Protocol | null; onStarted: (f: Fast) => void }) {
   const [protocol, setProtocol] = useState<Protocol>(preferred ?? '16:8');
   const action = useAction();
-  const submit = (e: Event) => {
-    e.preventDefault();
-    void action.run(async () => {
-      onStarted(await api.startFast(protocol));
-      return undefined;
-    });
-  };
+  const submit = action.submit(async () => {
+    onStarted(await api.startFast(protocol));
+    return undefined;
+  });
   return (
     <form class="card" onSubmit={submit}>
       <h2>Nessun digiuno in corso</h2>

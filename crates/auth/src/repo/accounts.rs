@@ -21,6 +21,22 @@ pub struct NewAccount<'a> {
     pub scope: Option<&'a str>,
 }
 
+impl<'a> NewAccount<'a> {
+    /// The e-mail and password account of `user_id`: better-auth names it by the user's own id.
+    pub fn credential(user_id: &'a str, hash: &'a str) -> Self {
+        Self {
+            user_id,
+            provider_id: CREDENTIAL,
+            account_id: user_id,
+            password: Some(hash),
+            access_token: None,
+            refresh_token: None,
+            id_token: None,
+            scope: None,
+        }
+    }
+}
+
 pub fn insert(
     conn: &mut PgConnection,
     new: &NewAccount<'_>,
@@ -140,20 +156,7 @@ pub fn set_password(
     .set((account::password.eq(hash), account::updated_at.eq(now)))
     .execute(conn)?;
     if updated == 0 {
-        insert(
-            conn,
-            &NewAccount {
-                user_id,
-                provider_id: CREDENTIAL,
-                account_id: user_id,
-                password: Some(hash),
-                access_token: None,
-                refresh_token: None,
-                id_token: None,
-                scope: None,
-            },
-            now,
-        )?;
+        insert(conn, &NewAccount::credential(user_id, hash), now)?;
     }
     Ok(())
 }

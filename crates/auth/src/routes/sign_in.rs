@@ -34,20 +34,13 @@ pub async fn sign_in(
     let form = body.form;
     let input = body.value;
     let outcome = handle(&req, &state, &input, form).await;
-    if !form {
-        return outcome;
-    }
-    Ok(outcome.unwrap_or_else(|err| {
-        let callback = input.callback_url.as_deref().filter(|c| !c.is_empty());
-        redirect::back_to_page(
-            "/sign-in",
-            err.code(),
-            &[
-                ("email", Some(input.email.trim())),
-                ("callbackURL", callback),
-            ],
-        )
-    }))
+    redirect::answer(
+        form,
+        outcome,
+        "/sign-in",
+        &[("email", input.email.trim())],
+        input.callback_url.as_deref(),
+    )
 }
 
 async fn handle(

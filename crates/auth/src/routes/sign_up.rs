@@ -8,7 +8,7 @@ use crate::client;
 use crate::error::ApiError;
 use crate::mailbox;
 use crate::redirect;
-use crate::repo::accounts::{self, CREDENTIAL, NewAccount};
+use crate::repo::accounts::{self, NewAccount};
 use crate::repo::users::{self, NewUser};
 use crate::routes::user::{check_length, valid_image, valid_name};
 use crate::routes::verify::send_verification;
@@ -36,22 +36,13 @@ pub async fn sign_up(
     let form = body.form;
     let input = body.value;
     let outcome = handle(&req, &state, &input, form).await;
-    if !form {
-        return outcome;
-    }
-    // The page posts a form: answer with redirects, the error back to the page to show inline.
-    Ok(outcome.unwrap_or_else(|err| {
-        let callback = input.callback_url.as_deref().filter(|c| !c.is_empty());
-        redirect::back_to_page(
-            "/sign-up",
-            err.code(),
-            &[
-                ("name", Some(input.name.trim())),
-                ("email", Some(input.email.trim())),
-                ("callbackURL", callback),
-            ],
-        )
-    }))
+    redirect::answer(
+        form,
+        outcome,
+        "/sign-up",
+        &[("name", input.name.trim()), ("email", input.email.trim())],
+        input.callback_url.as_deref(),
+    )
 }
 
 async fn handle(
@@ -94,20 +85,7 @@ async fn handle(
                 image: image.as_deref(),
             };
             let user = users::insert(conn, &new, now)?.ok_or(ApiError::UserExists)?;
-            accounts::insert(
-                conn,
-                &NewAccount {
-                    user_id: &user.id,
-                    provider_id: CREDENTIAL,
-                    account_id: &user.id,
-                    password: Some(&hash),
-                    access_token: None,
-                    refresh_token: None,
-                    id_token: None,
-                    scope: None,
-                },
-                now,
-            )?;
+            accounts::insert(conn, &NewAccount::credential(&user.id, &hash), now)?;
             if verify_first {
                 if mail {
                     send_verification(conn, &base_url, &user, &verify_callback)?;

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{BASE_URL, read, spawn_app};
+use crate::helpers::{BASE_URL, send, spawn_app};
 
 #[tokio::test]
 async fn cross_site_sign_in_and_sign_up_are_refused() {
@@ -44,7 +44,7 @@ async fn cross_site_sign_in_and_sign_up_are_refused() {
             for (k, v) in *headers {
                 req = req.header(*k, *v);
             }
-            let resp = read(req.send().await.expect("POST")).await;
+            let resp = send(req).await;
             assert_eq!(resp.status, 403, "{path} {headers:?}: {}", resp.text);
             assert_eq!(resp.body["code"], *code, "{path} {headers:?}");
             assert!(resp.session_set_cookie().is_none());
@@ -52,14 +52,11 @@ async fn cross_site_sign_in_and_sign_up_are_refused() {
     }
     assert_eq!(app.count("auth.session"), 1, "only the first sign-up's");
     assert_eq!(app.count("auth.\"user\""), 1);
-    let resp = read(
+    let resp = send(
         app.http
             .post(app.url("/api/auth/sign-in/email"))
             .header("origin", "https://evil.example.com")
-            .json(&sign_in)
-            .send()
-            .await
-            .expect("POST"),
+            .json(&sign_in),
     )
     .await;
     assert_eq!(
@@ -83,7 +80,7 @@ async fn cross_site_sign_in_and_sign_up_are_refused() {
         for (k, v) in &headers {
             req = req.header(*k, *v);
         }
-        let resp = read(req.send().await.expect("POST")).await;
+        let resp = send(req).await;
         assert_eq!(resp.status, 200, "{headers:?}: {}", resp.text);
     }
 }
@@ -91,13 +88,7 @@ async fn cross_site_sign_in_and_sign_up_are_refused() {
 #[tokio::test]
 async fn sign_in_with_a_malformed_address_is_invalid_email() {
     let app = spawn_app().await;
-    let resp = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": "not an address", "password": "password-123" }),
-            None,
-        )
-        .await;
+    let resp = app.sign_in("not an address", "password-123").await;
     assert_eq!(resp.status, 400);
     assert_eq!(
         resp.body,

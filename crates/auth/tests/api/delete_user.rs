@@ -72,21 +72,9 @@ async fn call(
 async fn populate(app: &TestApp, api: &Peer, push: &FakePushService, email: &str) -> Person {
     let (_, signed_up) = app.sign_up(email, PASSWORD).await;
     // A mistyped password first: failed sign-ins are counted per e-mail address.
-    let mistyped = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": email, "password": "not-the-password" }),
-            None,
-        )
-        .await;
+    let mistyped = app.sign_in(email, "not-the-password").await;
     assert_eq!(mistyped.status, 401, "{}", mistyped.text);
-    let signed_in = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": email, "password": PASSWORD }),
-            None,
-        )
-        .await;
+    let signed_in = app.sign_in(email, PASSWORD).await;
     assert_eq!(signed_in.status, 200, "{}", signed_in.text);
     let mut p = Person {
         id: signed_up.body["user"]["id"]
@@ -328,7 +316,7 @@ async fn erasure_leaves_no_row_naming_the_user_and_every_other_row_as_it_was() {
         )
         .await;
     assert_eq!(
-        (wrong.status, wrong.body["code"].as_str()),
+        wrong.status_and_code(),
         (400, Some("INVALID_PASSWORD")),
         "{}",
         wrong.text
@@ -374,13 +362,7 @@ async fn erasure_leaves_no_row_naming_the_user_and_every_other_row_as_it_was() {
 
     let me = get(&app.http, &format!("{}/me", api.base), Some(&ann.cookie)).await;
     assert_eq!(me.status, 401, "ann's session ended in every service");
-    let again = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": ann.email, "password": PASSWORD }),
-            None,
-        )
-        .await;
+    let again = app.sign_in(&ann.email, PASSWORD).await;
     assert_eq!(again.status, 401);
     let joann_me = get(&app.http, &format!("{}/me", api.base), Some(&joann.cookie)).await;
     assert_eq!(joann_me.status, 200);
@@ -401,7 +383,7 @@ async fn without_the_password_only_a_fresh_session_may_delete() {
         .post("/api/auth/delete-user", json!({}), Some(&cookie))
         .await;
     assert_eq!(
-        (stale.status, stale.body["code"].as_str()),
+        stale.status_and_code(),
         (400, Some("SESSION_EXPIRED")),
         "{}",
         stale.text
@@ -451,10 +433,7 @@ async fn without_the_password_only_a_fresh_session_may_delete() {
 async fn deletion_needs_a_session_a_trusted_origin_and_a_safe_callback() {
     let app = spawn_app().await;
     let none = app.post("/api/auth/delete-user", json!({}), None).await;
-    assert_eq!(
-        (none.status, none.body["code"].as_str()),
-        (401, Some("UNAUTHORIZED"))
-    );
+    assert_eq!(none.status_and_code(), (401, Some("UNAUTHORIZED")));
 
     let (cookie, _) = app.sign_up("origin@example.com", PASSWORD).await;
     let foreign = app
@@ -482,9 +461,6 @@ async fn deletion_needs_a_session_a_trusted_origin_and_a_safe_callback() {
             Some(&cookie),
         )
         .await;
-    assert_eq!(
-        (unknown.status, unknown.body["code"].as_str()),
-        (400, Some("VALIDATION_ERROR"))
-    );
+    assert_eq!(unknown.status_and_code(), (400, Some("VALIDATION_ERROR")));
     assert_eq!(app.count("auth.\"user\""), 1, "nothing was deleted");
 }

@@ -8,13 +8,13 @@ use serde_json::json;
 use testkit::postgres::TestPostgres;
 use testkit::stack::{self, Process, ScratchDir, free_port};
 
-use crate::helpers::{BASE_URL, Resp, SECRET, read, spawn_with};
+use crate::helpers::{BASE_URL, Resp, SECRET, send, spawn_with};
 
 /// Concurrent wrong sign-ins, each from its own address, in the flood.
 const FLOOD: usize = 200;
 
 async fn wrong_sign_in(http: &reqwest::Client, base: &str, i: usize) -> Resp {
-    read(
+    send(
         http.post(format!("{base}/api/auth/sign-in/email"))
             .header(
                 "x-forwarded-for",
@@ -22,10 +22,7 @@ async fn wrong_sign_in(http: &reqwest::Client, base: &str, i: usize) -> Resp {
             )
             .json(
                 &json!({ "email": format!("nobody{i}@example.com"), "password": "wrong-password" }),
-            )
-            .send()
-            .await
-            .expect("POST"),
+            ),
     )
     .await
 }
@@ -67,13 +64,7 @@ async fn hashing_is_capped_and_the_excess_is_503_with_retry_after() {
         assert_eq!(r.header("x-retry-after").as_deref(), Some("2"));
     }
     // Once the flood is over, sign-in works again.
-    let ok = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": "owner@example.com", "password": "password-123" }),
-            None,
-        )
-        .await;
+    let ok = app.sign_in("owner@example.com", "password-123").await;
     assert_eq!(ok.status, 200, "{}", ok.text);
 }
 
@@ -134,15 +125,9 @@ async fn flood_the_binary() -> (Served, u64) {
     )
     .await;
     assert_eq!(ready, Some(200), "{}", served.process.log());
-    let owner = read(
-        http.post(format!("{}/api/auth/sign-up/email", served.base))
+    let owner = send(http.post(format!("{}/api/auth/sign-up/email", served.base))
             .header("x-forwarded-for", "192.0.2.10")
-            .json(&json!({ "name": "Owner", "email": "owner@example.com", "password": "password-123" }))
-            .send()
-            .await
-            .expect("POST"),
-    )
-    .await;
+            .json(&json!({ "name": "Owner", "email": "owner@example.com", "password": "password-123" }))).await;
     assert_eq!(owner.status, 200, "{}", owner.text);
     let cookie = owner.session_cookie().expect("cookie");
     let pid = served.process.pid();
@@ -161,12 +146,9 @@ async fn flood_the_binary() -> (Served, u64) {
     let started = Instant::now();
     while !flood.is_finished() || latencies.len() < 20 {
         let t = Instant::now();
-        let r = read(
+        let r = send(
             http.get(format!("{}/api/auth/get-session", served.base))
-                .header("cookie", &cookie)
-                .send()
-                .await
-                .expect("GET"),
+                .header("cookie", &cookie),
         )
         .await;
         latencies.push(t.elapsed());
@@ -319,7 +301,7 @@ async fn flood_beside_a_person(flood: Flood, secs: u64) -> (Vec<Duration>, usize
     let mut i = 0u32;
     while Instant::now() < deadline {
         let started = Instant::now();
-        let r = read(
+        let r = send(
             app.http
                 .post(format!("{}/api/auth/sign-in/email", app.base))
                 .header(
@@ -328,10 +310,7 @@ async fn flood_beside_a_person(flood: Flood, secs: u64) -> (Vec<Duration>, usize
                 )
                 .json(
                     &json!({ "email": "person@example.com", "password": "password-of-the-person" }),
-                )
-                .send()
-                .await
-                .expect("sign-in"),
+                ),
         )
         .await;
         latencies.push(started.elapsed());

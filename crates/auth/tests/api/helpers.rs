@@ -8,6 +8,16 @@ use testkit::proxy::TcpProxy;
 pub const SECRET: &str = "test-secret-0123456789abcdef-0123456789";
 pub const BASE_URL: &str = "http://localhost:8080";
 pub const COOKIE: &str = "digiuno.session_token";
+/// The fields of better-auth's session object.
+pub const SESSION_FIELDS: [&str; 7] = [
+    "id",
+    "userId",
+    "expiresAt",
+    "createdAt",
+    "updatedAt",
+    "ipAddress",
+    "userAgent",
+];
 
 /// A running auth service on a fresh, migrated database reached through a cuttable proxy.
 pub struct TestApp {
@@ -142,12 +152,33 @@ impl Resp {
             .and_then(|c| c.split(';').next().map(str::to_owned))
     }
 
+    /// Asserts better-auth's plain success: 200 with `{"status": true}`.
+    #[track_caller]
+    pub fn assert_status_true(&self) {
+        assert_eq!(
+            (self.status, &self.body),
+            (200, &serde_json::json!({ "status": true })),
+            "{}",
+            self.text
+        );
+    }
+
+    /// The status with the error body's `code`, to compare in one assertion.
+    pub fn status_and_code(&self) -> (u16, Option<&str>) {
+        (self.status, self.body["code"].as_str())
+    }
+
     pub fn header(&self, name: &str) -> Option<String> {
         self.headers
             .get(name)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     }
+}
+
+/// Sends a hand-built request (one the JSON helpers below cannot express) and reads its answer.
+pub async fn send(req: reqwest::RequestBuilder) -> Resp {
+    read(req.send().await.expect("request")).await
 }
 
 pub async fn read(resp: reqwest::Response) -> Resp {
@@ -201,18 +232,39 @@ impl TestApp {
 
     /// Signs a new user up; returns the session cookie pair and the response.
     pub async fn sign_up(&self, email: &str, password: &str) -> (String, Resp) {
-        let resp = self
-            .post(
-                "/api/auth/sign-up/email",
-                serde_json::json!({ "name": "Test User", "email": email, "password": password }),
-                None,
-            )
-            .await;
+        let resp = self.try_sign_up("Test User", email, password).await;
         assert_eq!(resp.status, 200, "sign-up failed: {}", resp.text);
         let cookie = resp
             .session_cookie()
             .expect("sign-up sets the session cookie");
         (cookie, resp)
+    }
+
+    /// `POST /api/auth/sign-up/email`, with no cookie, whatever the answer.
+    pub async fn try_sign_up(&self, name: &str, email: &str, password: &str) -> Resp {
+        let person = serde_json::json!({ "name": name, "email": email, "password": password });
+        self.post("/api/auth/sign-up/email", person, None).await
+    }
+
+    /// `POST /api/auth/sign-in/email`, with no cookie.
+    pub async fn sign_in(&self, email: &str, password: &str) -> Resp {
+        let credentials = serde_json::json!({ "email": email, "password": password });
+        self.post("/api/auth/sign-in/email", credentials, None)
+            .await
+    }
+
+    /// Signs an existing user in; returns the new session's cookie pair.
+    pub async fn sign_in_cookie(&self, email: &str, password: &str) -> String {
+        let resp = self.sign_in(email, password).await;
+        assert_eq!(resp.status, 200, "sign-in failed: {}", resp.text);
+        resp.session_cookie()
+            .expect("sign-in sets the session cookie")
+    }
+
+    /// `POST /api/auth/reset-password` with a token from a reset link.
+    pub async fn reset_password(&self, token: &str, new_password: &str) -> Resp {
+        let reset = serde_json::json!({ "newPassword": new_password, "token": token });
+        self.post("/api/auth/reset-password", reset, None).await
     }
 
     pub fn sql(&self, query: &str) -> usize {

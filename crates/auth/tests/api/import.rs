@@ -82,23 +82,11 @@ async fn a_better_auth_user_signs_in_with_the_old_password_and_gets_argon2id() {
         "better-auth's saltHex:keyHex: {imported}"
     );
 
-    let wrong = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": EMAIL, "password": "Passwörd-ﬁle-123" }),
-            None,
-        )
-        .await;
+    let wrong = app.sign_in(EMAIL, "Passwörd-ﬁle-123").await;
     assert_eq!(wrong.status, 401);
     assert_eq!(app.scalar(&hash_query).as_deref(), Some(imported.as_str()));
 
-    let signed_in = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": EMAIL, "password": PASSWORD }),
-            None,
-        )
-        .await;
+    let signed_in = app.sign_in(EMAIL, PASSWORD).await;
     assert_eq!(signed_in.status, 200, "{}", signed_in.text);
     assert_eq!(signed_in.body["user"]["id"], json!(user_id));
     let upgraded = app.scalar(&hash_query).expect("hash");
@@ -109,12 +97,6 @@ async fn a_better_auth_user_signs_in_with_the_old_password_and_gets_argon2id() {
     assert_eq!(again["users"], json!({ "copied": 0, "existing": 1 }));
     assert_eq!(again["accounts"], json!({ "copied": 0, "existing": 1 }));
     assert_eq!(app.scalar(&hash_query).as_deref(), Some(upgraded.as_str()));
-    let later = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": EMAIL, "password": PASSWORD }),
-            None,
-        )
-        .await;
+    let later = app.sign_in(EMAIL, PASSWORD).await;
     assert_eq!(later.status, 200, "{}", later.text);
 }

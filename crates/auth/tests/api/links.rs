@@ -108,10 +108,7 @@ async fn the_reset_link_redirects_and_its_token_works_once() {
             None,
         )
         .await;
-    assert_eq!(
-        (resp.status, resp.body["code"].as_str()),
-        (403, Some("INVALID_CALLBACK_URL"))
-    );
+    assert_eq!(resp.status_and_code(), (403, Some("INVALID_CALLBACK_URL")));
 
     // The page shows the form for this token.
     let page = app
@@ -123,53 +120,21 @@ async fn the_reset_link_redirects_and_its_token_works_once() {
             .contains(&format!(r#"name="token" value="{token}""#))
     );
 
-    let short = app
-        .post(
-            "/api/auth/reset-password",
-            json!({ "newPassword": "short", "token": token }),
-            None,
-        )
-        .await;
-    assert_eq!(
-        (short.status, short.body["code"].as_str()),
-        (400, Some("PASSWORD_TOO_SHORT"))
-    );
-    let resp = app
-        .post(
-            "/api/auth/reset-password",
-            json!({ "newPassword": "brand-new-pass", "token": token }),
-            None,
-        )
-        .await;
-    assert_eq!(
-        (resp.status, &resp.body),
-        (200, &json!({ "status": true })),
-        "{}",
-        resp.text
-    );
+    let short = app.reset_password(&token, "short").await;
+    assert_eq!(short.status_and_code(), (400, Some("PASSWORD_TOO_SHORT")));
+    let resp = app.reset_password(&token, "brand-new-pass").await;
+    resp.assert_status_true();
     assert_eq!(
         get(&app.http, &me, Some(&cookie)).await.status,
         401,
         "every session ended"
     );
     assert_eq!(app.count("auth.session"), 0);
-    let signed_in = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": "lara@example.com", "password": "brand-new-pass" }),
-            None,
-        )
-        .await;
+    let signed_in = app.sign_in("lara@example.com", "brand-new-pass").await;
     assert_eq!(signed_in.status, 200);
 
     // Single use.
-    let again = app
-        .post(
-            "/api/auth/reset-password",
-            json!({ "newPassword": "another-pass-1", "token": token }),
-            None,
-        )
-        .await;
+    let again = app.reset_password(&token, "another-pass-1").await;
     assert_eq!(again.status, 400);
     assert_eq!(
         again.body,
@@ -201,17 +166,8 @@ async fn reset_tokens_expire_after_an_hour_and_serve_one_purpose() {
     let uid = user_id(&app, &cookie).await;
     let old = issue(&app, Purpose::Reset, &uid);
     app.sql("UPDATE auth.verification SET expires_at = now() - interval '1 second'");
-    let resp = app
-        .post(
-            "/api/auth/reset-password",
-            json!({ "newPassword": "brand-new-pass", "token": old }),
-            None,
-        )
-        .await;
-    assert_eq!(
-        (resp.status, resp.body["code"].as_str()),
-        (400, Some("INVALID_TOKEN"))
-    );
+    let resp = app.reset_password(&old, "brand-new-pass").await;
+    assert_eq!(resp.status_and_code(), (400, Some("INVALID_TOKEN")));
     let lifetime = {
         let _ = issue(&app, Purpose::Reset, &uid);
         app.scalar("SELECT round(extract(epoch FROM max(expires_at) - now()))::text AS v FROM auth.verification")
@@ -219,13 +175,7 @@ async fn reset_tokens_expire_after_an_hour_and_serve_one_purpose() {
     assert_eq!(lifetime.as_deref(), Some("3600"));
     // A verification token does not reset a password, nor the other way round.
     let verify = issue(&app, Purpose::Verify, &uid);
-    let resp = app
-        .post(
-            "/api/auth/reset-password",
-            json!({ "newPassword": "brand-new-pass", "token": verify }),
-            None,
-        )
-        .await;
+    let resp = app.reset_password(&verify, "brand-new-pass").await;
     assert_eq!(resp.body["code"], "INVALID_TOKEN");
     let reset = issue(&app, Purpose::Reset, &uid);
     let resp = app
@@ -343,13 +293,7 @@ async fn verify_email_marks_the_address_once() {
 #[tokio::test]
 async fn required_verification_refuses_unverified_sign_in() {
     let app = spawn_with(&[("AUTH_REQUIRE_EMAIL_VERIFICATION".into(), "true".into())]).await;
-    let resp = app
-        .post(
-            "/api/auth/sign-up/email",
-            json!({ "name": "Ida", "email": "ida@example.com", "password": PASSWORD }),
-            None,
-        )
-        .await;
+    let resp = app.try_sign_up("Ida", "ida@example.com", PASSWORD).await;
     assert_eq!(resp.status, 200, "{}", resp.text);
     assert!(
         resp.body["token"].is_null(),
@@ -368,13 +312,7 @@ async fn required_verification_refuses_unverified_sign_in() {
     );
     assert!(resp.session_set_cookie().is_none());
     // A wrong password is still the usual 401: the rule says nothing to a guesser.
-    let wrong = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": "ida@example.com", "password": "not-it-at-all" }),
-            None,
-        )
-        .await;
+    let wrong = app.sign_in("ida@example.com", "not-it-at-all").await;
     assert_eq!(wrong.status, 401);
 
     let uid = app
@@ -421,11 +359,7 @@ async fn parallel_resets_with_one_token_cost_one_hash() {
         "{statuses:?}"
     );
     let signed_in = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": "parallel-reset@example.com", "password": "brand-new-pass-1" }),
-            None,
-        )
+        .sign_in("parallel-reset@example.com", "brand-new-pass-1")
         .await;
     assert_eq!(signed_in.status, 200, "{}", signed_in.text);
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use testkit::smtp::{Received, SmtpServer};
 
-use crate::helpers::{BASE_URL, TestApp, get, read, spawn_nutrition, spawn_with};
+use crate::helpers::{BASE_URL, TestApp, get, send, spawn_nutrition, spawn_with};
 
 const PASSWORD: &str = "password-123";
 
@@ -100,38 +100,17 @@ async fn the_reset_mail_arrives_and_its_link_works_once() {
     let token = page.trim_start_matches("/reset-password?token=").to_owned();
     assert!(app.get(&page, None).await.text.contains(&token));
 
-    let resp = app
-        .post(
-            "/api/auth/reset-password",
-            json!({ "newPassword": "chosen-anew-1", "token": token }),
-            None,
-        )
-        .await;
-    assert_eq!((resp.status, &resp.body), (200, &json!({ "status": true })));
+    let resp = app.reset_password(&token, "chosen-anew-1").await;
+    resp.assert_status_true();
     assert_eq!(get(&app.http, &me, Some(&cookie)).await.status, 401);
-    let again = app
-        .post(
-            "/api/auth/reset-password",
-            json!({ "newPassword": "chosen-anew-2", "token": token }),
-            None,
-        )
-        .await;
-    assert_eq!(
-        (again.status, again.body["code"].as_str()),
-        (400, Some("INVALID_TOKEN"))
-    );
+    let again = app.reset_password(&token, "chosen-anew-2").await;
+    assert_eq!(again.status_and_code(), (400, Some("INVALID_TOKEN")));
     let reopened = app.get(&path_of(&link), None).await;
     assert_eq!(
         reopened.header("location").as_deref(),
         Some("/reset-password?error=INVALID_TOKEN")
     );
-    let signed_in = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": "nora@example.com", "password": "chosen-anew-1" }),
-            None,
-        )
-        .await;
+    let signed_in = app.sign_in("nora@example.com", "chosen-anew-1").await;
     assert_eq!(signed_in.status, 200);
 }
 
@@ -214,7 +193,7 @@ async fn mail_routes_are_rate_limited_with_both_headers() {
         }
         let limited = app.post(path, body, cookie).await;
         assert_eq!(
-            (limited.status, limited.body["code"].as_str()),
+            limited.status_and_code(),
             (429, Some("RATE_LIMITED")),
             "{path}"
         );
@@ -248,12 +227,7 @@ async fn verification_mail_marks_the_address_verified() {
             Some(&cookie),
         )
         .await;
-    assert_eq!(
-        (resp.status, &resp.body),
-        (200, &json!({ "status": true })),
-        "{}",
-        resp.text
-    );
+    resp.assert_status_true();
     let mail = one_mail(&smtp, 1).await;
     assert_eq!(mail.rcpt_to, ["vito@example.com"]);
     let link = link(&mail, &format!("{BASE_URL}/api/auth/verify-email?token="));
@@ -304,13 +278,7 @@ async fn verification_mail_marks_the_address_verified() {
 #[tokio::test]
 async fn unverified_sign_in_is_refused_and_mails_a_new_link() {
     let (app, smtp) = with_mail(&[("AUTH_REQUIRE_EMAIL_VERIFICATION", "true")]).await;
-    let resp = app
-        .post(
-            "/api/auth/sign-up/email",
-            json!({ "name": "Ines", "email": "ines@example.com", "password": PASSWORD }),
-            None,
-        )
-        .await;
+    let resp = app.try_sign_up("Ines", "ines@example.com", PASSWORD).await;
     assert_eq!(resp.status, 200);
     assert!(resp.body["token"].is_null());
     one_mail(&smtp, 1).await;
@@ -318,10 +286,7 @@ async fn unverified_sign_in_is_refused_and_mails_a_new_link() {
     let refused = app
         .post("/api/auth/sign-in/email", sign_in.clone(), None)
         .await;
-    assert_eq!(
-        (refused.status, refused.body["code"].as_str()),
-        (403, Some("EMAIL_NOT_VERIFIED"))
-    );
+    assert_eq!(refused.status_and_code(), (403, Some("EMAIL_NOT_VERIFIED")));
     let mail = one_mail(&smtp, 2).await;
     let link = link(&mail, &format!("{BASE_URL}/api/auth/verify-email?token="));
     assert_eq!(app.get(&path_of(&link), None).await.status, 302);
@@ -340,14 +305,11 @@ async fn the_forgot_password_page_posts_a_form() {
         page.text
             .contains(r#"action="/api/auth/request-password-reset""#)
     );
-    let resp = read(
+    let resp = send(
         app.http
             .post(app.url("/api/auth/request-password-reset"))
             .header("origin", BASE_URL)
-            .form(&[("email", "fede@example.com")])
-            .send()
-            .await
-            .expect("POST"),
+            .form(&[("email", "fede@example.com")]),
     )
     .await;
     assert_eq!(

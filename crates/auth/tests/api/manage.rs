@@ -3,20 +3,28 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, get, spawn_app, spawn_nutrition};
+use crate::helpers::{Resp, SESSION_FIELDS, TestApp, get, send, spawn_app, spawn_nutrition};
 
 const PASSWORD: &str = "password-123";
 
-async fn sign_in(app: &TestApp, email: &str, password: &str) -> String {
-    let resp = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": email, "password": password }),
-            None,
-        )
-        .await;
-    assert_eq!(resp.status, 200, "{}", resp.text);
-    resp.session_cookie().expect("cookie")
+/// The routes of this section, as the signed-in user of `cookie`.
+async fn change_password(app: &TestApp, cookie: &str, body: Value) -> Resp {
+    app.post("/api/auth/change-password", body, Some(cookie))
+        .await
+}
+
+async fn update_user(app: &TestApp, cookie: &str, body: Value) -> Resp {
+    app.post("/api/auth/update-user", body, Some(cookie)).await
+}
+
+async fn unlink(app: &TestApp, cookie: &str, body: Value) -> Resp {
+    app.post("/api/auth/unlink-account", body, Some(cookie))
+        .await
+}
+
+async fn revoke_session(app: &TestApp, cookie: &str, body: Value) -> Resp {
+    app.post("/api/auth/revoke-session", body, Some(cookie))
+        .await
 }
 
 fn error(code: &str, message: &str) -> Value {
@@ -55,7 +63,7 @@ async fn every_route_needs_a_session() {
 async fn list_sessions_gives_handles_never_tokens() {
     let app = spawn_app().await;
     let (first, _) = app.sign_up("sara@example.com", PASSWORD).await;
-    let second = sign_in(&app, "sara@example.com", PASSWORD).await;
+    let second = app.sign_in_cookie("sara@example.com", PASSWORD).await;
     // Another user's session is not listed.
     app.sign_up("other@example.com", PASSWORD).await;
 
@@ -66,16 +74,7 @@ async fn list_sessions_gives_handles_never_tokens() {
     assert_eq!(list[0]["current"], true, "newest first, and it is this one");
     assert_eq!(list[1]["current"], false);
     for s in &list {
-        for field in [
-            "id",
-            "userId",
-            "expiresAt",
-            "createdAt",
-            "updatedAt",
-            "ipAddress",
-            "userAgent",
-            "token",
-        ] {
+        for field in SESSION_FIELDS.into_iter().chain(["token"]) {
             assert!(s.get(field).is_some(), "{field} missing: {s}");
         }
         let handle = s["token"].as_str().expect("handle");
@@ -97,7 +96,7 @@ async fn revoke_session_ends_it_in_nutrition_api_at_once() {
     let app = spawn_app().await;
     let api = spawn_nutrition(&app).await;
     let (laptop, _) = app.sign_up("marco@example.com", PASSWORD).await;
-    let phone = sign_in(&app, "marco@example.com", PASSWORD).await;
+    let phone = app.sign_in_cookie("marco@example.com", PASSWORD).await;
     let me = format!("{}/me", api.base);
     assert_eq!(get(&app.http, &me, Some(&phone)).await.status, 200);
 
@@ -113,24 +112,12 @@ async fn revoke_session_ends_it_in_nutrition_api_at_once() {
         .and_then(|v| v.split('.').next())
         .expect("token");
     for wrong in [phone_token, "nothing"] {
-        let resp = app
-            .post(
-                "/api/auth/revoke-session",
-                json!({ "token": wrong }),
-                Some(&laptop),
-            )
-            .await;
+        let resp = revoke_session(&app, &laptop, json!({ "token": wrong })).await;
         assert_eq!(resp.body, json!({ "status": true }));
     }
     assert_eq!(app.count("auth.session"), 2);
 
-    let resp = app
-        .post(
-            "/api/auth/revoke-session",
-            json!({ "token": phone_handle }),
-            Some(&laptop),
-        )
-        .await;
+    let resp = revoke_session(&app, &laptop, json!({ "token": phone_handle })).await;
     assert_eq!(resp.status, 200, "{}", resp.text);
     assert_eq!(resp.body, json!({ "status": true }));
     assert_eq!(get(&app.http, &me, Some(&phone)).await.status, 401);
@@ -142,24 +129,13 @@ async fn revoke_session_ends_it_in_nutrition_api_at_once() {
         .as_str()
         .expect("handle")
         .to_owned();
-    let resp = app
-        .post(
-            "/api/auth/revoke-session",
-            json!({ "token": laptop_handle }),
-            Some(&stranger),
-        )
-        .await;
+    let resp = revoke_session(&app, &stranger, json!({ "token": laptop_handle })).await;
     assert_eq!(resp.body, json!({ "status": true }));
     assert_eq!(get(&app.http, &me, Some(&laptop)).await.status, 200);
 
     // A missing or mistyped token is the contract's validation error.
-    let resp = app
-        .post("/api/auth/revoke-session", json!({}), Some(&laptop))
-        .await;
-    assert_eq!(
-        (resp.status, resp.body["code"].as_str()),
-        (400, Some("VALIDATION_ERROR"))
-    );
+    let resp = revoke_session(&app, &laptop, json!({})).await;
+    assert_eq!(resp.status_and_code(), (400, Some("VALIDATION_ERROR")));
 }
 
 #[tokio::test]
@@ -168,14 +144,14 @@ async fn revoke_other_sessions_then_revoke_sessions() {
     let api = spawn_nutrition(&app).await;
     let me = format!("{}/me", api.base);
     let (a, _) = app.sign_up("lia@example.com", PASSWORD).await;
-    let b = sign_in(&app, "lia@example.com", PASSWORD).await;
-    let c = sign_in(&app, "lia@example.com", PASSWORD).await;
+    let b = app.sign_in_cookie("lia@example.com", PASSWORD).await;
+    let c = app.sign_in_cookie("lia@example.com", PASSWORD).await;
     let (other, _) = app.sign_up("nico@example.com", PASSWORD).await;
 
     let resp = app
         .post("/api/auth/revoke-other-sessions", json!({}), Some(&b))
         .await;
-    assert_eq!((resp.status, &resp.body), (200, &json!({ "status": true })));
+    resp.assert_status_true();
     assert_eq!(get(&app.http, &me, Some(&a)).await.status, 401);
     assert_eq!(get(&app.http, &me, Some(&c)).await.status, 401);
     assert_eq!(get(&app.http, &me, Some(&b)).await.status, 200);
@@ -183,7 +159,7 @@ async fn revoke_other_sessions_then_revoke_sessions() {
     let resp = app
         .post("/api/auth/revoke-sessions", json!({}), Some(&b))
         .await;
-    assert_eq!((resp.status, &resp.body), (200, &json!({ "status": true })));
+    resp.assert_status_true();
     assert!(
         resp.session_set_cookie()
             .is_some_and(|c| c.contains("Max-Age=0"))
@@ -200,50 +176,35 @@ async fn revoke_other_sessions_then_revoke_sessions() {
 async fn update_user_changes_name_and_image_but_never_the_email() {
     let app = spawn_app().await;
     let (cookie, _) = app.sign_up("gio@example.com", PASSWORD).await;
-    let resp = app
-        .post(
-            "/api/auth/update-user",
-            json!({ "name": "  Giovanni ", "image": "https://img.example.com/g.png" }),
-            Some(&cookie),
-        )
-        .await;
-    assert_eq!(
-        (resp.status, &resp.body),
-        (200, &json!({ "status": true })),
-        "{}",
-        resp.text
-    );
+    let resp = update_user(
+        &app,
+        &cookie,
+        json!({ "name": "  Giovanni ", "image": "https://img.example.com/g.png" }),
+    )
+    .await;
+    resp.assert_status_true();
     let user = app.get("/api/auth/get-session", Some(&cookie)).await.body["user"].clone();
     assert_eq!(user["name"], "Giovanni");
     assert_eq!(user["image"], "https://img.example.com/g.png");
 
-    let resp = app
-        .post(
-            "/api/auth/update-user",
-            json!({ "image": null }),
-            Some(&cookie),
-        )
-        .await;
+    let resp = update_user(&app, &cookie, json!({ "image": null })).await;
     assert_eq!(resp.status, 200);
     let user = app.get("/api/auth/get-session", Some(&cookie)).await.body["user"].clone();
     assert!(user["image"].is_null());
     assert_eq!(user["name"], "Giovanni");
 
-    let resp = app
-        .post(
-            "/api/auth/update-user",
-            json!({ "name": "X", "email": "thief@example.com" }),
-            Some(&cookie),
-        )
-        .await;
+    let resp = update_user(
+        &app,
+        &cookie,
+        json!({ "name": "X", "email": "thief@example.com" }),
+    )
+    .await;
     assert_eq!(resp.status, 400);
     assert_eq!(
         resp.body,
         error("EMAIL_CAN_NOT_BE_UPDATED", "Email can not be updated")
     );
-    let resp = app
-        .post("/api/auth/update-user", json!({}), Some(&cookie))
-        .await;
+    let resp = update_user(&app, &cookie, json!({})).await;
     assert_eq!(resp.status, 400);
     assert_eq!(
         resp.body,
@@ -254,11 +215,9 @@ async fn update_user_changes_name_and_image_but_never_the_email() {
         json!({ "name": "a\u{0}b" }),
         json!({ "role": "admin" }),
     ] {
-        let resp = app
-            .post("/api/auth/update-user", bad.clone(), Some(&cookie))
-            .await;
+        let resp = update_user(&app, &cookie, bad.clone()).await;
         assert_eq!(
-            (resp.status, resp.body["code"].as_str()),
+            resp.status_and_code(),
             (400, Some("VALIDATION_ERROR")),
             "{bad}"
         );
@@ -276,7 +235,7 @@ async fn change_password_checks_and_optionally_revokes_other_sessions() {
     let api = spawn_nutrition(&app).await;
     let me = format!("{}/me", api.base);
     let (cookie, _) = app.sign_up("ada@example.com", PASSWORD).await;
-    let other = sign_in(&app, "ada@example.com", PASSWORD).await;
+    let other = app.sign_in_cookie("ada@example.com", PASSWORD).await;
     let change = |new: &str, current: &str, revoke: Option<bool>| {
         let mut body = json!({ "newPassword": new, "currentPassword": current });
         if let Some(r) = revoke {
@@ -285,47 +244,28 @@ async fn change_password_checks_and_optionally_revokes_other_sessions() {
         body
     };
 
-    let resp = app
-        .post(
-            "/api/auth/change-password",
-            change("short", PASSWORD, None),
-            Some(&cookie),
-        )
-        .await;
+    let resp = change_password(&app, &cookie, change("short", PASSWORD, None)).await;
     assert_eq!(
         (resp.status, &resp.body),
         (400, &error("PASSWORD_TOO_SHORT", "Password too short"))
     );
-    let resp = app
-        .post(
-            "/api/auth/change-password",
-            change(&"x".repeat(129), PASSWORD, None),
-            Some(&cookie),
-        )
-        .await;
+    let resp = change_password(&app, &cookie, change(&"x".repeat(129), PASSWORD, None)).await;
     assert_eq!(
         (resp.status, &resp.body),
         (400, &error("PASSWORD_TOO_LONG", "Password too long"))
     );
-    let resp = app
-        .post(
-            "/api/auth/change-password",
-            change("new-password-1", "wrong-password", None),
-            Some(&cookie),
-        )
-        .await;
+    let resp = change_password(
+        &app,
+        &cookie,
+        change("new-password-1", "wrong-password", None),
+    )
+    .await;
     assert_eq!(
         (resp.status, &resp.body),
         (400, &error("INVALID_PASSWORD", "Invalid password"))
     );
 
-    let resp = app
-        .post(
-            "/api/auth/change-password",
-            change("new-password-1", PASSWORD, None),
-            Some(&cookie),
-        )
-        .await;
+    let resp = change_password(&app, &cookie, change("new-password-1", PASSWORD, None)).await;
     assert_eq!(resp.status, 200, "{}", resp.text);
     assert!(resp.body["token"].is_null());
     assert_eq!(resp.body["user"]["email"], "ada@example.com");
@@ -334,23 +274,17 @@ async fn change_password_checks_and_optionally_revokes_other_sessions() {
         200,
         "sessions kept"
     );
-    sign_in(&app, "ada@example.com", "new-password-1").await;
-    let old = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": "ada@example.com", "password": PASSWORD }),
-            None,
-        )
+    app.sign_in_cookie("ada@example.com", "new-password-1")
         .await;
+    let old = app.sign_in("ada@example.com", PASSWORD).await;
     assert_eq!(old.status, 401);
 
-    let resp = app
-        .post(
-            "/api/auth/change-password",
-            change("new-password-2", "new-password-1", Some(true)),
-            Some(&cookie),
-        )
-        .await;
+    let resp = change_password(
+        &app,
+        &cookie,
+        change("new-password-2", "new-password-1", Some(true)),
+    )
+    .await;
     assert_eq!(resp.status, 200, "{}", resp.text);
     let token = resp.body["token"]
         .as_str()
@@ -373,26 +307,21 @@ async fn change_password_is_rate_limited() {
     .await;
     let (cookie, _) = app.sign_up("rita@example.com", PASSWORD).await;
     for _ in 0..3 {
-        let resp = app
-            .post(
-                "/api/auth/change-password",
-                json!({ "newPassword": "new-password-1", "currentPassword": "wrong-password" }),
-                Some(&cookie),
-            )
-            .await;
-        assert_eq!(resp.status, 400);
-    }
-    let resp = app
-        .post(
-            "/api/auth/change-password",
-            json!({ "newPassword": "new-password-1", "currentPassword": PASSWORD }),
-            Some(&cookie),
+        let resp = change_password(
+            &app,
+            &cookie,
+            json!({ "newPassword": "new-password-1", "currentPassword": "wrong-password" }),
         )
         .await;
-    assert_eq!(
-        (resp.status, resp.body["code"].as_str()),
-        (429, Some("RATE_LIMITED"))
-    );
+        assert_eq!(resp.status, 400);
+    }
+    let resp = change_password(
+        &app,
+        &cookie,
+        json!({ "newPassword": "new-password-1", "currentPassword": PASSWORD }),
+    )
+    .await;
+    assert_eq!(resp.status_and_code(), (429, Some("RATE_LIMITED")));
     assert!(resp.header("x-retry-after").is_some() && resp.header("retry-after").is_some());
 }
 
@@ -419,13 +348,7 @@ async fn list_and_unlink_accounts() {
         assert!(credential.get(secret).is_none(), "{secret} exposed");
     }
 
-    let resp = app
-        .post(
-            "/api/auth/unlink-account",
-            json!({ "providerId": "credential" }),
-            Some(&cookie),
-        )
-        .await;
+    let resp = unlink(&app, &cookie, json!({ "providerId": "credential" })).await;
     assert_eq!(resp.status, 400);
     assert_eq!(
         resp.body,
@@ -450,63 +373,29 @@ async fn list_and_unlink_accounts() {
     assert_eq!(google["scopes"], json!(["openid", "email", "profile"]));
     assert!(!list.to_string().contains("secret-at"));
 
-    let resp = app
-        .post(
-            "/api/auth/unlink-account",
-            json!({ "providerId": "google", "accountId": "someone-else" }),
-            Some(&cookie),
-        )
-        .await;
+    let google_account = |id: &str| json!({ "providerId": "google", "accountId": id });
+    let resp = unlink(&app, &cookie, google_account("someone-else")).await;
     assert_eq!(
         (resp.status, &resp.body),
         (400, &error("ACCOUNT_NOT_FOUND", "Account not found"))
     );
-    let resp = app
-        .post(
-            "/api/auth/unlink-account",
-            json!({ "providerId": "google", "accountId": "google-sub-9" }),
-            Some(&cookie),
-        )
-        .await;
-    assert_eq!(
-        (resp.status, &resp.body),
-        (200, &json!({ "status": true })),
-        "{}",
-        resp.text
-    );
+    let resp = unlink(&app, &cookie, google_account("google-sub-9")).await;
+    resp.assert_status_true();
     assert_eq!(app.count("auth.account"), 1);
 
     // better-auth 1.7's client sends only the id from list-accounts.
     app.sql(&format!(
         "INSERT INTO auth.account (id, account_id, provider_id, user_id) VALUES ('acc-g2', 'google-sub-9', 'google', '{user_id}')"
     ));
-    let resp = app
-        .post(
-            "/api/auth/unlink-account",
-            json!({ "accountId": "acc-g2" }),
-            Some(&cookie),
-        )
-        .await;
+    let resp = unlink(&app, &cookie, json!({ "accountId": "acc-g2" })).await;
     assert_eq!(resp.body, json!({ "status": true }));
     // Unlinking the password while Google remains is allowed; the last one never is.
     app.sql(&format!(
         "INSERT INTO auth.account (id, account_id, provider_id, user_id) VALUES ('acc-g3', 'google-sub-9', 'google', '{user_id}')"
     ));
-    let resp = app
-        .post(
-            "/api/auth/unlink-account",
-            json!({ "providerId": "credential" }),
-            Some(&cookie),
-        )
-        .await;
+    let resp = unlink(&app, &cookie, json!({ "providerId": "credential" })).await;
     assert_eq!(resp.body, json!({ "status": true }));
-    let resp = app
-        .post(
-            "/api/auth/unlink-account",
-            json!({ "providerId": "google" }),
-            Some(&cookie),
-        )
-        .await;
+    let resp = unlink(&app, &cookie, json!({ "providerId": "google" })).await;
     assert_eq!(resp.body["code"], "FAILED_TO_UNLINK_LAST_ACCOUNT");
     assert_eq!(app.count("auth.account"), 1);
 }
@@ -515,20 +404,17 @@ async fn list_and_unlink_accounts() {
 async fn a_nul_in_a_form_field_is_a_400_not_a_database_error() {
     let app = spawn_app().await;
     let (cookie, _) = app.sign_up("nul@example.com", PASSWORD).await;
-    let resp = crate::helpers::read(
+    let resp = send(
         app.http
             .post(app.url("/api/auth/update-user"))
             .header("cookie", &cookie)
             .header("origin", crate::helpers::BASE_URL)
             .header("content-type", "application/x-www-form-urlencoded")
-            .body("image=https%3A%2F%2Fimg.example.com%2Fa%00b")
-            .send()
-            .await
-            .expect("POST"),
+            .body("image=https%3A%2F%2Fimg.example.com%2Fa%00b"),
     )
     .await;
     assert_eq!(
-        (resp.status, resp.body["code"].as_str()),
+        resp.status_and_code(),
         (400, Some("VALIDATION_ERROR")),
         "{}",
         resp.text
@@ -549,11 +435,7 @@ async fn ending_a_session_ends_the_push_subscription_it_registered() {
     let push = testkit::push_service::FakePushService::start().await;
     let (phone, _) = app.sign_up("devices@example.com", "password-123").await;
     let laptop = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": "devices@example.com", "password": "password-123" }),
-            None,
-        )
+        .sign_in("devices@example.com", "password-123")
         .await
         .session_cookie()
         .expect("laptop session");

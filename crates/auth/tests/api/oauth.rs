@@ -4,7 +4,7 @@
 use serde_json::json;
 use testkit::oauth::{FakeOAuth, Identity};
 
-use crate::helpers::{Resp, TestApp, get, read, spawn_app, spawn_with};
+use crate::helpers::{Resp, TestApp, get, send, spawn_app, spawn_with};
 
 fn identity(sub: &str, email: &str, verified: bool) -> Identity {
     Identity {
@@ -43,15 +43,21 @@ async fn google_flow(app: &TestApp, callback_url: Option<&str>) -> Resp {
     let back = url::Url::parse(&back).expect("absolute");
     assert_eq!(back.path(), "/api/auth/callback/google");
     let path = format!("{}?{}", back.path(), back.query().unwrap_or_default());
-    read(
-        app.http
-            .get(app.url(&path))
-            .header("cookie", state_cookie)
-            .send()
-            .await
-            .expect("GET"),
-    )
-    .await
+    send(app.http.get(app.url(&path)).header("cookie", state_cookie)).await
+}
+
+/// The callback refused to link Google into the account already there: back to sign-in with
+/// `ACCOUNT_NOT_LINKED`, no Google account and no session but the sign-up's.
+#[track_caller]
+fn assert_not_linked(app: &TestApp, done: &Resp) {
+    assert_eq!(done.status, 302, "{}", done.text);
+    assert_eq!(
+        done.header("location").as_deref(),
+        Some("/sign-in?error=ACCOUNT_NOT_LINKED")
+    );
+    assert!(done.session_cookie().is_none());
+    assert_eq!(app.count("auth.account"), 1, "no Google account linked");
+    assert_eq!(app.count("auth.session"), 1, "only the sign-up's");
 }
 
 fn session_cookie_of(resp: &Resp) -> String {
@@ -71,10 +77,7 @@ async fn without_credentials_google_does_not_exist() {
             None,
         )
         .await;
-    assert_eq!(
-        (social.status, social.body["code"].as_str()),
-        (404, Some("PROVIDER_NOT_FOUND"))
-    );
+    assert_eq!(social.status_and_code(), (404, Some("PROVIDER_NOT_FOUND")));
     let callback = app
         .get("/api/auth/callback/google?code=x&state=y", None)
         .await;
@@ -138,14 +141,7 @@ async fn google_never_links_into_an_account_that_has_a_password() {
     app.sql("UPDATE auth.\"user\" SET email_verified = true WHERE email = 'mix@example.com'");
     fake.sign_in_as(identity("google-sub-2", "mix@example.com", true));
     let done = google_flow(&app, Some("/plan")).await;
-    assert_eq!(done.status, 302, "{}", done.text);
-    assert_eq!(
-        done.header("location").as_deref(),
-        Some("/sign-in?error=ACCOUNT_NOT_LINKED")
-    );
-    assert!(done.session_cookie().is_none());
-    assert_eq!(app.count("auth.account"), 1, "no Google account linked");
-    assert_eq!(app.count("auth.session"), 1, "only the sign-up's");
+    assert_not_linked(&app, &done);
     let still = app.get("/api/auth/get-session", Some(&squatter)).await;
     assert_eq!(still.body["user"]["id"], signed_up.body["user"]["id"]);
 }
@@ -157,14 +153,7 @@ async fn unverified_google_address_does_not_take_over_an_account() {
     app.sign_up("victim@example.com", "password-123").await;
     fake.sign_in_as(identity("attacker", "victim@example.com", false));
     let done = google_flow(&app, None).await;
-    assert_eq!(done.status, 302);
-    assert_eq!(
-        done.header("location").as_deref(),
-        Some("/sign-in?error=ACCOUNT_NOT_LINKED")
-    );
-    assert!(done.session_cookie().is_none());
-    assert_eq!(app.count("auth.account"), 1);
-    assert_eq!(app.count("auth.session"), 1, "only the sign-up's");
+    assert_not_linked(&app, &done);
 }
 
 #[tokio::test]
@@ -177,13 +166,7 @@ async fn google_never_links_to_a_user_whose_address_is_unverified() {
     app.sign_up("owner@example.com", "squatter-password").await;
     fake.sign_in_as(identity("owner-sub", "owner@example.com", true));
     let done = google_flow(&app, None).await;
-    assert_eq!(done.status, 302);
-    assert_eq!(
-        done.header("location").as_deref(),
-        Some("/sign-in?error=ACCOUNT_NOT_LINKED")
-    );
-    assert!(done.session_cookie().is_none());
-    assert_eq!(app.count("auth.account"), 1, "no Google account linked");
+    assert_not_linked(&app, &done);
     assert_eq!(
         app.scalar("SELECT email_verified::text AS v FROM auth.\"user\"")
             .as_deref(),
@@ -213,13 +196,10 @@ async fn a_callback_without_the_browsers_state_cookie_fails() {
         stolen.header("location").as_deref(),
         Some("/sign-in?error=STATE_MISMATCH")
     );
-    let forged = read(
+    let forged = send(
         app.http
             .get(app.url(&path))
-            .header("cookie", "digiuno.oauth_state=abc.AAAA")
-            .send()
-            .await
-            .expect("GET"),
+            .header("cookie", "digiuno.oauth_state=abc.AAAA"),
     )
     .await;
     assert_eq!(
@@ -247,25 +227,9 @@ async fn a_state_works_once() {
     let at_provider = get(&app.http, start.body["url"].as_str().expect("url"), None).await;
     let back = url::Url::parse(&at_provider.header("location").expect("location")).expect("url");
     let path = format!("{}?{}", back.path(), back.query().unwrap_or_default());
-    let first = read(
-        app.http
-            .get(app.url(&path))
-            .header("cookie", &state_cookie)
-            .send()
-            .await
-            .expect("GET"),
-    )
-    .await;
+    let first = send(app.http.get(app.url(&path)).header("cookie", &state_cookie)).await;
     assert_eq!(first.header("location").as_deref(), Some("/x"));
-    let replay = read(
-        app.http
-            .get(app.url(&path))
-            .header("cookie", &state_cookie)
-            .send()
-            .await
-            .expect("GET"),
-    )
-    .await;
+    let replay = send(app.http.get(app.url(&path)).header("cookie", &state_cookie)).await;
     assert_eq!(
         replay.header("location").as_deref(),
         Some("/sign-in?error=STATE_EXPIRED")
@@ -298,12 +262,8 @@ async fn social_sign_in_refuses_cross_site_requests_without_cookies() {
         for (k, v) in &headers {
             req = req.header(*k, *v);
         }
-        let resp = read(req.send().await.expect("POST")).await;
-        assert_eq!(
-            (resp.status, resp.body["code"].as_str()),
-            (403, Some(code)),
-            "{headers:?}"
-        );
+        let resp = send(req).await;
+        assert_eq!(resp.status_and_code(), (403, Some(code)), "{headers:?}");
         assert!(resp.set_cookies().is_empty(), "no state cookie");
     }
     assert_eq!(app.count("auth.verification"), 0, "no flow started");
@@ -324,14 +284,11 @@ async fn pending_google_sign_ins_are_bounded_per_address_and_in_total() {
     let start = |ip: &'static str| {
         let app = &app;
         async move {
-            read(
+            send(
                 app.http
                     .post(app.url("/api/auth/sign-in/social"))
                     .header("x-forwarded-for", ip)
-                    .json(&json!({ "provider": "google" }))
-                    .send()
-                    .await
-                    .expect("POST"),
+                    .json(&json!({ "provider": "google" })),
             )
             .await
         }

@@ -1,6 +1,6 @@
 //! The trusted-origin check on cookie-carrying writes, in auth and nutrition-api.
 
-use crate::helpers::{BASE_URL, read, spawn_app, spawn_nutrition, spawn_with};
+use crate::helpers::{BASE_URL, send, spawn_app, spawn_nutrition, spawn_with};
 
 #[tokio::test]
 async fn foreign_origins_are_refused_and_change_nothing() {
@@ -13,32 +13,21 @@ async fn foreign_origins_are_refused_and_change_nothing() {
         ("referer", "https://evil.example.com/page"),
         ("origin", "null"),
     ] {
-        let resp = read(
+        let resp = send(
             app.http
                 .post(&sign_out)
                 .header("cookie", &cookie)
-                .header(name, value)
-                .send()
-                .await
-                .expect("POST"),
+                .header(name, value),
         )
         .await;
         assert_eq!(
-            (resp.status, resp.body["code"].as_str()),
+            resp.status_and_code(),
             (403, Some("INVALID_ORIGIN")),
             "{name}: {value}"
         );
     }
     // No Origin or Referer at all, with a cookie: refused too.
-    let resp = read(
-        app.http
-            .post(&sign_out)
-            .header("cookie", &cookie)
-            .send()
-            .await
-            .expect("POST"),
-    )
-    .await;
+    let resp = send(app.http.post(&sign_out).header("cookie", &cookie)).await;
     assert_eq!(resp.status, 403);
     assert_eq!(
         app.count("auth.session"),
@@ -47,30 +36,21 @@ async fn foreign_origins_are_refused_and_change_nothing() {
     );
 
     // nutrition-api applies the same rule to its writes.
-    let resp = read(
+    let resp = send(
         app.http
             .post(format!("{}/me", api.base))
             .header("cookie", &cookie)
-            .header("origin", "https://evil.example.com")
-            .send()
-            .await
-            .expect("POST"),
+            .header("origin", "https://evil.example.com"),
     )
     .await;
-    assert_eq!(
-        (resp.status, resp.body["code"].as_str()),
-        (403, Some("INVALID_ORIGIN"))
-    );
+    assert_eq!(resp.status_and_code(), (403, Some("INVALID_ORIGIN")));
 
     // The trusted origin, via Referer as well, passes.
-    let ok = read(
+    let ok = send(
         app.http
             .post(&sign_out)
             .header("cookie", &cookie)
-            .header("referer", format!("{BASE_URL}/settings"))
-            .send()
-            .await
-            .expect("POST"),
+            .header("referer", format!("{BASE_URL}/settings")),
     )
     .await;
     assert_eq!(ok.status, 200);
@@ -84,14 +64,11 @@ async fn configured_extra_origins_are_trusted() {
     )])
     .await;
     let (cookie, _) = app.sign_up("vera@example.com", "password-123").await;
-    let resp = read(
+    let resp = send(
         app.http
             .post(app.url("/api/auth/sign-out"))
             .header("cookie", &cookie)
-            .header("origin", "https://m.example.com")
-            .send()
-            .await
-            .expect("POST"),
+            .header("origin", "https://m.example.com"),
     )
     .await;
     assert_eq!(resp.status, 200);

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{TestApp, read, spawn_auth_replica, spawn_with};
+use crate::helpers::{TestApp, send, spawn_auth_replica, spawn_with};
 
 fn limits(max: u32, window: u32) -> Vec<(String, String)> {
     vec![
@@ -19,14 +19,11 @@ async fn attempt(
     email: &str,
     client_ip: &str,
 ) -> crate::helpers::Resp {
-    read(
+    send(
         app.http
             .post(format!("{app_base}/api/auth/sign-in/email"))
             .header("x-forwarded-for", client_ip)
-            .json(&json!({ "email": email, "password": "wrong-password" }))
-            .send()
-            .await
-            .expect("POST"),
+            .json(&json!({ "email": email, "password": "wrong-password" })),
     )
     .await
 }
@@ -45,10 +42,7 @@ async fn per_address_limit_with_retry_after() {
         assert_eq!(r.status, 401, "attempt {i}");
     }
     let limited = attempt(&app.base, &app, "user9@example.com", "198.51.100.7").await;
-    assert_eq!(
-        (limited.status, limited.body["code"].as_str()),
-        (429, Some("RATE_LIMITED"))
-    );
+    assert_eq!(limited.status_and_code(), (429, Some("RATE_LIMITED")));
     let retry: u64 = limited
         .header("retry-after")
         .and_then(|v| v.parse().ok())
@@ -83,14 +77,11 @@ async fn attempt_with(
     password: &str,
     client_ip: &str,
 ) -> crate::helpers::Resp {
-    read(
+    send(
         app.http
             .post(format!("{base}/api/auth/sign-in/email"))
             .header("x-forwarded-for", client_ip)
-            .json(&json!({ "email": email, "password": password }))
-            .send()
-            .await
-            .expect("POST"),
+            .json(&json!({ "email": email, "password": password })),
     )
     .await
 }
@@ -258,17 +249,11 @@ async fn sign_up_is_limited_too() {
     let app = spawn_with(&limits(2, 10)).await;
     for i in 0..2 {
         let r = app
-            .post("/api/auth/sign-up/email", json!({ "name": "N", "email": format!("n{i}@example.com"), "password": "password-1" }), None)
+            .try_sign_up("N", &format!("n{i}@example.com"), "password-1")
             .await;
         assert_eq!(r.status, 200);
     }
-    let r = app
-        .post(
-            "/api/auth/sign-up/email",
-            json!({ "name": "N", "email": "n9@example.com", "password": "password-1" }),
-            None,
-        )
-        .await;
+    let r = app.try_sign_up("N", "n9@example.com", "password-1").await;
     assert_eq!(r.status, 429);
     assert_eq!(app.count("auth.\"user\""), 2);
 }
@@ -308,14 +293,11 @@ async fn one_address_flooding_sign_in_never_spends_the_global_budget() {
 }
 
 async fn sign_up_from(app: &TestApp, email: &str, client_ip: &str) -> crate::helpers::Resp {
-    read(
+    send(
         app.http
             .post(format!("{}/api/auth/sign-up/email", app.base))
             .header("x-forwarded-for", client_ip)
-            .json(&json!({ "name": "N", "email": email, "password": "password-1" }))
-            .send()
-            .await
-            .expect("POST"),
+            .json(&json!({ "name": "N", "email": email, "password": "password-1" })),
     )
     .await
 }

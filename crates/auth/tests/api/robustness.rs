@@ -1,6 +1,6 @@
 //! Hostile input never produces a 500 and never writes anything.
 
-use crate::helpers::{read, spawn_app};
+use crate::helpers::{send, spawn_app};
 
 #[tokio::test]
 async fn malformed_bodies_are_400_naming_the_field() {
@@ -31,18 +31,15 @@ async fn malformed_bodies_are_400_naming_the_field() {
         ("/api/auth/sign-in/social", r#"{"provider":1}"#, "provider"),
     ];
     for (path, body, mentions) in cases {
-        let resp = read(
+        let resp = send(
             app.http
                 .post(app.url(path))
                 .header("content-type", "application/json")
-                .body(body)
-                .send()
-                .await
-                .expect("POST"),
+                .body(body),
         )
         .await;
         assert_eq!(
-            (resp.status, resp.body["code"].as_str()),
+            resp.status_and_code(),
             (400, Some("VALIDATION_ERROR")),
             "{path} {body}: {}",
             resp.text
@@ -50,14 +47,7 @@ async fn malformed_bodies_are_400_naming_the_field() {
         let message = resp.body["message"].as_str().unwrap_or_default();
         assert!(message.contains(mentions), "{path} {body}: {message}");
     }
-    let empty = read(
-        app.http
-            .post(app.url("/api/auth/sign-in/email"))
-            .send()
-            .await
-            .expect("POST"),
-    )
-    .await;
+    let empty = send(app.http.post(app.url("/api/auth/sign-in/email"))).await;
     assert_eq!(empty.status, 400);
     assert_eq!(app.count("auth.\"user\""), 0);
 }
@@ -69,14 +59,11 @@ async fn oversized_bodies_are_refused() {
         r#"{{"name":"{}","email":"a@b.co","password":"12345678"}}"#,
         "x".repeat(200_000)
     );
-    let resp = read(
+    let resp = send(
         app.http
             .post(app.url("/api/auth/sign-up/email"))
             .header("content-type", "application/json")
-            .body(huge)
-            .send()
-            .await
-            .expect("POST"),
+            .body(huge),
     )
     .await;
     assert_eq!(resp.status, 413, "{}", resp.text);
@@ -88,10 +75,7 @@ async fn oversized_bodies_are_refused() {
 async fn wrong_methods_and_bad_queries_are_4xx() {
     let app = spawn_app().await;
     let resp = app.get("/api/auth/sign-in/email", None).await;
-    assert_eq!(
-        (resp.status, resp.body["code"].as_str()),
-        (405, Some("METHOD_NOT_ALLOWED"))
-    );
+    assert_eq!(resp.status_and_code(), (405, Some("METHOD_NOT_ALLOWED")));
     let resp = app.get("/api/auth/nothing-here", None).await;
     assert_eq!(resp.status, 404);
     let resp = app

@@ -10,13 +10,7 @@ use crate::helpers::{spawn_app, spawn_counting};
 async fn signs_in_with_the_right_password() {
     let app = spawn_app().await;
     app.sign_up("anna@example.com", "correct-horse").await;
-    let resp = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": " ANNA@example.com", "password": "correct-horse" }),
-            None,
-        )
-        .await;
+    let resp = app.sign_in(" ANNA@example.com", "correct-horse").await;
     assert_eq!(resp.status, 200, "{}", resp.text);
     assert_eq!(resp.body["redirect"], false);
     assert!(resp.body.get("url").is_none());
@@ -47,20 +41,8 @@ async fn signs_in_with_the_right_password() {
 async fn every_credential_failure_is_the_same_401() {
     let app = spawn_app().await;
     app.sign_up("bob@example.com", "right-password").await;
-    let wrong = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": "bob@example.com", "password": "wrong-password" }),
-            None,
-        )
-        .await;
-    let unknown = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": "nobody@example.com", "password": "wrong-password" }),
-            None,
-        )
-        .await;
+    let wrong = app.sign_in("bob@example.com", "wrong-password").await;
+    let unknown = app.sign_in("nobody@example.com", "wrong-password").await;
     for resp in [&wrong, &unknown] {
         assert_eq!(resp.status, 401, "{}", resp.text);
         assert_eq!(resp.body, wrong.body);
@@ -76,13 +58,7 @@ async fn every_credential_failure_is_the_same_401() {
 /// One failed sign-in, timed.
 async fn timed(app: &crate::helpers::TestApp, email: &str) -> Duration {
     let start = Instant::now();
-    let resp = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": email, "password": "not-the-password" }),
-            None,
-        )
-        .await;
+    let resp = app.sign_in(email, "not-the-password").await;
     assert_eq!(resp.status, 401);
     start.elapsed()
 }
@@ -124,13 +100,7 @@ async fn a_known_and_an_unknown_address_cost_the_same_statements() {
         let app = &app;
         async move {
             let before = app.proxy.statements();
-            let r = app
-                .post(
-                    "/api/auth/sign-in/email",
-                    json!({ "email": email, "password": "wrong-password" }),
-                    None,
-                )
-                .await;
+            let r = app.sign_in(email, "wrong-password").await;
             assert_eq!(r.status, 401, "{}", r.text);
             app.proxy.statements() - before
         }
@@ -164,7 +134,7 @@ async fn callback_urls_must_stay_on_trusted_origins() {
             )
             .await;
         assert_eq!(
-            (resp.status, resp.body["code"].as_str()),
+            resp.status_and_code(),
             (403, Some("INVALID_CALLBACK_URL")),
             "{bad}"
         );

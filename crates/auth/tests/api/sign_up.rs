@@ -8,11 +8,7 @@ use crate::helpers::{COOKIE, spawn_app};
 async fn signs_up_and_in_at_once() {
     let app = spawn_app().await;
     let resp = app
-        .post(
-            "/api/auth/sign-up/email",
-            json!({ "name": " Maria Rossi ", "email": "  Maria.Rossi@Example.COM ", "password": "s3cret-pass" }),
-            None,
-        )
+        .try_sign_up(" Maria Rossi ", "  Maria.Rossi@Example.COM ", "s3cret-pass")
         .await;
     assert_eq!(resp.status, 200, "{}", resp.text);
     let user = &resp.body["user"];
@@ -109,12 +105,7 @@ async fn password_and_email_rules_write_nothing() {
     ];
     for (body, code) in cases {
         let resp = app.post("/api/auth/sign-up/email", body, None).await;
-        assert_eq!(
-            (resp.status, resp.body["code"].as_str()),
-            (400, Some(code)),
-            "{}",
-            resp.text
-        );
+        assert_eq!(resp.status_and_code(), (400, Some(code)), "{}", resp.text);
         assert!(resp.body["message"].is_string());
         assert!(resp.session_set_cookie().is_none());
     }
@@ -130,11 +121,7 @@ async fn an_address_can_only_be_used_once() {
     let app = spawn_app().await;
     app.sign_up("taken@example.com", "password-1").await;
     let resp = app
-        .post(
-            "/api/auth/sign-up/email",
-            json!({ "name": "B", "email": "TAKEN@example.com", "password": "password-2" }),
-            None,
-        )
+        .try_sign_up("B", "TAKEN@example.com", "password-2")
         .await;
     assert_eq!(resp.status, 422);
     assert_eq!(resp.body["code"], "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL");

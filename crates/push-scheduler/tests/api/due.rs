@@ -28,19 +28,6 @@ fn next_of(w: &World, fast: &str) -> Option<DateTime<Utc>> {
         .next_milestone_at
 }
 
-async fn start_fast(api: &Api, user: &ApiUser, started: DateTime<Utc>) -> String {
-    let r = api
-        .call(
-            Method::POST,
-            "/me/fast-events",
-            user,
-            Some(json!({ "protocol": "16:8", "startedAt": format(started) })),
-        )
-        .await;
-    assert_eq!(r.status, 201, "{}", r.body);
-    r.body["id"].as_str().expect("id").to_owned()
-}
-
 async fn milestones_on(api: &Api, user: &ApiUser) {
     let r = api
         .call(
@@ -83,13 +70,13 @@ async fn a_run_reads_the_fasts_that_are_due_across_pause_resume_end_and_recordin
     for u in [runner, paused, done] {
         milestones_on(&api, u).await;
     }
-    let runner_fast = start_fast(&api, runner, started).await;
+    let runner_fast = api.start_fast(runner, started).await;
     assert_eq!(
         next_of(&w, &runner_fast),
         Some(started + Duration::hours(2)),
         "a new fast is due at its first milestone"
     );
-    let paused_fast = start_fast(&api, paused, started).await;
+    let paused_fast = api.start_fast(paused, started).await;
     let r = api
         .call(Method::POST, "/me/fasting/pause", paused, Some(json!({})))
         .await;
@@ -98,8 +85,8 @@ async fn a_run_reads_the_fasts_that_are_due_across_pause_resume_end_and_recordin
         DateTime::parse_from_rfc3339(r.body["fastingPausedUntil"].as_str().expect("paused until"))
             .expect("instant")
             .with_timezone(&Utc);
-    let quiet_fast = start_fast(&api, quiet, started).await;
-    let done_fast = start_fast(&api, done, started).await;
+    let quiet_fast = api.start_fast(quiet, started).await;
+    let done_fast = api.start_fast(done, started).await;
     let r = api
         .call(
             Method::POST,

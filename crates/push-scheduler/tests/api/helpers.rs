@@ -353,6 +353,24 @@ impl Api {
         }
     }
 
+    /// Starts a 16:8 fast for `user` at `started`; returns its id.
+    pub async fn start_fast(
+        &self,
+        user: &ApiUser,
+        started: chrono::DateTime<chrono::Utc>,
+    ) -> String {
+        let r = self
+            .call(
+                reqwest::Method::POST,
+                "/me/fast-events",
+                user,
+                Some(serde_json::json!({ "protocol": "16:8", "startedAt": service_kit::time::format(&started) })),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.body["id"].as_str().expect("id").to_owned()
+    }
+
     pub async fn register(
         &self,
         user: &ApiUser,

@@ -195,26 +195,10 @@ async fn a_milestone_run_does_not_block_ending_a_fast_or_the_diary() {
     let w = World::new().await;
     let api = Api::start(&w).await;
     let u = api.user(&w, "runner@example.com");
-    let r = api
-        .call(
-            Method::POST,
-            "/me/fast-events",
-            &u,
-            Some(json!({ "protocol": "16:8", "startedAt": service_kit::time::format(&(Utc::now() - chrono::Duration::minutes(125))) })),
-        )
-        .await;
-    assert_eq!(r.status, 201);
-    let fast = r.body["id"].as_str().expect("id").to_owned();
+    let started = Utc::now() - chrono::Duration::minutes(125);
+    let fast = api.start_fast(&u, started).await;
     let diary = api.user(&w, "diary@example.com");
-    let r = api
-        .call(
-            Method::POST,
-            "/me/fast-events",
-            &diary,
-            Some(json!({ "protocol": "16:8", "startedAt": service_kit::time::format(&(Utc::now() - chrono::Duration::minutes(125))) })),
-        )
-        .await;
-    let diary_fast = r.body["id"].as_str().expect("id").to_owned();
+    let diary_fast = api.start_fast(&diary, started).await;
     for id in [&u.id, &diary.id] {
         w.sql(&format!(
             "INSERT INTO nutrition.profile (user_id, fasting_milestones) VALUES ('{id}', TRUE)"

@@ -87,6 +87,30 @@ fn key_errors_read_as_reasons() {
     );
 }
 
+/// `endpoint` is refused with `error`, yet passes with the flag that lets tests use a push
+/// service on this machine.
+fn refused_unless_local_allowed(endpoint: &str, error: EndpointError) {
+    assert_eq!(check_endpoint(endpoint, false), Err(error), "{endpoint}");
+    assert!(
+        check_endpoint(endpoint, true).is_ok(),
+        "{endpoint} with the flag"
+    );
+}
+
+/// `endpoint` is refused with `error` whatever the flag.
+fn refused_even_locally(endpoint: &str, error: EndpointError) {
+    assert_eq!(
+        check_endpoint(endpoint, false),
+        Err(error.clone()),
+        "{endpoint}"
+    );
+    assert_eq!(check_endpoint(endpoint, true), Err(error), "{endpoint}");
+}
+
+fn accepted(endpoint: &str) {
+    assert!(check_endpoint(endpoint, false).is_ok(), "{endpoint}");
+}
+
 const FCM: &str = "https://fcm.googleapis.com/fcm/send/eKClHsXFm9E:APA91bH2x3gNOMv4";
 
 #[test]
@@ -108,8 +132,7 @@ fn public_https_endpoints_pass() {
 #[test]
 fn only_https_unless_the_test_flag_is_set() {
     let http = "http://push.example.com/x";
-    assert_eq!(check_endpoint(http, false), Err(EndpointError::NotHttps));
-    assert!(check_endpoint(http, true).is_ok());
+    refused_unless_local_allowed(http, EndpointError::NotHttps);
     for other in [
         "ftp://push.example.com/x",
         "file:///etc/passwd",
@@ -146,16 +169,7 @@ fn no_user_info() {
         "https://user:pw@push.example.com/x",
         "https://:pw@push.example.com/x",
     ] {
-        assert_eq!(
-            check_endpoint(bad, false),
-            Err(EndpointError::Userinfo),
-            "{bad}"
-        );
-        assert_eq!(
-            check_endpoint(bad, true),
-            Err(EndpointError::Userinfo),
-            "{bad}"
-        );
+        refused_even_locally(bad, EndpointError::Userinfo);
     }
 }
 
@@ -165,8 +179,7 @@ fn at_most_2048_characters() {
     let fits = format!("{base}{}", "a".repeat(2048 - base.len()));
     assert!(check_endpoint(&fits, false).is_ok());
     let over = format!("{fits}a");
-    assert_eq!(check_endpoint(&over, false), Err(EndpointError::TooLong));
-    assert_eq!(check_endpoint(&over, true), Err(EndpointError::TooLong));
+    refused_even_locally(&over, EndpointError::TooLong);
 }
 
 #[test]
@@ -190,22 +203,13 @@ fn no_private_loopback_link_local_or_special_ipv4() {
         "198.18.0.1",
         "192.0.0.8",
     ] {
-        let endpoint = format!("https://{ip}/push");
-        assert_eq!(
-            check_endpoint(&endpoint, false),
-            Err(EndpointError::NonPublicAddress),
-            "{ip}"
-        );
-        assert!(
-            check_endpoint(&endpoint, true).is_ok(),
-            "{ip} with the flag"
+        refused_unless_local_allowed(
+            &format!("https://{ip}/push"),
+            EndpointError::NonPublicAddress,
         );
     }
     for ip in ["172.15.0.1", "172.32.0.1", "100.128.0.1", "192.169.0.1"] {
-        assert!(
-            check_endpoint(&format!("https://{ip}/push"), false).is_ok(),
-            "{ip}"
-        );
+        accepted(&format!("https://{ip}/push"));
     }
 }
 
@@ -241,22 +245,13 @@ fn no_private_loopback_link_local_or_special_ipv6() {
         "2001::1",
         "100::1",
     ] {
-        let endpoint = format!("https://[{ip}]/push");
-        assert_eq!(
-            check_endpoint(&endpoint, false),
-            Err(EndpointError::NonPublicAddress),
-            "{ip}"
-        );
-        assert!(
-            check_endpoint(&endpoint, true).is_ok(),
-            "{ip} with the flag"
+        refused_unless_local_allowed(
+            &format!("https://[{ip}]/push"),
+            EndpointError::NonPublicAddress,
         );
     }
     for ip in ["2a00:1450:4001::200e", "::ffff:8.8.8.8", "64:ff9b::808:808"] {
-        assert!(
-            check_endpoint(&format!("https://[{ip}]/push"), false).is_ok(),
-            "{ip}"
-        );
+        accepted(&format!("https://[{ip}]/push"));
     }
 }
 
@@ -275,26 +270,14 @@ fn no_local_or_internal_names() {
         "host.localdomain",
         "postgres",
     ] {
-        let endpoint = format!("https://{host}/push");
-        assert_eq!(
-            check_endpoint(&endpoint, false),
-            Err(EndpointError::LocalName),
-            "{host}"
-        );
-        assert!(
-            check_endpoint(&endpoint, true).is_ok(),
-            "{host} with the flag"
-        );
+        refused_unless_local_allowed(&format!("https://{host}/push"), EndpointError::LocalName);
     }
     for host in [
         "notlocalhost.com",
         "local.example.com",
         "internal.example.org",
     ] {
-        assert!(
-            check_endpoint(&format!("https://{host}/push"), false).is_ok(),
-            "{host}"
-        );
+        accepted(&format!("https://{host}/push"));
     }
 }
 
