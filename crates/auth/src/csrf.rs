@@ -7,8 +7,6 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderMap};
 use actix_web::middleware::Next;
-use actix_web::web;
-use session::SessionLayer;
 
 use crate::error::ApiError;
 
@@ -36,10 +34,7 @@ pub fn check(headers: &HeaderMap, trusted: &[String]) -> Result<(), &'static str
     let Some(origin) = origin.filter(|o| *o != "null") else {
         return Err("MISSING_OR_NULL_ORIGIN");
     };
-    let trusted_origin = url::Url::parse(origin)
-        .map(|u| service_kit::config::origin_of(&u))
-        .is_ok_and(|o| trusted.contains(&o));
-    if !trusted_origin {
+    if !session::origin::is_trusted(origin, trusted) {
         return Err("INVALID_ORIGIN");
     }
     if site == Some("cross-site") && mode == Some("navigate") {
@@ -53,11 +48,7 @@ pub async fn refuse_cross_site(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let trusted = req
-        .app_data::<web::Data<SessionLayer>>()
-        .map(|l| l.settings.trusted_origins.clone())
-        .unwrap_or_default();
-    if let Err(code) = check(req.headers(), &trusted) {
+    if let Err(code) = check(req.headers(), &session::origin::trusted_origins(&req)) {
         return Err(ApiError::Forbidden(code).into());
     }
     next.call(req).await

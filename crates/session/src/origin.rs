@@ -46,13 +46,23 @@ pub fn is_allowed(method: &Method, headers: &HeaderMap, trusted: &[String]) -> b
                 .and_then(|v| url::Url::parse(v).ok())
                 .map(|u| service_kit::config::origin_of(&u))
         });
-    match origin {
-        // Normalise through the URL parser, so that case and default ports compare equal.
-        Some(o) => url::Url::parse(&o)
-            .map(|u| service_kit::config::origin_of(&u))
-            .is_ok_and(|o| trusted.contains(&o)),
-        None => false,
-    }
+    origin.is_some_and(|o| is_trusted(&o, trusted))
+}
+
+/// Whether `origin` (an `Origin` value or a `Referer` URL) names one of the `trusted` origins.
+/// Normalised through the URL parser, so that case and default ports compare equal.
+pub fn is_trusted(origin: &str, trusted: &[String]) -> bool {
+    url::Url::parse(origin)
+        .map(|u| service_kit::config::origin_of(&u))
+        .is_ok_and(|o| trusted.contains(&o))
+}
+
+/// The trusted origins of the request's app (empty, so nothing is trusted, without a
+/// [`SessionLayer`]).
+pub fn trusted_origins(req: &ServiceRequest) -> Vec<String> {
+    req.app_data::<web::Data<SessionLayer>>()
+        .map(|l| l.settings.trusted_origins.clone())
+        .unwrap_or_default()
 }
 
 /// Middleware answering 403 `INVALID_ORIGIN` to untrusted state-changing cookie requests.
@@ -60,11 +70,7 @@ pub async fn check_origin(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let trusted = req
-        .app_data::<web::Data<SessionLayer>>()
-        .map(|l| l.settings.trusted_origins.clone())
-        .unwrap_or_default();
-    if !is_allowed(req.method(), req.headers(), &trusted) {
+    if !is_allowed(req.method(), req.headers(), &trusted_origins(&req)) {
         return Err(InvalidOrigin.into());
     }
     next.call(req).await
