@@ -3,7 +3,7 @@
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use domain::licensing::ACTIVATION_LIMIT;
+use domain::licensing::{ACTIVATION_LIMIT, Plan, Status};
 
 use diesel::sql_types::{Datetime, Integer, Nullable, Text};
 
@@ -238,10 +238,10 @@ pub(crate) struct SeatCols {
     pub(crate) id: String,
     #[diesel(sql_type = Text)]
     pub(crate) license_key: String,
-    #[diesel(sql_type = Text)]
-    pub(crate) status: String,
-    #[diesel(sql_type = Text)]
-    pub(crate) plan: String,
+    #[diesel(sql_type = Text, deserialize_as = super::Known<Status>)]
+    pub(crate) status: Status,
+    #[diesel(sql_type = Text, deserialize_as = super::Known<Plan>)]
+    pub(crate) plan: Plan,
     #[diesel(sql_type = Nullable<Datetime>)]
     pub(crate) expires_at: Option<NaiveDateTime>,
     #[diesel(sql_type = Nullable<Datetime>)]

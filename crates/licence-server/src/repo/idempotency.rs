@@ -130,7 +130,7 @@ async fn stored(
     day: NaiveDate,
     key: &str,
 ) -> QueryResult<Option<Consumed>> {
-    let row: Option<(bool, i32, String)> = usage_idempotency::table
+    let row: Option<(bool, i32, super::Known<Plan>)> = usage_idempotency::table
         .find((licence_id, day, key))
         .select((
             usage_idempotency::taken,
@@ -143,7 +143,7 @@ async fn stored(
     Ok(row.map(|(taken, used, plan)| Consumed {
         taken,
         used: u32::try_from(used).unwrap_or(0),
-        plan: plan.parse().unwrap_or(Plan::Basic),
+        plan: plan.0,
     }))
 }
 

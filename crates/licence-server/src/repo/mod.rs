@@ -163,3 +163,37 @@ mod tests {
         }
     }
 }
+
+/// A plan or status column read as the enum it names. A value the code does not know (the
+/// table's CHECK constraint admits none, but a manual edit or a newer version could write one)
+/// fails the row's decoding, so the request answers an error rather than guess a plan or a
+/// status for it.
+#[derive(Debug, Clone, Copy, diesel::deserialize::FromSqlRow)]
+pub struct Known<T>(pub T);
+
+impl<T> diesel::deserialize::FromSql<diesel::sql_types::Text, diesel::mysql::Mysql> for Known<T>
+where
+    T: std::str::FromStr,
+{
+    fn from_sql(value: diesel::mysql::MysqlValue<'_>) -> diesel::deserialize::Result<Self> {
+        let name = <String as diesel::deserialize::FromSql<
+            diesel::sql_types::Text,
+            diesel::mysql::Mysql,
+        >>::from_sql(value)?;
+        name.parse()
+            .map(Known)
+            .map_err(|_| format!("unknown value {name:?} in a plan or status column").into())
+    }
+}
+
+impl From<Known<domain::licensing::Plan>> for domain::licensing::Plan {
+    fn from(known: Known<Self>) -> Self {
+        known.0
+    }
+}
+
+impl From<Known<domain::licensing::Status>> for domain::licensing::Status {
+    fn from(known: Known<Self>) -> Self {
+        known.0
+    }
+}

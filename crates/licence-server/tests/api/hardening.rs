@@ -332,3 +332,44 @@ struct Bucket {
     #[diesel(sql_type = diesel::sql_types::Text)]
     bucket: String,
 }
+
+/// A plan or status the code does not know (the CHECK constraints admit none, but a manual edit
+/// could write one) is an error of the server's data, never read as the least generous plan or
+/// as an expired licence: the request fails with the contract's error body and takes nothing.
+/// (Through the batched seat read every request of a failed statement answers 503; alone, 500.)
+#[tokio::test]
+async fn a_plan_the_code_does_not_know_is_an_error_not_basic() {
+    use diesel::RunQueryDsl;
+    let app = spawn_app().await;
+    let key = app.licence("pro", "active");
+    let token = app.token(&key, "mac-1").await;
+    let mut conn = app.conn();
+    for sql in [
+        "ALTER TABLE licence DROP CONSTRAINT licence_plan_check",
+        "UPDATE licence SET plan = 'platinum'",
+    ] {
+        diesel::sql_query(sql).execute(&mut conn).expect(sql);
+    }
+    let server_error = |status: u16, body: &serde_json::Value| {
+        assert!(
+            matches!(
+                (status, body["code"].as_str()),
+                (500, Some("INTERNAL_ERROR")) | (503, Some("DATABASE_UNAVAILABLE"))
+            ),
+            "{status} {body}"
+        );
+    };
+    let (status, body) = app
+        .post(
+            "/api/license/validate",
+            &serde_json::json!({}),
+            Some(&token),
+        )
+        .await;
+    server_error(status, &body);
+    let (status, body) = app
+        .post("/api/usage/consume", &serde_json::json!({}), Some(&token))
+        .await;
+    server_error(status, &body);
+    assert_eq!(app.count("daily_usage"), 0, "no unit taken");
+}
