@@ -107,7 +107,7 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
         auth::links::issue(
             &mut conn,
             auth::links::Purpose::Reset,
-            &user_id,
+            &user_id.clone().into(),
             chrono::Utc::now(),
         )
         .expect("issue a reset token")

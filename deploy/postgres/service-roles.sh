@@ -1,7 +1,7 @@
 #!/bin/sh
 # Gives auth, nutrition-api and push-scheduler each a login role of its own (auth_svc,
 # nutrition_api_svc, push_scheduler_svc) with the password of its DATABASE_URL. What each role may
-# reach is granted by the migrations (migrations-nutrition/…_service_roles); the owner of the
+# reach is granted by the migrations (migrations-postgres/…_service_roles); the owner of the
 # schemas (POSTGRES_USER) is left to the `migrate` command.
 #
 # The postgres container runs it on its first start (/docker-entrypoint-initdb.d). On a database

@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
-use nutrition_store::DbError;
+use pg_store::DbError;
 use service_kit::http::error_response;
 
 use crate::codes;

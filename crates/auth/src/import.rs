@@ -16,7 +16,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Bool, Nullable, Text, Timestamptz};
-use nutrition_store::schema::auth::user;
+use pg_store::schema::auth::user;
 use serde::Serialize;
 
 #[derive(QueryableByName)]

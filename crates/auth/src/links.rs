@@ -1,9 +1,10 @@
 //! Single-use tokens for e-mailed links (password reset, address verification): 256 random bits
 //! in the link, only their SHA-256 in `auth.verification`, the user's id as the value.
 
+use crate::repo::Tx;
 use chrono::{DateTime, Duration, Utc};
-use diesel::PgConnection;
 use diesel::QueryResult;
+use session::UserId;
 use url::Url;
 
 use crate::keys;
@@ -52,16 +53,16 @@ const MAX_TOKEN: usize = 128;
 
 /// Stores a new token for `user_id`; returns it (the only copy in clear).
 pub fn issue(
-    conn: &mut PgConnection,
+    conn: &mut Tx,
     purpose: Purpose,
-    user_id: &str,
+    user_id: &UserId,
     now: DateTime<Utc>,
 ) -> QueryResult<String> {
     let token = keys::link_token();
     verification::insert(
         conn,
         &purpose.identifier(&token),
-        user_id,
+        user_id.as_str(),
         now + purpose.lifetime(),
         now,
     )?;
@@ -70,13 +71,13 @@ pub fn issue(
 
 /// The user a live token belongs to, leaving the token usable.
 pub fn peek(
-    conn: &mut PgConnection,
+    conn: &mut Tx,
     purpose: Purpose,
     token: &str,
     now: DateTime<Utc>,
-) -> QueryResult<Option<String>> {
+) -> QueryResult<Option<UserId>> {
     match purpose.lookup(token) {
-        Some(identifier) => verification::find_live(conn, &identifier, now),
+        Some(identifier) => Ok(verification::find_live(conn, &identifier, now)?.map(UserId::from)),
         None => Ok(None),
     }
 }
@@ -84,24 +85,24 @@ pub fn peek(
 /// Uses a token up: the user it belonged to if it was live, and every other token of the same
 /// purpose for that user is dropped too.
 pub fn redeem(
-    conn: &mut PgConnection,
+    conn: &mut Tx,
     purpose: Purpose,
     token: &str,
     now: DateTime<Utc>,
-) -> QueryResult<Option<String>> {
+) -> QueryResult<Option<UserId>> {
     let Some(identifier) = purpose.lookup(token) else {
         return Ok(None);
     };
-    let user_id = verification::consume(conn, &identifier, now)?;
+    let user_id = verification::consume(conn, &identifier, now)?.map(UserId::from);
     if let Some(id) = &user_id {
-        verification::delete_matching(conn, purpose.prefix(), id)?;
+        drop_others(conn, purpose, id)?;
     }
     Ok(user_id)
 }
 
 /// A token taken out of use by [`take`], with what [`put_back`] needs to restore it.
 pub struct Taken {
-    pub user_id: String,
+    pub user_id: UserId,
     expires_at: DateTime<Utc>,
 }
 
@@ -109,7 +110,7 @@ pub struct Taken {
 /// taken for is done): of parallel callers only one gets it, so that slow work done for a
 /// token, a password hash, is done once per token.
 pub fn take(
-    conn: &mut PgConnection,
+    conn: &mut Tx,
     purpose: Purpose,
     token: &str,
     now: DateTime<Utc>,
@@ -119,7 +120,7 @@ pub fn take(
     };
     let taken = verification::take(conn, &identifier, now)?;
     Ok(taken.map(|(user_id, expires_at)| Taken {
-        user_id,
+        user_id: user_id.into(),
         expires_at,
     }))
 }
@@ -127,7 +128,7 @@ pub fn take(
 /// Makes a token [`take`]n usable again, with its own expiry, when the work it was taken for
 /// could not be done (the server was busy): the person's link keeps working.
 pub fn put_back(
-    conn: &mut PgConnection,
+    conn: &mut Tx,
     purpose: Purpose,
     token: &str,
     taken: &Taken,
@@ -136,15 +137,15 @@ pub fn put_back(
     verification::insert(
         conn,
         &purpose.identifier(token),
-        &taken.user_id,
+        taken.user_id.as_str(),
         taken.expires_at,
         now,
     )
 }
 
 /// Drops the other tokens of `purpose` for `user_id`, once one of them was used.
-pub fn drop_others(conn: &mut PgConnection, purpose: Purpose, user_id: &str) -> QueryResult<()> {
-    verification::delete_matching(conn, purpose.prefix(), user_id)?;
+pub fn drop_others(conn: &mut Tx, purpose: Purpose, user_id: &UserId) -> QueryResult<()> {
+    verification::delete_matching(conn, purpose.prefix(), user_id.as_str())?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! The one place where the account routes hand a mail to the outbox, so that they do not depend
 //! on how mail is queued and sent.
 
-use diesel::PgConnection;
+use crate::repo::Tx;
 
 use crate::error::ApiError;
 use crate::repo::outbox;
@@ -23,7 +23,7 @@ pub fn enabled(state: &AppState) -> bool {
 /// Queues a mail inside the caller's transaction, so that it is sent if and only if the
 /// transaction commits.
 pub fn queue(
-    conn: &mut PgConnection,
+    conn: &mut Tx,
     kind: LinkMail,
     to: &str,
     name: &str,

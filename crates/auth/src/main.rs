@@ -48,7 +48,7 @@ async fn main() -> ExitCode {
         ),
         Command::Migrate => match auth::settings::database_url(&env) {
             Err(err) => cli::config_failure(&err),
-            Ok(url) => cli::migration_report(nutrition_store::connect_and_migrate(
+            Ok(url) => cli::migration_report(pg_store::connect_and_migrate(
                 &url,
                 auth::startup::DATABASE_WAIT,
             )),
@@ -70,8 +70,8 @@ async fn main() -> ExitCode {
 /// Migrates the target, copies, and prints the report as one JSON line.
 fn import(target: &service_kit::Secret, source: &str) -> ExitCode {
     use diesel::Connection;
-    let outcome = nutrition_store::connect_and_migrate(target, auth::startup::DATABASE_WAIT)
-        .and_then(|_| {
+    let outcome =
+        pg_store::connect_and_migrate(target, auth::startup::DATABASE_WAIT).and_then(|_| {
             let mut to = diesel::PgConnection::establish(target.expose())?;
             let mut from = diesel::PgConnection::establish(source)
                 .map_err(|e| anyhow::anyhow!("cannot connect to the better-auth database: {e}"))?;

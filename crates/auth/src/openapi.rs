@@ -8,11 +8,10 @@
 // The operation functions and the schema structs exist only to carry their declarations.
 #![allow(dead_code)]
 
-use chrono::{DateTime, Utc};
+use crate::answers::*;
 use serde_json::json;
 use service_kit::http::ErrorBody;
 use service_kit::openapi::{add_default_error, error_response, operations_mut};
-use session::{Session, User};
 use utoipa::openapi::HttpMethod;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
@@ -33,14 +32,6 @@ struct SignUp {
 }
 
 #[derive(ToSchema)]
-struct SignedUp {
-    /// The session token (also in the cookie); null when the address must be verified first.
-    #[schema(required = true)]
-    token: Option<String>,
-    user: User,
-}
-
-#[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[serde(deny_unknown_fields)]
 struct SignIn {
@@ -50,33 +41,6 @@ struct SignIn {
     remember_me: Option<bool>,
     #[serde(rename = "callbackURL")]
     callback_url: Option<String>,
-}
-
-#[derive(ToSchema)]
-struct SignedIn {
-    /// Whether the client should go to `url`.
-    redirect: bool,
-    token: String,
-    /// The callbackURL, when one was given.
-    url: Option<String>,
-    user: User,
-}
-
-#[derive(ToSchema)]
-struct Success {
-    success: bool,
-}
-
-#[derive(ToSchema)]
-struct SessionAndUser {
-    session: Session,
-    user: User,
-}
-
-#[derive(ToSchema)]
-struct Providers {
-    /// `google` when it is configured.
-    providers: Vec<String>,
 }
 
 #[derive(ToSchema)]
@@ -94,41 +58,10 @@ struct SignInSocial {
 }
 
 #[derive(ToSchema)]
-struct SocialRedirect {
-    /// The provider's authorisation address.
-    url: String,
-    redirect: bool,
-}
-
-/// A live session of the user, as list-sessions gives it.
-#[derive(ToSchema)]
-#[serde(rename_all = "camelCase")]
-struct ListedSession {
-    id: String,
-    user_id: String,
-    expires_at: DateTime<Utc>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-    #[schema(required = true)]
-    ip_address: Option<String>,
-    #[schema(required = true)]
-    user_agent: Option<String>,
-    /// An opaque handle for revoke-session, never the cookie's token.
-    token: String,
-    /// Whether this is the session of the request.
-    current: bool,
-}
-
-#[derive(ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RevokeSession {
     /// A handle from list-sessions.
     token: String,
-}
-
-#[derive(ToSchema)]
-struct Status {
-    status: bool,
 }
 
 #[derive(ToSchema)]
@@ -152,26 +85,12 @@ struct ChangePassword {
 }
 
 #[derive(ToSchema)]
-struct PasswordChanged {
-    /// The new session's token when the other sessions were revoked, else null.
-    #[schema(required = true)]
-    token: Option<String>,
-    user: User,
-}
-
-#[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[serde(deny_unknown_fields)]
 struct RequestReset {
     email: String,
     /// Where the link in the e-mail leads, with `?token=`.
     redirect_to: Option<String>,
-}
-
-#[derive(ToSchema)]
-struct StatusMessage {
-    status: bool,
-    message: String,
 }
 
 #[derive(ToSchema)]
@@ -191,30 +110,12 @@ struct SendVerification {
     callback_url: Option<String>,
 }
 
-/// A way to sign in: the password (`credential`) or a provider.
-#[derive(ToSchema)]
-#[serde(rename_all = "camelCase")]
-struct Account {
-    id: String,
-    provider_id: String,
-    account_id: String,
-    user_id: String,
-    scopes: Vec<String>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-}
-
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[serde(deny_unknown_fields)]
 struct Unlink {
     provider_id: Option<String>,
     account_id: Option<String>,
-}
-
-#[derive(ToSchema)]
-struct Ok {
-    ok: bool,
 }
 
 fn user_example() -> serde_json::Value {
@@ -279,17 +180,11 @@ struct DeleteUser {
     callback_url: Option<String>,
 }
 
-#[derive(ToSchema)]
-struct Deleted {
-    success: bool,
-    message: String,
-}
-
 /// `POST /api/auth/delete-user`: erases the user everywhere in one transaction (GDPR art. 17).
 #[utoipa::path(post, path = "/api/auth/delete-user", tag = "account",
     request_body(content = DeleteUser, example = json!({"password": "correct horse battery"})),
     responses(
-        (status = 200, description = "Deleted; the cookie expires.", body = Deleted,
+        (status = 200, description = "Deleted; the cookie expires.", body = SuccessMessage,
             example = json!({"success": true, "message": "User deleted"})),
         (status = 400, description = "A wrong password, or none with a session older than 24 hours.", body = ErrorBody,
             example = json!({"code": "SESSION_EXPIRED", "message": "Session expired. Re-authenticate to perform this action."})),
@@ -299,7 +194,7 @@ fn delete_user() {}
 /// `GET /api/auth/get-session`.
 #[utoipa::path(get, path = "/api/auth/get-session", tag = "sessions",
     responses((status = 200, description = "The session and user, or the literal `null` without one.",
-        body = Option<SessionAndUser>)))]
+        body = Option<SessionAndUser<'static>>)))]
 fn get_session() {}
 
 /// `GET /api/auth/providers`.
@@ -443,7 +338,7 @@ fn send_verification_email() {}
 #[utoipa::path(get, path = "/api/auth/verify-email", tag = "passwords",
     params(("token" = Option<String>, Query), ("callbackURL" = Option<String>, Query)),
     responses(
-        (status = 200, description = "Verified (no callbackURL).", body = Object, example = json!({"status": true})),
+        (status = 200, description = "Verified (no callbackURL).", body = EmailVerified, example = json!({"status": true})),
         (status = 302, description = "To callbackURL, with `?error=INVALID_TOKEN` on failure.", headers(("Location" = String))),
         (status = 400, description = "An invalid token (no callbackURL).", body = ErrorBody,
             example = json!({"code": "INVALID_TOKEN", "message": "Invalid token"})),

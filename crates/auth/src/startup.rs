@@ -7,7 +7,7 @@ use std::time::Duration;
 use actix_web::dev::Server;
 use actix_web::web;
 use mailer::{Mailer, SenderReadiness};
-use nutrition_store::{PgPool, PoolReadiness};
+use pg_store::{PgPool, PoolReadiness};
 use service_kit::http::ReadinessProbe;
 use session::SessionLayer;
 
@@ -37,8 +37,7 @@ impl Application {
     /// The same, with the e-mail sender's timings `mail` (tests shorten them).
     pub async fn build_with(settings: Settings, mail: mailer::Options) -> anyhow::Result<Self> {
         let pool =
-            nutrition_store::start(&settings.database_url, settings.pool_size, DATABASE_WAIT)
-                .await?;
+            pg_store::start(&settings.database_url, settings.pool_size, DATABASE_WAIT).await?;
         let decoy_hash: Arc<str> = tokio::task::spawn_blocking(password::decoy).await?.into();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
@@ -66,7 +65,7 @@ impl Application {
         let settings = Arc::new(settings);
         let state = AppState {
             settings: Arc::clone(&settings),
-            pool: pool.clone(),
+            db: crate::repo::Db::new(pool.clone()),
             decoy_hash,
             hashes,
             http,

@@ -3,12 +3,10 @@
 use std::sync::Arc;
 
 use actix_web::HttpRequest;
-use diesel::PgConnection;
-use nutrition_store::PgPool;
 
 use crate::error::ApiError;
 use crate::password::HashPool;
-use crate::repo::rate_limits;
+use crate::repo::{Db, Tx, rate_limits};
 use crate::settings::Settings;
 use crate::settings::{RateLimit, SignInLimits};
 use crate::{client, keys};
@@ -22,7 +20,7 @@ pub const MAILS_PER_ADDRESS_PER_DAY: RateLimit = RateLimit {
 #[derive(Clone)]
 pub struct AppState {
     pub settings: Arc<Settings>,
-    pub pool: PgPool,
+    pub db: Db,
     /// Verified against when an e-mail address is unknown (see `password::decoy`).
     pub decoy_hash: Arc<str>,
     /// Computes every password hash of a request, bounded in parallelism and memory.
@@ -90,20 +88,21 @@ impl AppState {
         let network = self.client_network(req).unwrap_or_default();
         let address = keys::rate_limit_key(secret, "sign-in-social", "ip", &network);
         let all = keys::rate_limit_key(secret, "sign-in-social", "all", "");
-        nutrition_store::run(&self.pool, move |conn| {
-            let mut refusal = Refusal::default();
-            if let Err(secs) = rate_limits::hit(conn, &address, per_address)? {
-                refusal.note(secs, "address", per_address);
-            }
-            // Refused at the address already: not counted against everyone.
-            if refusal.0.is_none()
-                && let Err(secs) = rate_limits::hit(conn, &all, total)?
-            {
-                refusal.note(secs, "all", total);
-            }
-            refusal.into_result()
-        })
-        .await
+        self.db
+            .read(move |conn| {
+                let mut refusal = Refusal::default();
+                if let Err(secs) = rate_limits::hit(conn, &address, per_address)? {
+                    refusal.note(secs, "address", per_address);
+                }
+                // Refused at the address already: not counted against everyone.
+                if refusal.0.is_none()
+                    && let Err(secs) = rate_limits::hit(conn, &all, total)?
+                {
+                    refusal.note(secs, "all", total);
+                }
+                refusal.into_result()
+            })
+            .await
     }
 
     /// Counts an attempt at `route` against the client's address and `subject` (a kind and a
@@ -128,16 +127,17 @@ impl AppState {
         if let Some((kind, value)) = subject {
             keys.push((kind, keys::rate_limit_key(secret, route, kind, value)));
         }
-        nutrition_store::run(&self.pool, move |conn| {
-            let mut refusal = Refusal::default();
-            for (scope, key) in keys {
-                if let Err(secs) = rate_limits::hit(conn, &key, limit)? {
-                    refusal.note(secs, scope, limit);
+        self.db
+            .read(move |conn| {
+                let mut refusal = Refusal::default();
+                for (scope, key) in keys {
+                    if let Err(secs) = rate_limits::hit(conn, &key, limit)? {
+                        refusal.note(secs, scope, limit);
+                    }
                 }
-            }
-            refusal.into_result()
-        })
-        .await
+                refusal.into_result()
+            })
+            .await
     }
 
     /// Whether one more reset or verification mail may go to `email` today: at most
@@ -152,10 +152,11 @@ impl AppState {
             "email",
             email,
         );
-        nutrition_store::run(&self.pool, move |conn| {
-            Ok::<_, ApiError>(rate_limits::hit(conn, &key, MAILS_PER_ADDRESS_PER_DAY)?.is_ok())
-        })
-        .await
+        self.db
+            .read(move |conn| {
+                Ok::<_, ApiError>(rate_limits::hit(conn, &key, MAILS_PER_ADDRESS_PER_DAY)?.is_ok())
+            })
+            .await
     }
 
     /// Counts an attempt at `route` against the budget every client shares (`scope: "all"`).
@@ -167,7 +168,9 @@ impl AppState {
         limit: RateLimit,
     ) -> Result<(), ApiError> {
         let key = keys::rate_limit_key(self.settings.auth.secret.expose(), route, "all", "");
-        nutrition_store::run(&self.pool, move |conn| count_shared(conn, &key, limit)).await
+        self.db
+            .read(move |conn| count_shared(conn, &key, limit))
+            .await
     }
 
     /// The client's address as a rate-limit subject: an IPv6 address counts as its /64, the
@@ -190,7 +193,7 @@ impl AppState {
         then: F,
     ) -> Result<(SignInFailureKeys, T), ApiError>
     where
-        F: FnOnce(&mut PgConnection) -> Result<T, ApiError> + Send + 'static,
+        F: FnOnce(&mut Tx) -> Result<T, ApiError> + Send + 'static,
         T: Send + 'static,
     {
         let secret = self.settings.auth.secret.expose();
@@ -210,52 +213,55 @@ impl AppState {
             limits,
         };
         let (pair, by_email) = (failures.pair.clone(), failures.email.clone());
-        let found = nutrition_store::run(&self.pool, move |conn| {
-            let gate = rate_limits::count_one_read_two(
-                conn,
-                (&address, per_address),
-                [
-                    (&pair, limits.failures_per_address.window_secs),
-                    (&by_email, limits.failures_per_email.window_secs),
-                ],
-            )?;
-            let mut refusal = Refusal::default();
-            if let Err(secs) = gate.counted {
-                refusal.note(secs, "address", per_address);
-            }
-            match gate.read {
-                [Some((n, secs)), _] if n >= limits.failures_per_address.max => {
-                    refusal.note(secs, "address+email", limits.failures_per_address);
+        let found = self
+            .db
+            .read(move |conn| {
+                let gate = rate_limits::count_one_read_two(
+                    conn,
+                    (&address, per_address),
+                    [
+                        (&pair, limits.failures_per_address.window_secs),
+                        (&by_email, limits.failures_per_email.window_secs),
+                    ],
+                )?;
+                let mut refusal = Refusal::default();
+                if let Err(secs) = gate.counted {
+                    refusal.note(secs, "address", per_address);
                 }
-                // Spent from many places: refused only where it already failed, so that the
-                // person, signing in from somewhere else, is not locked out.
-                [Some(_), Some((n, secs))] if n >= limits.failures_per_email.max => {
-                    refusal.note(secs, "email-failures", limits.failures_per_email);
+                match gate.read {
+                    [Some((n, secs)), _] if n >= limits.failures_per_address.max => {
+                        refusal.note(secs, "address+email", limits.failures_per_address);
+                    }
+                    // Spent from many places: refused only where it already failed, so that the
+                    // person, signing in from somewhere else, is not locked out.
+                    [Some(_), Some((n, secs))] if n >= limits.failures_per_email.max => {
+                        refusal.note(secs, "email-failures", limits.failures_per_email);
+                    }
+                    _ => {}
                 }
-                _ => {}
-            }
-            refusal.into_result()?;
-            count_shared(conn, &global, limits.global)?;
-            then(conn)
-        })
-        .await?;
+                refusal.into_result()?;
+                count_shared(conn, &global, limits.global)?;
+                then(conn)
+            })
+            .await?;
         Ok((failures, found))
     }
 
     /// Counts a failed sign-in against the address and the e-mail address.
     pub async fn sign_in_failed(&self, keys: SignInFailureKeys) -> Result<(), ApiError> {
-        nutrition_store::run(&self.pool, move |conn| {
-            // Counted whatever the counts are: the gate decides on them.
-            let _ = rate_limits::hit(conn, &keys.pair, keys.limits.failures_per_address)?;
-            let _ = rate_limits::hit(conn, &keys.email, keys.limits.failures_per_email)?;
-            Ok(())
-        })
-        .await
+        self.db
+            .read(move |conn| {
+                // Counted whatever the counts are: the gate decides on them.
+                let _ = rate_limits::hit(conn, &keys.pair, keys.limits.failures_per_address)?;
+                let _ = rate_limits::hit(conn, &keys.email, keys.limits.failures_per_email)?;
+                Ok::<_, ApiError>(())
+            })
+            .await
     }
 }
 
 /// Counts an attempt against a budget every client shares (`scope: "all"`).
-fn count_shared(conn: &mut PgConnection, key: &str, limit: RateLimit) -> Result<(), ApiError> {
+fn count_shared(conn: &mut Tx, key: &str, limit: RateLimit) -> Result<(), ApiError> {
     let mut refusal = Refusal::default();
     if let Err(secs) = rate_limits::hit(conn, key, limit)? {
         refusal.note(secs, "all", limit);

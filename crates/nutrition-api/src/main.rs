@@ -41,7 +41,7 @@ async fn main() -> ExitCode {
         ),
         Command::Migrate => match nutrition_api::settings::database_url(&env) {
             Err(err) => cli::config_failure(&err),
-            Ok(url) => cli::migration_report(nutrition_store::connect_and_migrate(
+            Ok(url) => cli::migration_report(pg_store::connect_and_migrate(
                 &url,
                 nutrition_api::startup::DATABASE_WAIT,
             )),

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::{Queryable, Selectable};
-use nutrition_store::schema::nutrition::{fast_event, meal_slot};
+use pg_store::schema::nutrition::{fast_event, meal_slot};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Queryable, Selectable)]

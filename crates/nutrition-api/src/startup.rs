@@ -37,10 +37,9 @@ impl Application {
     /// not sent through [`Repo`]), binds `settings.listen_addr` and prepares the server.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let url = settings.database_url.clone();
-        let applied = tokio::task::spawn_blocking(move || {
-            nutrition_store::connect_and_migrate(&url, DATABASE_WAIT)
-        })
-        .await??;
+        let applied =
+            tokio::task::spawn_blocking(move || pg_store::connect_and_migrate(&url, DATABASE_WAIT))
+                .await??;
         if !applied.is_empty() {
             tracing::info!(?applied, "applied database migrations");
         }

@@ -127,13 +127,13 @@ async fn run_round(
     real: usize,
     tarpits: usize,
 ) -> anyhow::Result<Round> {
-    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let db = TestPostgres::migrated(pg_store::migrate);
     let plain = receiver.plain_endpoint();
     let keys = receiver.subscribe();
     let mut endpoints: Vec<String> = (0..real).map(|i| format!("{plain}?d={i}")).collect();
     endpoints.extend((0..tarpits).map(|i| tarpit.endpoint(&names[i], &i.to_string())));
     seed(&db, &endpoints, &keys.p256dh, &keys.auth)?;
-    let pool = nutrition_store::pool(&Secret::new(db.url()), POOL);
+    let pool = pg_store::pool(&Secret::new(db.url()), POOL);
     let lanes = Arc::new(Lanes::new(WORKERS));
     let counters = Arc::new(Counters::default());
     let shutdown = Arc::new(Shutdown::default());

@@ -44,7 +44,7 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Array, Int8, Integer, Nullable, Text, Timestamp, Timestamptz};
-use nutrition_store::PgPool;
+use pg_store::PgPool;
 use push::{Options, Outcome, Sender, Topic};
 
 use crate::breaker::{Admit, Breakers};

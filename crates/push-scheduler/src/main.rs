@@ -70,7 +70,7 @@ async fn main() -> ExitCode {
         ),
         Command::Migrate => match push_scheduler::settings::database_url(&env) {
             Err(err) => cli::config_failure(&err),
-            Ok(url) => cli::migration_report(nutrition_store::connect_and_migrate(
+            Ok(url) => cli::migration_report(pg_store::connect_and_migrate(
                 &url,
                 push_scheduler::startup::DATABASE_WAIT,
             )),
@@ -107,7 +107,7 @@ async fn fire(env: &Env, job: &str, at: Option<&str>, wait: u64) -> ExitCode {
         Err(err) => return cli::config_failure(&err),
     };
     let outcome = async {
-        let pool = nutrition_store::start(
+        let pool = pg_store::start(
             &settings.database_url,
             settings.pool_size,
             push_scheduler::startup::DATABASE_WAIT,

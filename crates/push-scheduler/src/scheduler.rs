@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use nutrition_store::PgPool;
+use pg_store::PgPool;
 use push::Sender;
 use serde::Serialize;
 use tokio::sync::Notify;

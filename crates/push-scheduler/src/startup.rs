@@ -7,14 +7,14 @@ use std::time::Duration;
 
 use actix_web::dev::Server;
 use actix_web::web;
-use nutrition_store::{PgPool, PoolReadiness};
+use pg_store::{PgPool, PoolReadiness};
 
 use crate::settings::Settings;
 
 /// The scheduler for these settings; `None` when push is off.
 pub fn scheduler(
     settings: &Settings,
-    pool: &nutrition_store::PgPool,
+    pool: &pg_store::PgPool,
 ) -> anyhow::Result<Option<crate::Scheduler>> {
     let Some(vapid) = settings.vapid.clone() else {
         return Ok(None);
@@ -57,8 +57,7 @@ impl Application {
     /// Migrates the database, binds `settings.listen_addr` and prepares the server.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let pool =
-            nutrition_store::start(&settings.database_url, settings.pool_size, DATABASE_WAIT)
-                .await?;
+            pg_store::start(&settings.database_url, settings.pool_size, DATABASE_WAIT).await?;
         let scheduler = match scheduler(&settings, &pool)? {
             Some(s) => {
                 let shutdown = s.shutdown();

@@ -223,26 +223,6 @@ pub enum DbError {
     Task,
 }
 
-/// [`run`] without the hand-off, when the pool has a connection idle: `f` runs on the calling
-/// worker thread, which waits for the database itself. The hand-off to a blocking thread and
-/// back costs two wake-ups and context switches, more CPU than a one-statement request's
-/// statement. Only for work that never waits long: a statement that can block on a lock or
-/// runs for long holds up every connection of the worker. With no idle connection it is
-/// [`run`], so a busy pool never makes a worker wait for a checkout.
-pub async fn run_inline<C, F, T, E>(pool: &Pool<C>, f: F) -> Result<T, E>
-where
-    C: R2D2Connection + 'static,
-    F: FnOnce(&mut C) -> Result<T, E> + Send + 'static,
-    T: Send + 'static,
-    E: From<DbError> + Send + 'static,
-{
-    if let Some(mut conn) = pool.try_get() {
-        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f(&mut conn)))
-            .unwrap_or_else(|_| Err(E::from(DbError::Task)));
-    }
-    run(pool, f).await
-}
-
 /// Runs sync diesel code on actix's blocking pool with a connection from `pool`, keeping the
 /// caller's tracing span. Checkout happens inside the closure so that no async worker ever waits
 /// on the pool.
@@ -315,51 +295,5 @@ pub fn retry_for<T>(
             }
             Err(e) => return Err(e.context(format!("{what} did not succeed within {total:?}"))),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use diesel::MysqlConnection;
-    use std::thread::{self, ThreadId};
-
-    fn here(_: &mut MysqlConnection) -> Result<ThreadId, DbError> {
-        Ok(thread::current().id())
-    }
-
-    /// With a connection idle the work runs on the calling thread; with none, it waits on the
-    /// blocking pool for one instead of holding up the caller; a panic in it is an error, not
-    /// a lost worker.
-    #[actix_web::test]
-    async fn run_inline_hands_off_only_when_the_pool_is_busy() {
-        let db = testkit::mariadb::TestMariaDb::empty();
-        let pool: Pool<MysqlConnection> = build_pool(&Secret::new(db.url()), 1);
-        let caller = thread::current().id();
-        // The pool connects lazily: the first checkout opens the connection on the blocking
-        // pool, and from then on it is idle between requests.
-        assert_ne!(run_inline(&pool, here).await.expect("first"), caller);
-        assert_eq!(run_inline(&pool, here).await.expect("inline"), caller);
-
-        let held = pool.get().expect("the only connection");
-        let release = thread::spawn(move || {
-            thread::sleep(Duration::from_millis(300));
-            drop(held);
-        });
-        let started = std::time::Instant::now();
-        let ran_on = run_inline(&pool, here).await.expect("handed off");
-        assert_ne!(ran_on, caller, "a busy pool must not hold up the caller");
-        assert!(started.elapsed() >= Duration::from_millis(250));
-        release.join().expect("release");
-
-        let panicked = run_inline(&pool, |_: &mut MysqlConnection| -> Result<(), DbError> {
-            panic!("a bug in the work")
-        })
-        .await;
-        assert!(matches!(panicked, Err(DbError::Task)));
-        // The connection a panic interrupted is discarded rather than reused; the next request
-        // opens another, and the one after runs inline again.
-        run_inline(&pool, here).await.expect("after the panic");
-        assert_eq!(run_inline(&pool, here).await.expect("again"), caller);
     }
 }

@@ -1,4 +1,4 @@
-//! The request guard: a handler that takes [`CurrentSession`] cannot run without a valid session.
+//! The request guard: a handler that takes [`CurrentUser`] cannot run without a valid session.
 //!
 //! Verification reads the signed cookie, checks the MAC in constant time, looks the session up
 //! and applies the rolling refresh. A refreshed session's cookie is re-sent by the
@@ -16,11 +16,12 @@ use actix_web::middleware::Next;
 use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
 use chrono::Utc;
 use futures_util::future::LocalBoxFuture;
-use nutrition_store::{DbError, PgPool};
+use pg_store::{DbError, PgPool};
 
 use crate::cookie;
 use crate::settings::AuthSettings;
 use crate::store::{self, Verified};
+use crate::{Session, User, UserId};
 
 /// What the guard needs, registered as `web::Data<SessionLayer>`.
 #[derive(Clone)]
@@ -63,13 +64,34 @@ pub type LookupFn = Arc<
         + Sync,
 >;
 
-/// The signed-in user and their session.
+/// The signed-in user and their session: the one extractor of every route that needs someone
+/// signed in (401 `UNAUTHORIZED` otherwise).
 #[derive(Debug, Clone)]
-pub struct CurrentSession(pub Verified);
+pub struct CurrentUser {
+    pub user: User,
+    pub session: Session,
+}
 
-/// A session when there is one; never rejects (for `get-session`).
+impl CurrentUser {
+    /// The signed-in user's id, the key of everything the request may touch.
+    pub fn id(&self) -> &UserId {
+        &self.user.id
+    }
+}
+
+impl From<Verified> for CurrentUser {
+    fn from(v: Verified) -> Self {
+        Self {
+            user: v.user,
+            session: v.session,
+        }
+    }
+}
+
+/// The signed-in user when there is one; never rejects (for `get-session` and the routes that
+/// answer better-auth's own error without a session).
 #[derive(Debug, Clone)]
-pub struct MaybeSession(pub Option<Verified>);
+pub struct MaybeSession(pub Option<CurrentUser>);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -159,7 +181,7 @@ pub async fn verify_request(req: &HttpRequest) -> Result<Option<Verified>, Sessi
     };
     let verified = match &layer.store {
         SessionStore::Pool(pool) => {
-            nutrition_store::run(pool, move |conn| {
+            pg_store::run(pool, move |conn| {
                 store::verify(conn, &token, Utc::now()).map_err(SessionError::from)
             })
             .await?
@@ -191,13 +213,13 @@ pub struct SessionToken {
 
 impl SessionToken {
     /// The guard's verdict on the settled session: 401 when it is unknown or expired; when it was
-    /// just refreshed, the cookie is sent again like for [`CurrentSession`].
-    pub fn accept(&self, settled: Option<Verified>) -> Result<CurrentSession, SessionError> {
+    /// just refreshed, the cookie is sent again like for [`CurrentUser`].
+    pub fn accept(&self, settled: Option<Verified>) -> Result<CurrentUser, SessionError> {
         let verified = settled.ok_or(SessionError::Unauthorized)?;
         if let Some(layer) = self.req.app_data::<web::Data<SessionLayer>>() {
             resend_if_refreshed(&self.req, &layer.settings, &verified);
         }
-        Ok(CurrentSession(verified))
+        Ok(verified.into())
     }
 }
 
@@ -220,7 +242,7 @@ impl FromRequest for SessionToken {
     }
 }
 
-impl FromRequest for CurrentSession {
+impl FromRequest for CurrentUser {
     type Error = SessionError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
 
@@ -229,7 +251,7 @@ impl FromRequest for CurrentSession {
         Box::pin(async move {
             verify_request(&req)
                 .await?
-                .map(CurrentSession)
+                .map(Self::from)
                 .ok_or(SessionError::Unauthorized)
         })
     }
@@ -241,7 +263,10 @@ impl FromRequest for MaybeSession {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let req = req.clone();
-        Box::pin(async move { verify_request(&req).await.map(MaybeSession) })
+        Box::pin(async move {
+            let verified = verify_request(&req).await?;
+            Ok(MaybeSession(verified.map(CurrentUser::from)))
+        })
     }
 }
 

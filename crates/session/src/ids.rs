@@ -3,6 +3,8 @@
 use rand::Rng;
 use rand::distr::Alphanumeric;
 
+pub use pg_store::ids::{SessionId, UserId};
+
 /// `len` random letters and digits (62 symbols: 32 of them carry about 190 bits).
 pub fn random_alphanumeric(len: usize) -> String {
     rand::rng()

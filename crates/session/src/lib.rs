@@ -10,6 +10,7 @@ pub mod origin;
 pub mod settings;
 pub mod store;
 
-pub use guard::{CurrentSession, MaybeSession, SessionError, SessionLayer, SessionToken};
+pub use guard::{CurrentUser, MaybeSession, SessionError, SessionLayer, SessionToken};
+pub use ids::{SessionId, UserId};
 pub use model::{Session, User};
 pub use settings::AuthSettings;

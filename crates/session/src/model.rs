@@ -2,14 +2,17 @@
 
 use chrono::{DateTime, Utc};
 use diesel::{Queryable, Selectable};
-use nutrition_store::schema::auth::{session, user};
+use pg_store::schema::auth::{session, user};
 use serde::Serialize;
+
+use pg_store::ids::{SessionId, UserId};
 
 #[derive(Debug, Clone, Queryable, Selectable, Serialize, utoipa::ToSchema)]
 #[diesel(table_name = user, check_for_backend(diesel::pg::Pg))]
 #[serde(rename_all = "camelCase")]
 pub struct User {
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: UserId,
     pub name: String,
     pub email: String,
     pub email_verified: bool,
@@ -26,10 +29,12 @@ pub struct User {
 #[diesel(table_name = session, check_for_backend(diesel::pg::Pg))]
 #[serde(rename_all = "camelCase")]
 pub struct Session {
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: SessionId,
     #[serde(skip)]
     pub token: String,
-    pub user_id: String,
+    #[schema(value_type = String)]
+    pub user_id: UserId,
     #[serde(serialize_with = "service_kit::time::serialize")]
     pub expires_at: DateTime<Utc>,
     #[serde(serialize_with = "service_kit::time::serialize")]

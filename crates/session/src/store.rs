@@ -4,10 +4,11 @@ use chrono::{DateTime, Duration, SubsecRound, Utc};
 use diesel::dsl;
 use diesel::pg::Pg;
 use diesel::prelude::*;
-use nutrition_store::schema::auth::{session, user};
+use pg_store::schema::auth::{session, user};
 
 use crate::ids;
 use crate::model::{Session, User};
+use pg_store::ids::{SessionId, UserId};
 
 /// Lifetime of a remembered session.
 pub const SESSION_LIFETIME: Duration = Duration::days(7);
@@ -38,7 +39,7 @@ pub struct Origin {
 /// Creates a session for `user_id`; returns it with its token.
 pub fn create(
     conn: &mut PgConnection,
-    user_id: &str,
+    user_id: &UserId,
     remember: bool,
     origin: &Origin,
     now: DateTime<Utc>,
@@ -50,7 +51,7 @@ pub fn create(
     };
     let created = diesel::insert_into(session::table)
         .values((
-            session::id.eq(ids::id()),
+            session::id.eq(SessionId::from(ids::id())),
             session::token.eq(ids::session_token()),
             session::user_id.eq(user_id),
             session::expires_at.eq(now + lifetime),
@@ -124,13 +125,13 @@ pub fn steady(current: Session, user: User, now: DateTime<Utc>) -> Option<Verifi
 /// Deletes one expired session.
 pub type Expire = diesel::query_builder::DeleteStatement<
     session::table,
-    <dsl::Filter<session::table, dsl::Eq<session::id, String>> as diesel::query_builder::IntoUpdateTarget>::WhereClause,
+    <dsl::Filter<session::table, dsl::Eq<session::id, SessionId>> as diesel::query_builder::IntoUpdateTarget>::WhereClause,
 >;
 
 /// Extends one session, on condition that it was not extended meanwhile.
 pub type Refresh = dsl::Update<
     dsl::Filter<
-        dsl::Filter<session::table, dsl::Eq<session::id, String>>,
+        dsl::Filter<session::table, dsl::Eq<session::id, SessionId>>,
         dsl::Eq<session::updated_at, DateTime<Utc>>,
     >,
     (

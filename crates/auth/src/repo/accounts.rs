@@ -2,8 +2,9 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use nutrition_store::schema::auth::{account, user};
+use pg_store::schema::auth::{account, user};
 use session::User;
+use session::UserId;
 use session::ids;
 
 /// Provider id of e-mail and password accounts (better-auth's name).
@@ -11,7 +12,7 @@ pub const CREDENTIAL: &str = "credential";
 pub const GOOGLE: &str = "google";
 
 pub struct NewAccount<'a> {
-    pub user_id: &'a str,
+    pub user_id: &'a UserId,
     pub provider_id: &'a str,
     pub account_id: &'a str,
     pub password: Option<&'a str>,
@@ -23,11 +24,11 @@ pub struct NewAccount<'a> {
 
 impl<'a> NewAccount<'a> {
     /// The e-mail and password account of `user_id`: better-auth names it by the user's own id.
-    pub fn credential(user_id: &'a str, hash: &'a str) -> Self {
+    pub fn credential(user_id: &'a UserId, hash: &'a str) -> Self {
         Self {
             user_id,
             provider_id: CREDENTIAL,
-            account_id: user_id,
+            account_id: user_id.as_str(),
             password: Some(hash),
             access_token: None,
             refresh_token: None,
@@ -104,14 +105,14 @@ pub struct Linked {
     pub id: String,
     pub provider_id: String,
     pub account_id: String,
-    pub user_id: String,
+    pub user_id: UserId,
     pub scope: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
 /// The user's accounts, oldest first.
-pub fn list(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<Linked>> {
+pub fn list(conn: &mut PgConnection, user_id: &UserId) -> QueryResult<Vec<Linked>> {
     account::table
         .filter(account::user_id.eq(user_id))
         .order((account::created_at.asc(), account::id.asc()))
@@ -120,7 +121,7 @@ pub fn list(conn: &mut PgConnection, user_id: &str) -> QueryResult<Vec<Linked>> 
 }
 
 /// Deletes one of the user's accounts.
-pub fn delete(conn: &mut PgConnection, user_id: &str, id: &str) -> QueryResult<usize> {
+pub fn delete(conn: &mut PgConnection, user_id: &UserId, id: &str) -> QueryResult<usize> {
     diesel::delete(
         account::table
             .filter(account::id.eq(id))
@@ -131,7 +132,10 @@ pub fn delete(conn: &mut PgConnection, user_id: &str, id: &str) -> QueryResult<u
 
 /// The password hash of the user's credential account: `None` without such an account,
 /// `Some(None)` for one without a password.
-pub fn password_of(conn: &mut PgConnection, user_id: &str) -> QueryResult<Option<Option<String>>> {
+pub fn password_of(
+    conn: &mut PgConnection,
+    user_id: &UserId,
+) -> QueryResult<Option<Option<String>>> {
     account::table
         .filter(account::user_id.eq(user_id))
         .filter(account::provider_id.eq(CREDENTIAL))
@@ -144,7 +148,7 @@ pub fn password_of(conn: &mut PgConnection, user_id: &str) -> QueryResult<Option
 /// user had none (someone who signed up with Google sets a password through a reset).
 pub fn set_password(
     conn: &mut PgConnection,
-    user_id: &str,
+    user_id: &UserId,
     hash: &str,
     now: DateTime<Utc>,
 ) -> QueryResult<()> {

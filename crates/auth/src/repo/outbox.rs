@@ -12,8 +12,8 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamptz};
 use mailer::QueuedMail;
 use mailer::store::{Store, truncate_error};
-use nutrition_store::PgPool;
-use nutrition_store::schema::auth::mail_outbox;
+use pg_store::PgPool;
+use pg_store::schema::auth::mail_outbox;
 
 /// What the mail is for.
 pub const KIND_PASSWORD_RESET: &str = "password_reset";

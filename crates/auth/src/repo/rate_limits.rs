@@ -8,6 +8,7 @@ use diesel::prelude::*;
 use diesel::query_builder::AstPass;
 use diesel::sql_types::{Integer, Nullable, Text, Timestamptz};
 use service_kit::fixed::{PushBind, fixed};
+use session::UserId;
 
 use crate::settings::RateLimit;
 
@@ -36,13 +37,13 @@ pub const USER_ROUTES: [&str; 2] = ["change-password", "delete-user"];
 
 /// Every counter key that can be linked to the person with this address and id, removed when
 /// they are erased. The keys are keyed hashes, so only someone who knows both can find them.
-pub fn keys_naming(secret: &str, email: &str, user_id: &str) -> Vec<String> {
+pub fn keys_naming(secret: &str, email: &str, user_id: &UserId) -> Vec<String> {
     let by_email = EMAIL_ROUTES
         .iter()
         .map(|r| crate::keys::rate_limit_key(secret, r, "email", email));
     let by_user = USER_ROUTES
         .iter()
-        .map(|r| crate::keys::rate_limit_key(secret, r, "user", user_id));
+        .map(|r| crate::keys::rate_limit_key(secret, r, "user", user_id.as_str()));
     by_email.chain(by_user).collect()
 }
 

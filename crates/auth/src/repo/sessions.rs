@@ -3,14 +3,15 @@
 //! service at once, since each verifies against this table on every request.
 
 use ::session::Session;
+use ::session::{SessionId, UserId};
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use nutrition_store::schema::auth::session;
+use pg_store::schema::auth::session;
 
 /// The user's sessions that have not expired, newest first.
 pub fn list_live(
     conn: &mut PgConnection,
-    user_id: &str,
+    user_id: &UserId,
     now: DateTime<Utc>,
 ) -> QueryResult<Vec<Session>> {
     session::table
@@ -22,7 +23,7 @@ pub fn list_live(
 }
 
 /// Ends one of the user's sessions; a session of someone else is left alone.
-pub fn delete_one(conn: &mut PgConnection, user_id: &str, id: &str) -> QueryResult<usize> {
+pub fn delete_one(conn: &mut PgConnection, user_id: &UserId, id: &SessionId) -> QueryResult<usize> {
     diesel::delete(
         session::table
             .filter(session::id.eq(id))
@@ -32,12 +33,16 @@ pub fn delete_one(conn: &mut PgConnection, user_id: &str, id: &str) -> QueryResu
 }
 
 /// Ends every session of the user.
-pub fn delete_all(conn: &mut PgConnection, user_id: &str) -> QueryResult<usize> {
+pub fn delete_all(conn: &mut PgConnection, user_id: &UserId) -> QueryResult<usize> {
     diesel::delete(session::table.filter(session::user_id.eq(user_id))).execute(conn)
 }
 
 /// Ends every session of the user but `keep_id`.
-pub fn delete_others(conn: &mut PgConnection, user_id: &str, keep_id: &str) -> QueryResult<usize> {
+pub fn delete_others(
+    conn: &mut PgConnection,
+    user_id: &UserId,
+    keep_id: &SessionId,
+) -> QueryResult<usize> {
     diesel::delete(
         session::table
             .filter(session::user_id.eq(user_id))

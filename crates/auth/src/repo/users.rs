@@ -3,7 +3,8 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error};
-use nutrition_store::schema::auth::{account, user};
+use pg_store::schema::auth::{account, user};
+use session::UserId;
 
 use super::accounts::CREDENTIAL;
 use session::User;
@@ -72,7 +73,7 @@ pub fn find_by_email(conn: &mut PgConnection, email: &str) -> QueryResult<Option
 /// Marks a user's e-mail address verified (a provider vouched for it).
 pub fn mark_verified(
     conn: &mut PgConnection,
-    user_id: &str,
+    user_id: &UserId,
     now: DateTime<Utc>,
 ) -> QueryResult<usize> {
     diesel::update(user::table.filter(user::id.eq(user_id)))
@@ -80,7 +81,7 @@ pub fn mark_verified(
         .execute(conn)
 }
 
-pub fn find_by_id(conn: &mut PgConnection, id: &str) -> QueryResult<Option<User>> {
+pub fn find_by_id(conn: &mut PgConnection, id: &UserId) -> QueryResult<Option<User>> {
     user::table
         .find(id)
         .select(User::as_select())
@@ -91,7 +92,7 @@ pub fn find_by_id(conn: &mut PgConnection, id: &str) -> QueryResult<Option<User>
 /// Changes the name and/or the image (`Some(None)` removes it); returns the user as stored.
 pub fn update_profile(
     conn: &mut PgConnection,
-    id: &str,
+    id: &UserId,
     name: Option<&str>,
     image: Option<Option<&str>>,
     now: DateTime<Utc>,
@@ -120,7 +121,7 @@ pub fn update_profile(
 
 /// Locks the user's row until the end of the transaction, so that changes which depend on the
 /// user's other rows (the number of accounts) happen one after another.
-pub fn lock(conn: &mut PgConnection, id: &str) -> QueryResult<()> {
+pub fn lock(conn: &mut PgConnection, id: &UserId) -> QueryResult<()> {
     user::table
         .find(id)
         .select(user::id)

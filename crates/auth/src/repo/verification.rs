@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use nutrition_store::schema::auth::verification;
+use pg_store::schema::auth::verification;
 
 pub fn insert(
     conn: &mut PgConnection,

@@ -1,34 +1,35 @@
 //! The ways the user signs in: a password, Google.
 
 use actix_web::{HttpResponse, web};
-use diesel::Connection;
 use serde::Deserialize;
 use session::MaybeSession;
 
+use crate::answers::{Account, Status};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::repo::{accounts, users};
 use crate::routes::sessions::signed_in;
 use crate::state::AppState;
 
-fn account_json(a: &accounts::Linked) -> serde_json::Value {
-    let scopes: Vec<&str> = a
+fn account(a: accounts::Linked) -> Account {
+    let scopes = a
         .scope
         .as_deref()
         .unwrap_or_default()
         .split([',', ' '])
         .map(str::trim)
         .filter(|s| !s.is_empty())
+        .map(str::to_owned)
         .collect();
-    serde_json::json!({
-        "id": a.id,
-        "providerId": a.provider_id,
-        "accountId": a.account_id,
-        "userId": a.user_id,
-        "scopes": scopes,
-        "createdAt": service_kit::time::format(&a.created_at),
-        "updatedAt": service_kit::time::format(&a.updated_at),
-    })
+    Account {
+        id: a.id,
+        provider_id: a.provider_id,
+        account_id: a.account_id,
+        user_id: a.user_id,
+        scopes,
+        created_at: a.created_at,
+        updated_at: a.updated_at,
+    }
 }
 
 /// `GET /api/auth/list-accounts`: no tokens and no password, only what identifies each account.
@@ -37,11 +38,11 @@ pub async fn list_accounts(
     current: MaybeSession,
 ) -> Result<HttpResponse, ApiError> {
     let me = signed_in(current)?;
-    let list = nutrition_store::run(&state.pool, move |conn| {
-        accounts::list(conn, &me.user.id).map_err(ApiError::from)
-    })
-    .await?;
-    Ok(HttpResponse::Ok().json(list.iter().map(account_json).collect::<Vec<_>>()))
+    let list = state
+        .db
+        .read(move |conn| accounts::list(conn, &me.user.id))
+        .await?;
+    Ok(HttpResponse::Ok().json(list.into_iter().map(account).collect::<Vec<_>>()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -70,8 +71,9 @@ pub async fn unlink_account(
             "providerId: required (or accountId)",
         ));
     }
-    nutrition_store::run(&state.pool, move |conn| {
-        conn.transaction(|conn| {
+    state
+        .db
+        .write(move |conn| {
             // Two parallel unlinks must not remove the last two accounts together.
             users::lock(conn, &me.user.id)?;
             let list = accounts::list(conn, &me.user.id)?;
@@ -90,7 +92,6 @@ pub async fn unlink_account(
             accounts::delete(conn, &me.user.id, &target.id)?;
             Ok(())
         })
-    })
-    .await?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })))
+        .await?;
+    Ok(HttpResponse::Ok().json(Status::DONE))
 }

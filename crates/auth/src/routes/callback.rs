@@ -1,18 +1,15 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
-use diesel::Connection;
-use diesel::PgConnection;
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
 use crate::client;
-use crate::error::ApiError;
 use crate::google;
 use crate::redirect::q;
 use crate::repo::accounts::{self, GOOGLE, NewAccount};
 use crate::repo::users::{self, NewUser};
-use crate::repo::verification;
+use crate::repo::{QueryResult, Tx, verification};
 use crate::routes::social::{FlowState, STATE_COOKIE};
 use crate::state::AppState;
 
@@ -87,11 +84,11 @@ async fn finish(
     }
     // Single use: whoever deletes the row owns the flow.
     let key = format!("oauth:{state_value}");
-    let stored: Option<String> = nutrition_store::run(&state.pool, move |conn| {
-        verification::consume(conn, &key, Utc::now()).map_err(ApiError::from)
-    })
-    .await
-    .map_err(|_| (Failure("INTERNAL_ERROR"), None))?;
+    let stored: Option<String> = state
+        .db
+        .read(move |conn| verification::consume(conn, &key, Utc::now()))
+        .await
+        .map_err(|_| (Failure("INTERNAL_ERROR"), None))?;
     let Some(flow) = stored.and_then(|s| serde_json::from_str::<FlowState>(&s).ok()) else {
         return fail("STATE_EXPIRED");
     };
@@ -132,18 +129,21 @@ async fn finish(
         .ok_or_else(|| with_url("EMAIL_NOT_FOUND"))?;
     let origin = client::origin(req, &state.settings.trusted_proxies);
     let require_verified = state.settings.require_email_verification;
-    let linked = nutrition_store::run(&state.pool, move |conn| {
-        conn.transaction(|conn| link(conn, &profile, &tokens, &email, &origin, require_verified))
-    })
-    .await
-    .map_err(|e: LinkError| match e {
-        LinkError::NotLinked => with_url("ACCOUNT_NOT_LINKED"),
-        LinkError::Unverified => with_url("GOOGLE_EMAIL_NOT_VERIFIED"),
-        LinkError::Db(cause) => {
+    let linked = state
+        .db
+        .write(move |conn| link(conn, &profile, &tokens, &email, &origin, require_verified))
+        .await
+        .map_err(|cause| {
             tracing::error!(%cause, "linking a Google account failed");
             with_url("INTERNAL_ERROR")
-        }
-    })?;
+        })?
+        .map_err(|refused| {
+            with_url(match refused {
+                Refused::NotLinked => "ACCOUNT_NOT_LINKED",
+                Refused::Unverified => "GOOGLE_EMAIL_NOT_VERIFIED",
+                Refused::Raced => "INTERNAL_ERROR",
+            })
+        })?;
     let cookie = session::cookie::set_session(auth, &linked.token, true);
     let target = if linked.new_user {
         flow.new_user_url.or(flow.callback_url)
@@ -158,101 +158,88 @@ struct Linked {
     new_user: bool,
 }
 
-#[derive(Debug, thiserror::Error)]
-enum LinkError {
-    #[error(
-        "an account with this e-mail exists, and it has a password or its address is not verified on both sides"
-    )]
+/// Why a Google account was not linked; nothing was written.
+enum Refused {
+    /// An account with this e-mail address exists, and it has a password or its address is
+    /// not verified on both sides.
     NotLinked,
-    #[error("verification is required and Google does not vouch for this address")]
+    /// Verification is required and Google does not vouch for this address.
     Unverified,
-    #[error("{0}")]
-    Db(String),
-}
-
-impl From<diesel::result::Error> for LinkError {
-    fn from(e: diesel::result::Error) -> Self {
-        Self::Db(e.to_string())
-    }
-}
-
-impl From<nutrition_store::DbError> for LinkError {
-    fn from(e: nutrition_store::DbError) -> Self {
-        Self::Db(e.to_string())
-    }
+    /// The e-mail address was taken by a sign-up running at the same time.
+    Raced,
 }
 
 /// Finds the user of this Google account, links it to the user with the same verified e-mail
 /// address, or creates the user; then opens a session. With verification required, a new user
 /// needs an address Google vouches for: nothing else would prove it.
 fn link(
-    conn: &mut PgConnection,
+    conn: &mut Tx,
     profile: &google::Profile,
     tokens: &google::Tokens,
     email: &str,
     origin: &session::store::Origin,
     require_verified: bool,
-) -> Result<Linked, LinkError> {
+) -> QueryResult<Result<Linked, Refused>> {
     let now = Utc::now();
-    let (user, new_user) = if let Some(user) =
-        accounts::find_by_account(conn, GOOGLE, &profile.sub)?
-    {
-        accounts::update_tokens(
-            conn,
-            GOOGLE,
-            &profile.sub,
-            Some(&tokens.access_token),
-            tokens.id_token.as_deref(),
-            now,
-        )?;
-        (user, false)
-    } else {
-        let account = |user_id| NewAccount {
-            user_id,
-            provider_id: GOOGLE,
-            account_id: &profile.sub,
-            password: None,
-            access_token: Some(&tokens.access_token),
-            refresh_token: tokens.refresh_token.as_deref(),
-            id_token: tokens.id_token.as_deref(),
-            scope: tokens.scope.as_deref(),
-        };
-        if let Some(user) = users::find_by_email(conn, email)? {
-            // Linking by address is safe only when both sides proved the address: Google
-            // vouches for it, and the existing user confirmed it. Otherwise whoever registered
-            // someone else's address first would share that person's account afterwards.
-            // An account with a password is not linked either: its owner may have confirmed
-            // the address by opening a verification mail that someone else's registration
-            // sent, and that someone knows the password. Signing in with it (or resetting it,
-            // which ends every session) proves the password is the owner's.
-            if !profile.email_verified
-                || !user.email_verified
-                || matches!(accounts::password_of(conn, &user.id)?, Some(Some(_)))
-            {
-                return Err(LinkError::NotLinked);
-            }
-            accounts::insert(conn, &account(&user.id), now)?;
+    let (user, new_user) =
+        if let Some(user) = accounts::find_by_account(conn, GOOGLE, &profile.sub)? {
+            accounts::update_tokens(
+                conn,
+                GOOGLE,
+                &profile.sub,
+                Some(&tokens.access_token),
+                tokens.id_token.as_deref(),
+                now,
+            )?;
             (user, false)
         } else {
-            if require_verified && !profile.email_verified {
-                return Err(LinkError::Unverified);
-            }
-            let name = profile.name.clone().unwrap_or_default();
-            let new = NewUser {
-                name: name.trim(),
-                email,
-                email_verified: profile.email_verified,
-                image: profile.picture.as_deref().filter(|p| p.len() <= 2048),
+            let account = |user_id| NewAccount {
+                user_id,
+                provider_id: GOOGLE,
+                account_id: &profile.sub,
+                password: None,
+                access_token: Some(&tokens.access_token),
+                refresh_token: tokens.refresh_token.as_deref(),
+                id_token: tokens.id_token.as_deref(),
+                scope: tokens.scope.as_deref(),
             };
-            let user = users::insert(conn, &new, now)?
-                .ok_or_else(|| LinkError::Db("the e-mail address was taken concurrently".into()))?;
-            accounts::insert(conn, &account(&user.id), now)?;
-            (user, true)
-        }
-    };
+            if let Some(user) = users::find_by_email(conn, email)? {
+                // Linking by address is safe only when both sides proved the address: Google
+                // vouches for it, and the existing user confirmed it. Otherwise whoever registered
+                // someone else's address first would share that person's account afterwards.
+                // An account with a password is not linked either: its owner may have confirmed
+                // the address by opening a verification mail that someone else's registration
+                // sent, and that someone knows the password. Signing in with it (or resetting it,
+                // which ends every session) proves the password is the owner's.
+                if !profile.email_verified
+                    || !user.email_verified
+                    || matches!(accounts::password_of(conn, &user.id)?, Some(Some(_)))
+                {
+                    return Ok(Err(Refused::NotLinked));
+                }
+                accounts::insert(conn, &account(&user.id), now)?;
+                (user, false)
+            } else {
+                if require_verified && !profile.email_verified {
+                    return Ok(Err(Refused::Unverified));
+                }
+                let name = profile.name.clone().unwrap_or_default();
+                let new = NewUser {
+                    name: name.trim(),
+                    email,
+                    email_verified: profile.email_verified,
+                    image: profile.picture.as_deref().filter(|p| p.len() <= 2048),
+                };
+                let Some(user) = users::insert(conn, &new, now)? else {
+                    return Ok(Err(Refused::Raced));
+                };
+                accounts::insert(conn, &account(&user.id), now)?;
+                (user, true)
+            }
+        };
     let session = session::store::create(conn, &user.id, true, origin, now)?;
-    Ok(Linked {
+    Ok(Ok(Linked {
         token: session.token,
         new_user,
-    })
+    }))
 }

@@ -2,8 +2,9 @@ use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use chrono::{Duration, Utc};
 use serde::Deserialize;
-use session::CurrentSession;
+use session::CurrentUser;
 
+use crate::answers::SuccessMessage;
 use crate::error::ApiError;
 use crate::redirect;
 use crate::repo::{rate_limits, users};
@@ -28,7 +29,7 @@ pub struct DeleteUser {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn delete_user(
     req: actix_web::HttpRequest,
-    current: CurrentSession,
+    current: CurrentUser,
     state: web::Data<AppState>,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
@@ -41,7 +42,7 @@ pub async fn delete_user(
     // Only used by better-auth's e-mail confirmation flow, which is off here; still refused when
     // it points off-site, like every other callbackURL.
     redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
-    let verified = current.0;
+    let verified = current;
     let user_id = verified.user.id.clone();
 
     match input.password.filter(|p| !p.is_empty()) {
@@ -52,15 +53,15 @@ pub async fn delete_user(
                 .limit(
                     &req,
                     "delete-user",
-                    Some(("user", &user_id)),
+                    Some(("user", user_id.as_str())),
                     state.settings.rate_limit,
                 )
                 .await?;
             let lookup = verified.user.email.clone();
-            let found = nutrition_store::run(&state.pool, move |conn| {
-                users::find_with_password(conn, &lookup).map_err(ApiError::from)
-            })
-            .await?;
+            let found = state
+                .db
+                .read(move |conn| users::find_with_password(conn, &lookup))
+                .await?;
             let Some((_, Some(hash))) = found else {
                 return Err(ApiError::bad_request(
                     "CREDENTIAL_ACCOUNT_NOT_FOUND",
@@ -89,10 +90,10 @@ pub async fn delete_user(
         &verified.user.email,
         &verified.user.id,
     );
-    let erased = nutrition_store::run(&state.pool, move |conn| {
-        nutrition_store::erase::erase_user(conn, &user_id, &keys).map_err(ApiError::from)
-    })
-    .await?;
+    let erased = state
+        .db
+        .read(move |conn| pg_store::erase::erase_user(conn, &user_id, &keys))
+        .await?;
     if let Some(erased) = erased {
         tracing::info!(rows = erased.total(), "user erased");
     }
@@ -101,5 +102,8 @@ pub async fn delete_user(
             header::SET_COOKIE,
             session::cookie::clear_session(&state.settings.auth),
         ))
-        .json(serde_json::json!({ "success": true, "message": "User deleted" })))
+        .json(SuccessMessage {
+            success: true,
+            message: "User deleted",
+        }))
 }

@@ -5,9 +5,9 @@ use std::time::Duration;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
-use diesel::Connection;
 use serde::Deserialize;
 
+use crate::answers::{Status, StatusMessage};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::links::{self, Purpose};
@@ -72,8 +72,9 @@ async fn request_reset(
     let started = tokio::time::Instant::now();
     let allowed = state.mail_allowed(&email).await?;
     let base_url = state.settings.auth.base_url.clone();
-    let queued = nutrition_store::run(&state.pool, move |conn| {
-        conn.transaction(|conn| {
+    let queued = state
+        .db
+        .write(move |conn| {
             let Some(user) = users::find_by_email(conn, &email)? else {
                 return Ok(false);
             };
@@ -91,17 +92,16 @@ async fn request_reset(
             )?;
             Ok::<_, ApiError>(true)
         })
-    })
-    .await;
+        .await;
     if matches!(queued, Ok(true)) {
         mailbox::wake(state);
     }
     tokio::time::sleep_until(started + MAIL_ROUTE_MIN_TIME).await;
     queued?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({
-        "status": true,
-        "message": RESET_REQUESTED,
-    })))
+    Ok(HttpResponse::Ok().json(StatusMessage {
+        status: true,
+        message: RESET_REQUESTED,
+    }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,10 +122,10 @@ pub async fn reset_link(
         .unwrap_or_else(|| DEFAULT_RESET_PAGE.to_owned());
     let token = token.into_inner();
     let lookup = token.clone();
-    let live = nutrition_store::run(&state.pool, move |conn| {
-        links::peek(conn, Purpose::Reset, &lookup, Utc::now()).map_err(ApiError::from)
-    })
-    .await?;
+    let live = state
+        .db
+        .read(move |conn| links::peek(conn, Purpose::Reset, &lookup, Utc::now()))
+        .await?;
     let location = match live {
         Some(_) => links::with_param(&callback, "token", &token),
         None => links::with_param(&callback, "error", "INVALID_TOKEN"),
@@ -187,11 +187,11 @@ async fn reset(
     // The token is taken before the slow hash, so that parallel posts of one token cost one
     // hash; it goes back if the hash cannot run now, so that the link still works afterwards.
     let lookup = token.to_owned();
-    let taken = nutrition_store::run(&state.pool, move |conn| {
-        links::take(conn, Purpose::Reset, &lookup, Utc::now()).map_err(ApiError::from)
-    })
-    .await?
-    .ok_or_else(|| ApiError::bad("INVALID_TOKEN"))?;
+    let taken = state
+        .db
+        .read(move |conn| links::take(conn, Purpose::Reset, &lookup, Utc::now()))
+        .await?
+        .ok_or_else(|| ApiError::bad("INVALID_TOKEN"))?;
     let hashed = match state.hashes.hash(new_password).await {
         Ok(Ok(hash)) => Ok(hash),
         Ok(Err(e)) => Err(ApiError::internal(e)),
@@ -201,24 +201,23 @@ async fn reset(
         Ok(hash) => hash,
         Err(e) => {
             let token = token.to_owned();
-            nutrition_store::run(&state.pool, move |conn| {
-                links::put_back(conn, Purpose::Reset, &token, &taken, Utc::now())
-                    .map_err(ApiError::from)
-            })
-            .await?;
+            state
+                .db
+                .read(move |conn| links::put_back(conn, Purpose::Reset, &token, &taken, Utc::now()))
+                .await?;
             return Err(e);
         }
     };
-    let user_id = nutrition_store::run(&state.pool, move |conn| {
-        conn.transaction(|conn| {
+    let user_id = state
+        .db
+        .write(move |conn| {
             let now = Utc::now();
             links::drop_others(conn, Purpose::Reset, &taken.user_id)?;
             accounts::set_password(conn, &taken.user_id, &hash, now)?;
             sessions::delete_all(conn, &taken.user_id)?;
             Ok::<_, ApiError>(taken.user_id)
         })
-    })
-    .await?;
+        .await?;
     tracing::info!(%user_id, "password reset; every session ended");
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })))
+    Ok(HttpResponse::Ok().json(Status::DONE))
 }

@@ -5,10 +5,11 @@ use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
+use session::CurrentUser;
 use session::MaybeSession;
-use session::store::Verified;
 use subtle::ConstantTimeEq;
 
+use crate::answers::{ListedSession, Status};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::keys;
@@ -16,12 +17,12 @@ use crate::repo::sessions;
 use crate::state::AppState;
 
 /// The signed-in user, or better-auth's 401.
-pub fn signed_in(current: MaybeSession) -> Result<Verified, ApiError> {
+pub fn signed_in(current: MaybeSession) -> Result<CurrentUser, ApiError> {
     current.0.ok_or(ApiError::Unauthorized("UNAUTHORIZED"))
 }
 
 fn status_true() -> HttpResponse {
-    HttpResponse::Ok().json(serde_json::json!({ "status": true }))
+    HttpResponse::Ok().json(Status::DONE)
 }
 
 /// `GET /api/auth/list-sessions`: the live sessions, newest first. `token` is an opaque handle
@@ -32,20 +33,25 @@ pub async fn list_sessions(
 ) -> Result<HttpResponse, ApiError> {
     let me = signed_in(current)?;
     let user_id = me.user.id.clone();
-    let rows = nutrition_store::run(&state.pool, move |conn| {
-        sessions::list_live(conn, &user_id, Utc::now()).map_err(ApiError::from)
-    })
-    .await?;
+    let rows = state
+        .db
+        .read(move |conn| sessions::list_live(conn, &user_id, Utc::now()))
+        .await?;
     let secret = state.settings.auth.secret.expose();
-    let list = rows
+    let list: Vec<ListedSession> = rows
         .into_iter()
-        .map(|s| {
-            let mut v = serde_json::to_value(&s).map_err(ApiError::internal)?;
-            v["token"] = keys::session_handle(secret, &s.id).into();
-            v["current"] = (s.id == me.session.id).into();
-            Ok(v)
+        .map(|s| ListedSession {
+            token: keys::session_handle(secret, s.id.as_str()),
+            current: s.id == me.session.id,
+            id: s.id,
+            user_id: s.user_id,
+            expires_at: s.expires_at,
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+            ip_address: s.ip_address,
+            user_agent: s.user_agent,
         })
-        .collect::<Result<Vec<_>, ApiError>>()?;
+        .collect();
     Ok(HttpResponse::Ok().json(list))
 }
 
@@ -66,20 +72,22 @@ pub async fn revoke_session(
     let handle = body.value.token;
     let secret = state.settings.auth.secret.clone();
     let user_id = me.user.id.clone();
-    let ended = nutrition_store::run(&state.pool, move |conn| {
-        let live = sessions::list_live(conn, &user_id, Utc::now())?;
-        let Some(target) = live.into_iter().find(|s| {
-            let h = keys::session_handle(secret.expose(), &s.id);
-            bool::from(h.as_bytes().ct_eq(handle.as_bytes()))
-        }) else {
-            return Ok(None);
-        };
-        sessions::delete_one(conn, &user_id, &target.id)?;
-        Ok::<_, ApiError>(Some(target.id))
-    })
-    .await?;
+    let ended = state
+        .db
+        .read(move |conn| {
+            let live = sessions::list_live(conn, &user_id, Utc::now())?;
+            let Some(target) = live.into_iter().find(|s| {
+                let h = keys::session_handle(secret.expose(), s.id.as_str());
+                bool::from(h.as_bytes().ct_eq(handle.as_bytes()))
+            }) else {
+                return Ok(None);
+            };
+            sessions::delete_one(conn, &user_id, &target.id)?;
+            Ok::<_, ApiError>(Some(target.id))
+        })
+        .await?;
     let mut resp = status_true();
-    if ended.as_deref() == Some(me.session.id.as_str()) {
+    if ended.as_ref() == Some(&me.session.id) {
         clear_cookie(&state, &mut resp);
     }
     Ok(resp)
@@ -91,10 +99,10 @@ pub async fn revoke_sessions(
     current: MaybeSession,
 ) -> Result<HttpResponse, ApiError> {
     let me = signed_in(current)?;
-    nutrition_store::run(&state.pool, move |conn| {
-        sessions::delete_all(conn, &me.user.id).map_err(ApiError::from)
-    })
-    .await?;
+    state
+        .db
+        .read(move |conn| sessions::delete_all(conn, &me.user.id))
+        .await?;
     let mut resp = status_true();
     clear_cookie(&state, &mut resp);
     Ok(resp)
@@ -106,10 +114,10 @@ pub async fn revoke_other_sessions(
     current: MaybeSession,
 ) -> Result<HttpResponse, ApiError> {
     let me = signed_in(current)?;
-    nutrition_store::run(&state.pool, move |conn| {
-        sessions::delete_others(conn, &me.user.id, &me.session.id).map_err(ApiError::from)
-    })
-    .await?;
+    state
+        .db
+        .read(move |conn| sessions::delete_others(conn, &me.user.id, &me.session.id))
+        .await?;
     Ok(status_true())
 }
 

@@ -2,7 +2,9 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
+use session::UserId;
 
+use crate::answers::SignedIn;
 use crate::body::Body;
 use crate::{client, password};
 
@@ -81,11 +83,10 @@ async fn handle(
     let remember = input.remember_me.unwrap_or(!form);
     let origin = client::origin(req, &state.settings.trusted_proxies);
     let user_id = user.id.clone();
-    let session = nutrition_store::run(&state.pool, move |conn| {
-        session::store::create(conn, &user_id, remember, &origin, Utc::now())
-            .map_err(ApiError::from)
-    })
-    .await?;
+    let session = state
+        .db
+        .read(move |conn| session::store::create(conn, &user_id, remember, &origin, Utc::now()))
+        .await?;
     let cookie = session::cookie::set_session(&state.settings.auth, &session.token, remember);
     if form {
         return Ok(redirect::see_other_with_cookie(
@@ -93,31 +94,28 @@ async fn handle(
             &cookie,
         ));
     }
-    let mut body = serde_json::json!({
-        "redirect": callback.is_some(),
-        "token": session.token,
-        "user": user,
-    });
-    if let Some(url) = callback {
-        body["url"] = serde_json::Value::String(url);
-    }
     Ok(HttpResponse::Ok()
         .insert_header((header::SET_COOKIE, cookie))
-        .json(body))
+        .json(SignedIn {
+            redirect: callback.is_some(),
+            token: session.token,
+            url: callback,
+            user,
+        }))
 }
 
 /// Replaces an imported (scrypt) hash with argon2id, now that the password is known to be right.
-async fn upgrade_hash(state: &AppState, user_id: &str, plain: String) -> Result<(), ApiError> {
+async fn upgrade_hash(state: &AppState, user_id: &UserId, plain: String) -> Result<(), ApiError> {
     let phc = state
         .hashes
         .hash(plain)
         .await?
         .map_err(ApiError::internal)?;
     let user_id = user_id.to_owned();
-    nutrition_store::run(&state.pool, move |conn| {
-        accounts::set_password(conn, &user_id, &phc, Utc::now()).map_err(ApiError::from)
-    })
-    .await
+    state
+        .db
+        .read(move |conn| accounts::set_password(conn, &user_id, &phc, Utc::now()))
+        .await
 }
 
 /// A new verification mail for someone refused for an unverified address, at most as often as
@@ -147,11 +145,10 @@ async fn resend_verification(
     let base_url = state.settings.auth.base_url.clone();
     let user = user.clone();
     let callback = callback.unwrap_or("/").to_owned();
-    nutrition_store::run(&state.pool, move |conn| {
-        use diesel::Connection;
-        conn.transaction(|conn| send_verification(conn, &base_url, &user, &callback))
-    })
-    .await?;
+    state
+        .db
+        .write(move |conn| send_verification(conn, &base_url, &user, &callback))
+        .await?;
     mailbox::wake(state);
     Ok(())
 }

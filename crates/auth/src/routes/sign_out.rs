@@ -1,6 +1,7 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 
+use crate::answers::Success;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -13,15 +14,15 @@ pub async fn sign_out(
 ) -> Result<HttpResponse, ApiError> {
     let header_value = session::guard::cookie_header(&req);
     if let Some(token) = session::cookie::token_from_header(&state.settings.auth, &header_value) {
-        nutrition_store::run(&state.pool, move |conn| {
-            session::store::delete_by_token(conn, &token).map_err(ApiError::from)
-        })
-        .await?;
+        state
+            .db
+            .read(move |conn| session::store::delete_by_token(conn, &token))
+            .await?;
     }
     Ok(HttpResponse::Ok()
         .insert_header((
             header::SET_COOKIE,
             session::cookie::clear_session(&state.settings.auth),
         ))
-        .json(serde_json::json!({ "success": true })))
+        .json(Success { success: true }))
 }

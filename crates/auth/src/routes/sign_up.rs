@@ -3,6 +3,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
 
+use crate::answers::SignedUp;
 use crate::body::Body;
 use crate::client;
 use crate::error::ApiError;
@@ -74,9 +75,9 @@ async fn handle(
     let mail = mailbox::enabled(state);
     let base_url = state.settings.auth.base_url.clone();
     let verify_callback = callback.clone().unwrap_or_else(|| "/".to_owned());
-    let (user, session) = nutrition_store::run(&state.pool, move |conn| {
-        use diesel::Connection;
-        conn.transaction(|conn| {
+    let (user, session) = state
+        .db
+        .write(move |conn| {
             let now = Utc::now();
             let new = NewUser {
                 name: &name,
@@ -95,8 +96,7 @@ async fn handle(
             let session = session::store::create(conn, &user.id, remember, &origin, now)?;
             Ok((user, Some(session)))
         })
-    })
-    .await?;
+        .await?;
     tracing::info!(user_id = %user.id, "user signed up");
     if verify_first && mail {
         mailbox::wake(state);
@@ -109,7 +109,7 @@ async fn handle(
                 &[("email", Some(user.email.as_str()))],
             ));
         }
-        return Ok(HttpResponse::Ok().json(serde_json::json!({ "token": null, "user": user })));
+        return Ok(HttpResponse::Ok().json(SignedUp { token: None, user }));
     };
     let cookie = session::cookie::set_session(&state.settings.auth, &session.token, remember);
     if form {
@@ -120,5 +120,8 @@ async fn handle(
     }
     Ok(HttpResponse::Ok()
         .insert_header((header::SET_COOKIE, cookie))
-        .json(serde_json::json!({ "token": session.token, "user": user })))
+        .json(SignedUp {
+            token: Some(session.token),
+            user,
+        }))
 }

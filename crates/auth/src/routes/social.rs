@@ -3,6 +3,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::{Duration, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::answers::SocialRedirect;
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::google;
@@ -63,18 +64,19 @@ pub async fn sign_in_social(
     let url = google::authorization_url(&google, &auth.base_url, &state_value, &flow.code_verifier);
     let stored = serde_json::to_string(&flow).map_err(ApiError::internal)?;
     let key = state_value.clone();
-    nutrition_store::run(&state.pool, move |conn| {
-        let now = Utc::now();
-        verification::insert(
-            conn,
-            &format!("oauth:{key}"),
-            &stored,
-            now + Duration::seconds(STATE_LIFETIME_SECS),
-            now,
-        )
-        .map_err(ApiError::from)
-    })
-    .await?;
+    state
+        .db
+        .read(move |conn| {
+            let now = Utc::now();
+            verification::insert(
+                conn,
+                &format!("oauth:{key}"),
+                &stored,
+                now + Duration::seconds(STATE_LIFETIME_SECS),
+                now,
+            )
+        })
+        .await?;
     let name = session::cookie::cookie_name(auth, STATE_COOKIE);
     let cookie = session::cookie::set_signed(auth, &name, &state_value, STATE_LIFETIME_SECS);
     if form {
@@ -82,7 +84,8 @@ pub async fn sign_in_social(
     }
     Ok(HttpResponse::Ok()
         .insert_header((header::SET_COOKIE, cookie))
-        .json(
-            serde_json::json!({ "url": url, "redirect": !input.disable_redirect.unwrap_or(false) }),
-        ))
+        .json(SocialRedirect {
+            url,
+            redirect: !input.disable_redirect.unwrap_or(false),
+        }))
 }

@@ -3,10 +3,10 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
-use diesel::Connection;
 use serde::{Deserialize, Deserializer};
 use session::MaybeSession;
 
+use crate::answers::{PasswordChanged, Status};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::repo::{accounts, sessions, users};
@@ -94,18 +94,19 @@ pub async fn update_user(
         None => None,
         Some(raw) => Some(valid_image(raw.as_deref())?),
     };
-    nutrition_store::run(&state.pool, move |conn| {
-        users::update_profile(
-            conn,
-            &me.user.id,
-            name.as_deref(),
-            image.as_ref().map(Option::as_deref),
-            Utc::now(),
-        )
-        .map_err(ApiError::from)
-    })
-    .await?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })))
+    state
+        .db
+        .read(move |conn| {
+            users::update_profile(
+                conn,
+                &me.user.id,
+                name.as_deref(),
+                image.as_ref().map(Option::as_deref),
+                Utc::now(),
+            )
+        })
+        .await?;
+    Ok(HttpResponse::Ok().json(Status::DONE))
 }
 
 #[derive(Debug, Deserialize)]
@@ -129,13 +130,18 @@ pub async fn change_password(
     check_length(&input.new_password)?;
     let limit = state.settings.rate_limit;
     state
-        .limit(&req, "change-password", Some(("user", &me.user.id)), limit)
+        .limit(
+            &req,
+            "change-password",
+            Some(("user", me.user.id.as_str())),
+            limit,
+        )
         .await?;
     let user_id = me.user.id.clone();
-    let stored = nutrition_store::run(&state.pool, move |conn| {
-        accounts::password_of(conn, &user_id).map_err(ApiError::from)
-    })
-    .await?;
+    let stored = state
+        .db
+        .read(move |conn| accounts::password_of(conn, &user_id))
+        .await?;
     let Some(Some(stored)) = stored else {
         return Err(ApiError::bad("CREDENTIAL_ACCOUNT_NOT_FOUND"));
     };
@@ -152,8 +158,9 @@ pub async fn change_password(
     let revoke = input.revoke_other_sessions.unwrap_or(false);
     let origin = client::origin(&req, &state.settings.trusted_proxies);
     let user_id = me.user.id.clone();
-    let new_session = nutrition_store::run(&state.pool, move |conn| {
-        conn.transaction(|conn| {
+    let new_session = state
+        .db
+        .write(move |conn| {
             let now = Utc::now();
             accounts::set_password(conn, &user_id, &hash, now)?;
             if !revoke {
@@ -162,9 +169,7 @@ pub async fn change_password(
             sessions::delete_all(conn, &user_id)?;
             session::store::create(conn, &user_id, true, &origin, now).map(Some)
         })
-        .map_err(ApiError::from)
-    })
-    .await?;
+        .await?;
     tracing::info!(user_id = %me.user.id, revoke, "password changed");
     let mut resp = HttpResponse::Ok();
     if let Some(s) = &new_session {
@@ -173,8 +178,8 @@ pub async fn change_password(
             session::cookie::set_session(&state.settings.auth, &s.token, true),
         ));
     }
-    Ok(resp.json(serde_json::json!({
-        "token": new_session.map(|s| s.token),
-        "user": me.user,
-    })))
+    Ok(resp.json(PasswordChanged {
+        token: new_session.map(|s| s.token),
+        user: me.user,
+    }))
 }

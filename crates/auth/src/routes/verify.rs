@@ -3,22 +3,22 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
-use diesel::{Connection, PgConnection};
 use serde::Deserialize;
 use session::{MaybeSession, User};
 
+use crate::answers::{EmailVerified, Status};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::links::{self, Purpose};
 use crate::mailbox::{self, LinkMail};
 use crate::redirect;
-use crate::repo::users;
+use crate::repo::{Tx, users};
 use crate::routes::reset::MAIL_ROUTE_MIN_TIME;
 use crate::state::AppState;
 
 /// Issues a verification token for `user` and queues its mail, in the caller's transaction.
 pub fn send_verification(
-    conn: &mut PgConnection,
+    conn: &mut Tx,
     base_url: &url::Url,
     user: &User,
     callback: &str,
@@ -75,30 +75,30 @@ pub async fn send_verification_email(
             return Err(ApiError::bad("EMAIL_ALREADY_VERIFIED"));
         }
         if allowed {
-            nutrition_store::run(&state.pool, move |conn| {
-                conn.transaction(|conn| send_verification(conn, &base_url, &me.user, &callback))
-            })
-            .await?;
+            state
+                .db
+                .write(move |conn| send_verification(conn, &base_url, &me.user, &callback))
+                .await?;
             mailbox::wake(&state);
         }
-        return Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })));
+        return Ok(HttpResponse::Ok().json(Status::DONE));
     }
     let started = tokio::time::Instant::now();
-    let outcome = nutrition_store::run(&state.pool, move |conn| {
-        conn.transaction(|conn| match users::find_by_email(conn, &email)? {
+    let outcome = state
+        .db
+        .write(move |conn| match users::find_by_email(conn, &email)? {
             Some(user) if !user.email_verified && allowed => {
                 send_verification(conn, &base_url, &user, &callback)
             }
             _ => Ok(()),
         })
-    })
-    .await;
+        .await;
     if outcome.is_ok() {
         mailbox::wake(&state);
     }
     tokio::time::sleep_until(started + MAIL_ROUTE_MIN_TIME).await;
     outcome?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true })))
+    Ok(HttpResponse::Ok().json(Status::DONE))
 }
 
 #[derive(Debug, Deserialize)]
@@ -118,8 +118,9 @@ pub async fn verify_email(
     let query = query.into_inner();
     let callback = redirect::callback(&state.settings.auth, query.callback_url.as_deref())?;
     let token = query.token.unwrap_or_default();
-    let verified = nutrition_store::run(&state.pool, move |conn| {
-        conn.transaction(|conn| {
+    let verified = state
+        .db
+        .write(move |conn| {
             let now = Utc::now();
             let Some(user_id) = links::redeem(conn, Purpose::Verify, &token, now)? else {
                 return Ok(false);
@@ -127,8 +128,7 @@ pub async fn verify_email(
             users::mark_verified(conn, &user_id, now)?;
             Ok::<_, ApiError>(true)
         })
-    })
-    .await?;
+        .await?;
     let found = |location: String| {
         HttpResponse::Found()
             .insert_header((header::LOCATION, location))
@@ -137,9 +137,10 @@ pub async fn verify_email(
     };
     match (verified, callback) {
         (true, Some(cb)) => Ok(found(cb)),
-        (true, None) => {
-            Ok(HttpResponse::Ok().json(serde_json::json!({ "status": true, "user": null })))
-        }
+        (true, None) => Ok(HttpResponse::Ok().json(EmailVerified {
+            status: true,
+            user: None,
+        })),
         (false, Some(cb)) => Ok(found(links::with_param(&cb, "error", "INVALID_TOKEN"))),
         (false, None) => Err(ApiError::Unauthorized("INVALID_TOKEN")),
     }

@@ -68,7 +68,7 @@ pub async fn spawn_counting(extra: &[(String, String)]) -> TestApp {
 }
 
 async fn spawn_on(extra: &[(String, String)], plain: bool) -> TestApp {
-    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let db = TestPostgres::migrated(pg_store::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
     let mut url =

@@ -12,7 +12,7 @@ const PASSWORD: &str = "password-123";
 /// A token as the mail would carry it, issued by the service's own code.
 fn issue(app: &TestApp, purpose: Purpose, user_id: &str) -> String {
     let mut conn = app.db.connect();
-    links::issue(&mut conn, purpose, user_id, Utc::now()).expect("issue")
+    links::issue(&mut conn, purpose, &user_id.to_owned().into(), Utc::now()).expect("issue")
 }
 
 async fn user_id(app: &TestApp, cookie: &str) -> String {

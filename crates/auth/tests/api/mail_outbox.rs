@@ -6,7 +6,7 @@ use auth::repo::outbox;
 use auth::{Application, Settings};
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use nutrition_store::schema::auth::mail_outbox;
+use pg_store::schema::auth::mail_outbox;
 use testkit::postgres::TestPostgres;
 use testkit::smtp::SmtpServer;
 
@@ -72,7 +72,7 @@ fn state(conn: &mut PgConnection, id: i64) -> State {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_committed_mail_is_delivered_once_and_a_rolled_back_one_never() {
-    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let db = TestPostgres::migrated(pg_store::migrate);
     let mut conn = db.connect();
     let link = "http://localhost:8080/api/auth/reset-password/tok123?callbackURL=%2Freset";
     let rolled_back: Result<(), diesel::result::Error> = conn.transaction(|c| {
@@ -148,7 +148,7 @@ async fn a_committed_mail_is_delivered_once_and_a_rolled_back_one_never() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unusable_address_is_parked_without_blocking_the_next_mail() {
-    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let db = TestPostgres::migrated(pg_store::migrate);
     let mut conn = db.connect();
     let bad = outbox::enqueue(
         &mut conn,
@@ -171,7 +171,7 @@ async fn an_unusable_address_is_parked_without_blocking_the_next_mail() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delivered_and_parked_mail_is_deleted_after_30_days() {
-    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let db = TestPostgres::migrated(pg_store::migrate);
     let mut conn = db.connect();
     let days = |n: i64| Utc::now() - chrono::Duration::days(n);
     let mut queue = |to: &str| {

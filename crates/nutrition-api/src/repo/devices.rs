@@ -3,13 +3,14 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
+use session::UserId;
 
 use crate::repo::Conn;
 use service_kit::db::DbError;
 
 use crate::repo::Repo;
 
-use nutrition_store::schema::nutrition::device_token;
+use pg_store::schema::nutrition::device_token;
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = device_token, check_for_backend(diesel::pg::Pg))]
@@ -34,7 +35,7 @@ pub struct NewDevice<'a> {
     pub token: Option<&'a str>,
     pub user_agent: Option<&'a str>,
     /// The session that registers it: the device goes when the session does.
-    pub session_id: &'a str,
+    pub session_id: &'a ::session::SessionId,
 }
 
 /// Most devices one person has registered at a time.
@@ -50,7 +51,7 @@ pub const MAX_DEVICES: i64 = 20;
 /// the user's lock, so that parallel registrations count right.
 pub(crate) async fn upsert_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     new: &NewDevice<'_>,
     now: DateTime<Utc>,
 ) -> QueryResult<DeviceRow> {
@@ -110,7 +111,7 @@ pub(crate) async fn upsert_in(
 /// Removes the user's device registered under any of `endpoints` (spellings of one address).
 pub(crate) async fn remove_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     endpoints: &[String],
 ) -> QueryResult<usize> {
     diesel::delete(
@@ -122,7 +123,7 @@ pub(crate) async fn remove_in(
     .await
 }
 
-pub(crate) async fn of_user_in(conn: &mut Conn, user_id: &str) -> QueryResult<Vec<DeviceRow>> {
+pub(crate) async fn of_user_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<Vec<DeviceRow>> {
     device_token::table
         .filter(device_token::user_id.eq(user_id))
         .select(DeviceRow::as_select())
@@ -139,7 +140,7 @@ pub(crate) async fn remove_by_ids_in(conn: &mut Conn, ids: &[String]) -> QueryRe
 
 pub async fn upsert(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     new: &NewDevice<'_>,
     now: DateTime<Utc>,
 ) -> Result<DeviceRow, DbError> {
@@ -147,7 +148,7 @@ pub async fn upsert(
         .await
 }
 
-pub async fn remove(repo: &Repo, user_id: &str, endpoints: &[String]) -> Result<usize, DbError> {
+pub async fn remove(repo: &Repo, user_id: &UserId, endpoints: &[String]) -> Result<usize, DbError> {
     repo.with(async |conn| remove_in(conn, user_id, endpoints).await)
         .await
 }
@@ -161,7 +162,7 @@ pub async fn remove_by_ids(repo: &Repo, ids: &[String]) -> Result<usize, DbError
 /// the limit, the user's devices, else the seconds until the window ends.
 pub async fn for_test_push(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     max: u32,
     window_secs: u32,
 ) -> Result<Result<Vec<DeviceRow>, u64>, DbError> {

@@ -4,11 +4,12 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use nutrition_store::schema::auth::{account, session as session_table};
-use nutrition_store::schema::nutrition::{device_token, fast_event, meal_plan, pause_period};
+use pg_store::schema::auth::{account, session as session_table};
+use pg_store::schema::nutrition::{device_token, fast_event, meal_plan, pause_period};
 use serde::Serialize;
 use service_kit::db::DbError;
 use session::Session;
+use session::UserId;
 
 use crate::model::FastRow;
 use crate::repo::{Conn, Repo, plans, profile};
@@ -64,11 +65,11 @@ pub struct Gathered {
 
 /// Reads everything in one read-only snapshot, so that the document is consistent even while
 /// another device of the same person writes.
-pub async fn gather(repo: &Repo, user_id: &str) -> Result<Gathered, DbError> {
+pub async fn gather(repo: &Repo, user_id: &UserId) -> Result<Gathered, DbError> {
     repo.with(async |conn| gather_in(conn, user_id).await).await
 }
 
-async fn gather_in(conn: &mut Conn, user_id: &str) -> QueryResult<Gathered> {
+async fn gather_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<Gathered> {
     conn.build_transaction()
         .read_only()
         .repeatable_read()

@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
+use session::UserId;
 
 use crate::repo::Conn;
 use service_kit::db::DbError;
@@ -11,7 +12,7 @@ use crate::repo::Repo;
 
 use domain::fasting::{FastStatus, MAX_FASTS_PER_DAY, UNDO_WINDOW, next_milestone_at};
 use domain::protocol::Protocol;
-use nutrition_store::schema::nutrition::fast_event;
+use pg_store::schema::nutrition::fast_event;
 
 use crate::model::{FastRow, Symptoms};
 
@@ -34,7 +35,7 @@ pub enum StartOutcome {
 /// index is the last word on "one running fast".
 pub(crate) async fn start_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     protocol: Protocol,
     started_at: DateTime<Utc>,
     auto_started: bool,
@@ -91,7 +92,7 @@ pub(crate) async fn start_in(
 }
 
 /// When the user's latest ended fast ended.
-async fn last_end(conn: &mut Conn, user_id: &str) -> QueryResult<Option<DateTime<Utc>>> {
+async fn last_end(conn: &mut Conn, user_id: &UserId) -> QueryResult<Option<DateTime<Utc>>> {
     fast_event::table
         .filter(fast_event::user_id.eq(user_id))
         .select(diesel::dsl::max(fast_event::ended_at))
@@ -101,7 +102,7 @@ async fn last_end(conn: &mut Conn, user_id: &str) -> QueryResult<Option<DateTime
 
 pub(crate) async fn get_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     id: &str,
 ) -> QueryResult<Option<FastRow>> {
     fast_event::table
@@ -113,7 +114,7 @@ pub(crate) async fn get_in(
         .optional()
 }
 
-pub(crate) async fn current_in(conn: &mut Conn, user_id: &str) -> QueryResult<Option<FastRow>> {
+pub(crate) async fn current_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<Option<FastRow>> {
     fast_event::table
         .filter(fast_event::user_id.eq(user_id))
         .filter(fast_event::status.eq(FastStatus::InProgress.as_str()))
@@ -126,7 +127,7 @@ pub(crate) async fn current_in(conn: &mut Conn, user_id: &str) -> QueryResult<Op
 /// The user's fasts started before `before`, newest first.
 pub(crate) async fn list_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     before: Option<DateTime<Utc>>,
     limit: i64,
 ) -> QueryResult<Vec<FastRow>> {
@@ -147,7 +148,7 @@ pub type SpanRow = (String, DateTime<Utc>, Option<DateTime<Utc>>);
 
 /// The status and times of every fast of the user, for statistics: nothing else (no diary), so
 /// that a long history stays small in memory.
-pub(crate) async fn spans_in(conn: &mut Conn, user_id: &str) -> QueryResult<Vec<SpanRow>> {
+pub(crate) async fn spans_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<Vec<SpanRow>> {
     fast_event::table
         .filter(fast_event::user_id.eq(user_id))
         .select((
@@ -163,7 +164,7 @@ pub(crate) async fn spans_in(conn: &mut Conn, user_id: &str) -> QueryResult<Vec<
 /// fast's next look past what it skipped for a pause (to the pause's end) or for milestones
 /// switched off (to the next milestone); when either changes, what is due now must be pushed
 /// now. The start is never later than the true next instant, and the run corrects it.
-pub(crate) async fn recheck_milestones_in(conn: &mut Conn, user_id: &str) -> QueryResult<()> {
+pub(crate) async fn recheck_milestones_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<()> {
     diesel::update(
         fast_event::table
             .filter(fast_event::user_id.eq(user_id))
@@ -187,7 +188,7 @@ pub enum EndOutcome {
 /// lock, like [`start`].
 pub(crate) async fn end_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     id: &str,
     ended_at: Option<DateTime<Utc>>,
 ) -> QueryResult<EndOutcome> {
@@ -246,7 +247,7 @@ pub enum ResumeOutcome {
 /// like [`start`] and [`end`], so that a parallel start or resume sees it running.
 pub(crate) async fn resume_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     id: &str,
     now: DateTime<Utc>,
 ) -> QueryResult<ResumeOutcome> {
@@ -298,7 +299,7 @@ pub(crate) async fn resume_in(
 /// the auto-started fast begins at the very instant of its consumption. Its id, if one went.
 pub(crate) async fn remove_auto_started_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     consumed_at: DateTime<Utc>,
 ) -> QueryResult<Option<String>> {
     diesel::delete(
@@ -318,7 +319,7 @@ pub(crate) async fn remove_auto_started_in(
 /// are untouched. The row is locked so that two diary edits cannot lose each other's fields.
 pub(crate) async fn patch_symptoms_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     id: &str,
     patch: &Symptoms,
 ) -> QueryResult<Option<FastRow>> {
@@ -361,7 +362,7 @@ pub(crate) async fn patch_symptoms_in(
 /// when there is none).
 pub async fn start(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     explicit: Option<Protocol>,
     started_at: DateTime<Utc>,
 ) -> Result<StartOutcome, DbError> {
@@ -384,7 +385,7 @@ pub async fn start(
 
 pub async fn end(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     id: &str,
     ended_at: Option<DateTime<Utc>>,
 ) -> Result<EndOutcome, DbError> {
@@ -394,7 +395,7 @@ pub async fn end(
 
 pub async fn resume(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     id: &str,
     now: DateTime<Utc>,
 ) -> Result<ResumeOutcome, DbError> {
@@ -402,19 +403,19 @@ pub async fn resume(
         .await
 }
 
-pub async fn get(repo: &Repo, user_id: &str, id: &str) -> Result<Option<FastRow>, DbError> {
+pub async fn get(repo: &Repo, user_id: &UserId, id: &str) -> Result<Option<FastRow>, DbError> {
     repo.with(async |conn| get_in(conn, user_id, id).await)
         .await
 }
 
-pub async fn current(repo: &Repo, user_id: &str) -> Result<Option<FastRow>, DbError> {
+pub async fn current(repo: &Repo, user_id: &UserId) -> Result<Option<FastRow>, DbError> {
     repo.with(async |conn| current_in(conn, user_id).await)
         .await
 }
 
 pub async fn list(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     before: Option<DateTime<Utc>>,
     limit: i64,
 ) -> Result<Vec<FastRow>, DbError> {
@@ -424,7 +425,7 @@ pub async fn list(
 
 pub async fn patch_symptoms(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     id: &str,
     patch: &Symptoms,
 ) -> Result<Option<FastRow>, DbError> {
@@ -435,7 +436,7 @@ pub async fn patch_symptoms(
 /// What statistics read: every fast's status and times, and the pause history.
 pub async fn history(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
 ) -> Result<(Vec<SpanRow>, Vec<domain::stats::PauseSpan>), DbError> {
     repo.with(async |conn| {
         Ok((

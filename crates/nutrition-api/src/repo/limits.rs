@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
+use session::UserId;
 
 use crate::repo::Conn;
 use diesel::sql_types::{Integer, Text, Timestamptz};
@@ -21,7 +22,7 @@ struct Counted {
 /// long finds it over).
 pub(crate) async fn hit_test_push_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     max: u32,
     window_secs: u32,
 ) -> QueryResult<Result<(), u64>> {

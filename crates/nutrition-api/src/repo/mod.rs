@@ -4,6 +4,7 @@
 //! they must be seen together. Limits ("one running fast") are enforced by the database, never
 //! by reading first and writing after.
 
+use ::session::UserId;
 use diesel::prelude::*;
 use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
@@ -28,7 +29,7 @@ pub(crate) type Conn = diesel_async::AsyncPgConnection;
 /// that the check and the write of parallel requests, on any replica, happen one after another. A
 /// transaction-scoped advisory lock: no row is written for it, and two users whose keys collide
 /// merely wait for each other now and then.
-pub(crate) async fn lock_user(conn: &mut Conn, user_id: &str) -> QueryResult<()> {
+pub(crate) async fn lock_user(conn: &mut Conn, user_id: &UserId) -> QueryResult<()> {
     diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended('nutrition.user:' || $1, 0))")
         .bind::<Text, _>(user_id)
         .execute(conn)

@@ -3,6 +3,7 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
+use session::UserId;
 
 use crate::repo::Conn;
 use service_kit::db::DbError;
@@ -12,7 +13,7 @@ use crate::repo::Repo;
 use domain::fasting::UNDO_WINDOW;
 use domain::meals::{MealCategory, is_final_meal};
 use domain::protocol::Protocol;
-use nutrition_store::schema::nutrition::{meal_plan, meal_slot};
+use pg_store::schema::nutrition::{meal_plan, meal_slot};
 
 use crate::model::{FastRow, SlotRow};
 use crate::repo::{fasts, profile};
@@ -52,7 +53,7 @@ pub const MAX_PLANS: i64 = 50;
 /// creations count right.
 pub(crate) async fn create_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     intermittent_fasting: bool,
     days: &[NewDay],
     today: NaiveDate,
@@ -135,7 +136,7 @@ async fn slots_of(conn: &mut Conn, plan_id: &str) -> QueryResult<Vec<SlotRow>> {
 
 pub(crate) async fn get_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     plan_id: &str,
 ) -> QueryResult<Option<Plan>> {
     let Some(plan) = meal_plan::table
@@ -155,7 +156,7 @@ pub(crate) async fn get_in(
 /// The newest plan with slots on `date`, with only that day's slots.
 pub(crate) async fn for_day_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     date: NaiveDate,
 ) -> QueryResult<Option<Plan>> {
     let Some(plan) = meal_plan::table
@@ -192,7 +193,7 @@ pub enum ConsumeOutcome {
 /// slot is the final meal of its day, the user has a preferred protocol and no fast runs.
 pub(crate) async fn consume_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     slot_id: &str,
     now: DateTime<Utc>,
 ) -> QueryResult<ConsumeOutcome> {
@@ -271,7 +272,7 @@ pub struct Unconsumed {
 /// fast is the person's own history and stays.
 pub(crate) async fn unconsume_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     slot_id: &str,
     now: DateTime<Utc>,
 ) -> QueryResult<Option<Unconsumed>> {
@@ -307,7 +308,7 @@ pub(crate) async fn unconsume_in(
 
 pub async fn create(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     intermittent_fasting: bool,
     days: &[NewDay],
     today: NaiveDate,
@@ -316,19 +317,23 @@ pub async fn create(
         .await
 }
 
-pub async fn get(repo: &Repo, user_id: &str, plan_id: &str) -> Result<Option<Plan>, DbError> {
+pub async fn get(repo: &Repo, user_id: &UserId, plan_id: &str) -> Result<Option<Plan>, DbError> {
     repo.with(async |conn| get_in(conn, user_id, plan_id).await)
         .await
 }
 
-pub async fn for_day(repo: &Repo, user_id: &str, date: NaiveDate) -> Result<Option<Plan>, DbError> {
+pub async fn for_day(
+    repo: &Repo,
+    user_id: &UserId,
+    date: NaiveDate,
+) -> Result<Option<Plan>, DbError> {
     repo.with(async |conn| for_day_in(conn, user_id, date).await)
         .await
 }
 
 pub async fn consume(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     slot_id: &str,
     now: DateTime<Utc>,
 ) -> Result<ConsumeOutcome, DbError> {
@@ -338,7 +343,7 @@ pub async fn consume(
 
 pub async fn unconsume(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     slot_id: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<Unconsumed>, DbError> {

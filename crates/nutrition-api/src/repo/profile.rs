@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
+use session::UserId;
 
 use crate::repo::Conn;
 use service_kit::db::DbError;
@@ -10,7 +11,7 @@ use service_kit::db::DbError;
 use crate::repo::Repo;
 
 use domain::stats::PauseSpan;
-use nutrition_store::schema::nutrition::{pause_period, profile};
+use pg_store::schema::nutrition::{pause_period, profile};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = profile, check_for_backend(diesel::pg::Pg))]
@@ -35,7 +36,7 @@ impl Default for Profile {
     }
 }
 
-pub(crate) async fn get_in(conn: &mut Conn, user_id: &str) -> QueryResult<Profile> {
+pub(crate) async fn get_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<Profile> {
     Ok(profile::table
         .find(user_id)
         .select(Profile::as_select())
@@ -46,7 +47,7 @@ pub(crate) async fn get_in(conn: &mut Conn, user_id: &str) -> QueryResult<Profil
 }
 
 /// Makes sure the row exists, so that updates can be plain UPDATEs.
-async fn ensure(conn: &mut Conn, user_id: &str) -> QueryResult<()> {
+async fn ensure(conn: &mut Conn, user_id: &UserId) -> QueryResult<()> {
     diesel::insert_into(profile::table)
         .values(profile::user_id.eq(user_id))
         .on_conflict_do_nothing()
@@ -58,7 +59,7 @@ async fn ensure(conn: &mut Conn, user_id: &str) -> QueryResult<()> {
 /// Sets what is given: `protocol` `Some(None)` clears the preferred protocol.
 pub(crate) async fn set_preferences_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     protocol: Option<Option<String>>,
     milestones: Option<bool>,
 ) -> QueryResult<Profile> {
@@ -94,7 +95,7 @@ pub(crate) async fn set_preferences_in(
 /// and the history grows by at most one row per calendar day, however often the pause is set.
 pub(crate) async fn set_pause_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     until: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> QueryResult<Profile> {
@@ -155,7 +156,7 @@ pub(crate) async fn set_pause_in(
 /// Sets the notification toggles that are given.
 pub(crate) async fn set_notifications_in(
     conn: &mut Conn,
-    user_id: &str,
+    user_id: &UserId,
     meal_reminders: Option<bool>,
     weekly_weigh_in: Option<bool>,
 ) -> QueryResult<Profile> {
@@ -180,7 +181,7 @@ pub(crate) async fn set_notifications_in(
     get_in(conn, user_id).await
 }
 
-pub(crate) async fn pauses_in(conn: &mut Conn, user_id: &str) -> QueryResult<Vec<PauseSpan>> {
+pub(crate) async fn pauses_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<Vec<PauseSpan>> {
     let rows: Vec<(DateTime<Utc>, DateTime<Utc>)> = pause_period::table
         .filter(pause_period::user_id.eq(user_id))
         .select((pause_period::starts_at, pause_period::ends_at))
@@ -192,13 +193,13 @@ pub(crate) async fn pauses_in(conn: &mut Conn, user_id: &str) -> QueryResult<Vec
         .collect())
 }
 
-pub async fn get(repo: &Repo, user_id: &str) -> Result<Profile, DbError> {
+pub async fn get(repo: &Repo, user_id: &UserId) -> Result<Profile, DbError> {
     repo.with(async |conn| get_in(conn, user_id).await).await
 }
 
 pub async fn set_preferences(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     protocol: Option<Option<String>>,
     milestones: Option<bool>,
 ) -> Result<Profile, DbError> {
@@ -208,7 +209,7 @@ pub async fn set_preferences(
 
 pub async fn set_pause(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     until: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Result<Profile, DbError> {
@@ -218,7 +219,7 @@ pub async fn set_pause(
 
 pub async fn set_notifications(
     repo: &Repo,
-    user_id: &str,
+    user_id: &UserId,
     meal_reminders: Option<bool>,
     weekly_weigh_in: Option<bool>,
 ) -> Result<Profile, DbError> {

@@ -5,8 +5,8 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use nutrition_store::schema::auth::{session as session_table, user};
-use nutrition_store::schema::nutrition::profile;
+use pg_store::schema::auth::{session as session_table, user};
+use pg_store::schema::nutrition::profile;
 use service_kit::db::DbError;
 use session::store::{Settle, Verified};
 use session::{Session, User};

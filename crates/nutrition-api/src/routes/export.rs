@@ -5,7 +5,7 @@ use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
-use session::CurrentSession;
+use session::CurrentUser;
 
 use crate::error::ApiError;
 use crate::model::{Fast, FastRow};
@@ -20,7 +20,7 @@ pub struct ExportQuery {
 /// `GET /me/export` (JSON) and `GET /me/export?format=csv` (the fasts).
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn export(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     state: web::Data<AppState>,
     query: web::Query<ExportQuery>,
@@ -34,9 +34,7 @@ pub async fn export(
             ));
         }
     };
-    let verified = current.0;
-    let user_id = verified.user.id.clone();
-    let data = gather(&repo, &user_id).await?;
+    let data = gather(&repo, me.id()).await?;
     let now = Utc::now();
     let day = now.format("%Y-%m-%d");
     if csv {
@@ -61,7 +59,7 @@ pub async fn export(
         .collect();
     let document = serde_json::json!({
         "exportedAt": service_kit::time::format(&now),
-        "user": verified.user,
+        "user": me.user,
         "sessions": data.sessions,
         "accounts": accounts,
         "preferences": {

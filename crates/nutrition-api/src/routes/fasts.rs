@@ -4,7 +4,7 @@ use domain::fasting::MAX_BACKDATE;
 use domain::protocol::Protocol;
 use serde::Deserialize;
 use service_kit::http::{Json, JsonOrEmpty};
-use session::CurrentSession;
+use session::CurrentUser;
 
 use crate::error::{ApiError, invalid};
 use crate::input::{Instant, check_instant};
@@ -31,7 +31,7 @@ pub struct StartFast {
 /// now or up to 7 days in the past.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn start(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     body: JsonOrEmpty<StartFast>,
 ) -> Result<HttpResponse, ApiError> {
@@ -52,8 +52,8 @@ pub async fn start(
         }
         Some(t) => t.min(now),
     };
-    let user_id = current.0.user.id;
-    let fast = match fasts::start(&repo, &user_id, explicit, started_at).await? {
+    let user_id = me.id();
+    let fast = match fasts::start(&repo, user_id, explicit, started_at).await? {
         StartOutcome::Started(row) => row,
         StartOutcome::NoProtocol => {
             return Err(invalid(
@@ -94,7 +94,7 @@ pub struct EndFast {
 /// `POST /me/fast-events/<id>/end`: COMPLETED at or after the planned end, else ENDED_EARLY.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn end(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     path: web::Path<String>,
     body: JsonOrEmpty<EndFast>,
@@ -106,9 +106,9 @@ pub async fn end(
         }
         other => other.map(|t| t.min(now)),
     };
-    let user_id = current.0.user.id;
+    let user_id = me.id();
     let id = path.into_inner();
-    let outcome = fasts::end(&repo, &user_id, &id, ended_at).await?;
+    let outcome = fasts::end(&repo, user_id, &id, ended_at).await?;
     match outcome {
         EndOutcome::Ended(row) => Ok(HttpResponse::Ok().json(Fast::from(*row))),
         EndOutcome::NotFound => Err(ApiError::NotFound),
@@ -123,14 +123,14 @@ pub async fn end(
 /// `POST /me/fast-events/<id>/resume`: a fast ended within the last ten minutes runs again.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn resume(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     path: web::Path<String>,
     _body: JsonOrEmpty<Empty>,
 ) -> Result<HttpResponse, ApiError> {
-    let user_id = current.0.user.id;
+    let user_id = me.id();
     let id = path.into_inner();
-    let outcome = fasts::resume(&repo, &user_id, &id, Utc::now()).await?;
+    let outcome = fasts::resume(&repo, user_id, &id, Utc::now()).await?;
     match outcome {
         ResumeOutcome::Resumed(row) => Ok(HttpResponse::Ok().json(Fast::from(*row))),
         ResumeOutcome::NotFound => Err(ApiError::NotFound),
@@ -170,7 +170,7 @@ pub const MAX_PAGE: i64 = 100;
 
 /// `GET /me/fast-events?limit=&before=`: newest first; `nextBefore` fetches the next page.
 pub async fn list(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -186,8 +186,8 @@ pub async fn list(
         None | Some("") => None,
         Some(raw) => Some(check_instant("before", raw)?),
     };
-    let user_id = current.0.user.id;
-    let mut rows = fasts::list(&repo, &user_id, before, limit + 1).await?;
+    let user_id = me.id();
+    let mut rows = fasts::list(&repo, user_id, before, limit + 1).await?;
     let more = i64::try_from(rows.len()).unwrap_or(i64::MAX) > limit;
     rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     let next_before = if more {
@@ -201,25 +201,22 @@ pub async fn list(
 }
 
 /// `GET /me/fast-events/current`: the running fast, or 404.
-pub async fn current(
-    current: CurrentSession,
-    repo: web::Data<Repo>,
-) -> Result<HttpResponse, ApiError> {
-    let user_id = current.0.user.id;
-    let row = fasts::current(&repo, &user_id).await?;
+pub async fn current(me: CurrentUser, repo: web::Data<Repo>) -> Result<HttpResponse, ApiError> {
+    let user_id = me.id();
+    let row = fasts::current(&repo, user_id).await?;
     row.map(|r| HttpResponse::Ok().json(Fast::from(r)))
         .ok_or(ApiError::NotFound)
 }
 
 /// `GET /me/fast-events/<id>`: another user's fast is reported like a missing one.
 pub async fn one(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let user_id = current.0.user.id;
+    let user_id = me.id();
     let id = path.into_inner();
-    let row = fasts::get(&repo, &user_id, &id).await?;
+    let row = fasts::get(&repo, user_id, &id).await?;
     row.map(|r| HttpResponse::Ok().json(Fast::from(r)))
         .ok_or(ApiError::NotFound)
 }
@@ -232,7 +229,7 @@ pub struct PatchFast {
 
 /// `PATCH /me/fast-events/<id>`: the symptom diary. Status and timer are untouched.
 pub async fn patch(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     path: web::Path<String>,
     body: Json<PatchFast>,
@@ -253,9 +250,9 @@ pub async fn patch(
     {
         return Err(invalid("symptoms.note", "must be at most 2000 characters"));
     }
-    let user_id = current.0.user.id;
+    let user_id = me.id();
     let id = path.into_inner();
-    let row = fasts::patch_symptoms(&repo, &user_id, &id, &s).await?;
+    let row = fasts::patch_symptoms(&repo, user_id, &id, &s).await?;
     row.map(|r| HttpResponse::Ok().json(Fast::from(r)))
         .ok_or(ApiError::NotFound)
 }
@@ -263,14 +260,14 @@ pub async fn patch(
 /// `GET /me/fast-events/<id>/break-fast-suggestions`: three easy-to-digest recipes after a fast
 /// of 24 hours or more (the running one counted up to now).
 pub async fn suggestions(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let user_id = current.0.user.id;
+    let user_id = me.id();
     let id = path.into_inner();
-    let row = fasts::get(&repo, &user_id, &id)
+    let row = fasts::get(&repo, user_id, &id)
         .await?
         .ok_or(ApiError::NotFound)?;
     let length = row.ended_at.unwrap_or_else(Utc::now) - row.started_at;

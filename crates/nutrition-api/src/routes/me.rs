@@ -48,7 +48,7 @@ pub async fn me(
         Some((verified, profile)) => (Some(verified), profile),
         None => (None, None),
     };
-    let verified = token.accept(verified).map_err(actix_web::Error::from)?.0;
+    let verified = token.accept(verified).map_err(actix_web::Error::from)?;
     let (fasting_protocol, fasting_milestones, fasting_paused_until) =
         profile.unwrap_or((None, false, None));
     Ok(HttpResponse::Ok().json(Answer {

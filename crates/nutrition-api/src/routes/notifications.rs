@@ -8,7 +8,7 @@ use domain::notifications::{Kind, payload};
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use service_kit::http::Json;
-use session::CurrentSession;
+use session::CurrentUser;
 
 use crate::error::{ApiError, invalid};
 use crate::repo::Repo;
@@ -23,7 +23,7 @@ const MAX_TOKEN: usize = 4096;
 const MAX_USER_AGENT: usize = 512;
 
 /// `GET /me/notifications/config`: what the client needs to subscribe.
-pub async fn config(_current: CurrentSession, state: web::Data<AppState>) -> HttpResponse {
+pub async fn config(_me: CurrentUser, state: web::Data<AppState>) -> HttpResponse {
     let key = state.settings.vapid.as_ref().map(|v| v.public_key.clone());
     HttpResponse::Ok()
         .json(serde_json::json!({ "pushEnabled": key.is_some(), "vapidPublicKey": key }))
@@ -55,23 +55,23 @@ pub struct PatchSettings {
 
 /// `GET /me/notifications/settings`: meal reminders default off, the weekly weigh-in on.
 pub async fn get_settings(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
 ) -> Result<HttpResponse, ApiError> {
-    let user_id = current.0.user.id;
-    let p = profile::get(&repo, &user_id).await?;
+    let user_id = me.id();
+    let p = profile::get(&repo, user_id).await?;
     Ok(HttpResponse::Ok().json(Settings::from(p)))
 }
 
 /// `PATCH /me/notifications/settings`.
 pub async fn patch_settings(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     body: Json<PatchSettings>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
-    let user_id = current.0.user.id;
-    let p = profile::set_notifications(&repo, &user_id, body.meal_reminders, body.weekly_weigh_in)
+    let user_id = me.id();
+    let p = profile::set_notifications(&repo, user_id, body.meal_reminders, body.weekly_weigh_in)
         .await?;
     Ok(HttpResponse::Ok().json(Settings::from(p)))
 }
@@ -132,7 +132,7 @@ impl From<DeviceRow> for Device {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn register(
     req: HttpRequest,
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     state: web::Data<AppState>,
     body: Json<RegisterDevice>,
@@ -165,8 +165,8 @@ pub async fn register(
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .map(|ua| ua.chars().take(MAX_USER_AGENT).collect());
-    let user_id = current.0.user.id;
-    let session_id = current.0.session.id;
+    let user_id = me.id();
+    let session_id = &me.session.id;
     let new = NewDevice {
         platform: &platform,
         endpoint: &endpoint,
@@ -174,9 +174,9 @@ pub async fn register(
         auth: body.keys.auth.trim(),
         token: body.token.as_deref(),
         user_agent: user_agent.as_deref(),
-        session_id: &session_id,
+        session_id,
     };
-    let row = devices::upsert(&repo, &user_id, &new, Utc::now()).await?;
+    let row = devices::upsert(&repo, user_id, &new, Utc::now()).await?;
     Ok(HttpResponse::Created().json(Device::from(row)))
 }
 
@@ -188,7 +188,7 @@ pub struct RemoveDevice {
 
 /// `DELETE /me/device-tokens`: 204, also when the device is already gone.
 pub async fn remove(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     body: Json<RemoveDevice>,
 ) -> Result<HttpResponse, ApiError> {
@@ -196,13 +196,13 @@ pub async fn remove(
     if endpoint.len() > 4096 {
         return Err(invalid("endpoint", "too long"));
     }
-    let user_id = current.0.user.id;
+    let user_id = me.id();
     let trimmed = endpoint.trim().to_owned();
     // Registration stores the parsed form; accept either spelling when removing.
     let normalised = url::Url::parse(&trimmed)
         .map(|u| u.to_string())
         .unwrap_or_else(|_| trimmed.clone());
-    devices::remove(&repo, &user_id, &[trimmed, normalised]).await?;
+    devices::remove(&repo, user_id, &[trimmed, normalised]).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -224,7 +224,7 @@ const TEST_PUSH_DEADLINE: Duration = Duration::from_secs(8);
 /// stopping, sends not yet started are skipped and count as failed.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn test(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -235,10 +235,10 @@ pub async fn test(
             "push notifications are not configured on this server",
         ));
     };
-    let user_id = current.0.user.id;
+    let user_id = me.id();
     let devices = match devices::for_test_push(
         &repo,
-        &user_id,
+        user_id,
         TEST_PUSH_MAX,
         TEST_PUSH_WINDOW_SECS,
     )

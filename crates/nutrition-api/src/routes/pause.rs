@@ -2,7 +2,7 @@ use actix_web::{HttpResponse, web};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use service_kit::http::JsonOrEmpty;
-use session::CurrentSession;
+use session::CurrentUser;
 
 use crate::error::{ApiError, invalid};
 use crate::input::Instant;
@@ -28,7 +28,7 @@ fn view(until: Option<DateTime<Utc>>, now: DateTime<Utc>) -> HttpResponse {
 /// `POST /me/fasting/pause`: a free day. Fasting notifications are skipped while paused, and
 /// paused days neither break nor extend a streak.
 pub async fn set(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     body: JsonOrEmpty<PauseBody>,
 ) -> Result<HttpResponse, ApiError> {
@@ -40,14 +40,14 @@ pub async fn set(
                 .map_err(|e| invalid("until", e))?,
         ),
     };
-    let user_id = current.0.user.id;
-    let p = profile::set_pause(&repo, &user_id, until, now).await?;
+    let user_id = me.id();
+    let p = profile::set_pause(&repo, user_id, until, now).await?;
     Ok(view(p.fasting_paused_until, now))
 }
 
 /// `GET /me/fasting/pause`.
-pub async fn get(current: CurrentSession, repo: web::Data<Repo>) -> Result<HttpResponse, ApiError> {
-    let user_id = current.0.user.id;
-    let p = profile::get(&repo, &user_id).await?;
+pub async fn get(me: CurrentUser, repo: web::Data<Repo>) -> Result<HttpResponse, ApiError> {
+    let user_id = me.id();
+    let p = profile::get(&repo, user_id).await?;
     Ok(view(p.fasting_paused_until, Utc::now()))
 }

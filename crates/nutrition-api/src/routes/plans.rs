@@ -5,7 +5,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use domain::meals::MealCategory;
 use serde::{Deserialize, Serialize};
 use service_kit::http::Json;
-use session::CurrentSession;
+use session::CurrentUser;
 
 use crate::error::{ApiError, invalid};
 use crate::input::Day;
@@ -105,7 +105,7 @@ pub(super) fn plan_view(state: &AppState, plan: Plan) -> serde_json::Value {
 /// `POST /me/meal-plans`.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn create(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     state: web::Data<AppState>,
     body: Json<CreatePlan>,
@@ -159,10 +159,10 @@ pub async fn create(
         days.push(NewDay { date, slots });
     }
     days.sort_by_key(|d| d.date);
-    let user_id = current.0.user.id;
+    let user_id = me.id();
     let intermittent = body.intermittent_fasting;
     let today = domain::rome::local_date(Utc::now());
-    let plan = plans::create(&repo, &user_id, intermittent, &days, today)
+    let plan = plans::create(&repo, user_id, intermittent, &days, today)
         .await?
         .ok_or(ApiError::Conflict {
             code: "MEAL_PLAN_LIMIT_REACHED",
@@ -173,14 +173,14 @@ pub async fn create(
 
 /// `GET /me/meal-plans/<id>`.
 pub async fn one(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let user_id = current.0.user.id;
+    let user_id = me.id();
     let id = path.into_inner();
-    let plan = plans::get(&repo, &user_id, &id)
+    let plan = plans::get(&repo, user_id, &id)
         .await?
         .ok_or(ApiError::NotFound)?;
     Ok(HttpResponse::Ok().json(plan_view(&state, plan)))
@@ -188,13 +188,13 @@ pub async fn one(
 
 /// `GET /me/meal-plans/today`: today's slots (Rome calendar) of the newest plan that has any.
 pub async fn today(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let date = domain::rome::local_date(Utc::now());
-    let user_id = current.0.user.id;
-    let plan = plans::for_day(&repo, &user_id, date).await?;
+    let user_id = me.id();
+    let plan = plans::for_day(&repo, user_id, date).await?;
     let body = match plan {
         Some(plan) => {
             let slots: Vec<SlotView<'_>> = plan
@@ -219,14 +219,14 @@ pub async fn today(
 /// `POST /me/meal-plans/slots/<slot_id>/consumed`: the final meal of a day can start a fast.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn consume(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let user_id = current.0.user.id;
+    let user_id = me.id();
     let id = path.into_inner();
-    let outcome = plans::consume(&repo, &user_id, &id, Utc::now()).await?;
+    let outcome = plans::consume(&repo, user_id, &id, Utc::now()).await?;
     match outcome {
         ConsumeOutcome::NotFound => Err(ApiError::NotFound),
         ConsumeOutcome::Consumed { slot, auto_started } => {
@@ -244,14 +244,14 @@ pub async fn consume(
 /// `DELETE /me/meal-plans/slots/<slot_id>/consumed`: within ten minutes of the consumption also
 /// removes the fast it started, while that fast runs.
 pub async fn unconsume(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let user_id = current.0.user.id;
+    let user_id = me.id();
     let id = path.into_inner();
-    let out = plans::unconsume(&repo, &user_id, &id, Utc::now())
+    let out = plans::unconsume(&repo, user_id, &id, Utc::now())
         .await?
         .ok_or(ApiError::NotFound)?;
     if let Some(fast_id) = &out.removed_fast {

@@ -2,7 +2,7 @@ use actix_web::{HttpResponse, web};
 use domain::protocol::Protocol;
 use serde::{Deserialize, Serialize};
 use service_kit::http::Json;
-use session::CurrentSession;
+use session::CurrentUser;
 
 use crate::error::{ApiError, invalid};
 use crate::repo::Repo;
@@ -37,15 +37,15 @@ pub struct PatchPreferences {
 }
 
 /// `GET /me/preferences`.
-pub async fn get(current: CurrentSession, repo: web::Data<Repo>) -> Result<HttpResponse, ApiError> {
-    let user_id = current.0.user.id;
-    let p = profile::get(&repo, &user_id).await?;
+pub async fn get(me: CurrentUser, repo: web::Data<Repo>) -> Result<HttpResponse, ApiError> {
+    let user_id = me.id();
+    let p = profile::get(&repo, user_id).await?;
     Ok(HttpResponse::Ok().json(Preferences::from(p)))
 }
 
 /// `PATCH /me/preferences`: sets what is given; `fastingProtocol: null` clears the protocol.
 pub async fn patch(
-    current: CurrentSession,
+    me: CurrentUser,
     repo: web::Data<Repo>,
     body: Json<PatchPreferences>,
 ) -> Result<HttpResponse, ApiError> {
@@ -54,10 +54,10 @@ pub async fn patch(
         p.parse::<Protocol>()
             .map_err(|e| invalid("fastingProtocol", e))?;
     }
-    let user_id = current.0.user.id;
+    let user_id = me.id();
     let p = profile::set_preferences(
         &repo,
-        &user_id,
+        user_id,
         body.fasting_protocol,
         body.fasting_milestones,
     )

@@ -1,7 +1,7 @@
 use actix_web::{HttpResponse, web};
 use domain::recipes::Category;
 use serde::Deserialize;
-use session::CurrentSession;
+use session::CurrentUser;
 
 use crate::error::{ApiError, invalid};
 use crate::state::AppState;
@@ -16,7 +16,7 @@ pub struct RecipeQuery {
 
 /// `GET /me/recipes?category=`: the catalogue shipped with the product.
 pub async fn list(
-    _current: CurrentSession,
+    _me: CurrentUser,
     state: web::Data<AppState>,
     query: web::Query<RecipeQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -34,7 +34,7 @@ pub async fn list(
 
 /// `GET /me/recipes/<id>`.
 pub async fn one(
-    _current: CurrentSession,
+    _me: CurrentUser,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {

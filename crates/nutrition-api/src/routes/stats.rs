@@ -1,18 +1,15 @@
 use actix_web::{HttpResponse, web};
 use chrono::Utc;
 use domain::stats::{FastSpan, compute};
-use session::CurrentSession;
+use session::CurrentUser;
 
 use crate::error::ApiError;
 use crate::repo::{Repo, fasts};
 
 /// `GET /me/fasting/stats`: see `domain::stats` for every rule.
-pub async fn stats(
-    current: CurrentSession,
-    repo: web::Data<Repo>,
-) -> Result<HttpResponse, ApiError> {
-    let user_id = current.0.user.id;
-    let (rows, pauses) = fasts::history(&repo, &user_id).await?;
+pub async fn stats(me: CurrentUser, repo: web::Data<Repo>) -> Result<HttpResponse, ApiError> {
+    let user_id = me.id();
+    let (rows, pauses) = fasts::history(&repo, user_id).await?;
     let spans: Vec<FastSpan> = rows
         .iter()
         .filter_map(|(status, started_at, ended_at)| {

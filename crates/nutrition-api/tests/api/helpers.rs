@@ -53,7 +53,7 @@ pub async fn spawn_counting() -> TestApp {
 }
 
 async fn spawn_on(extra: &[(String, String)], plain: bool) -> TestApp {
-    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let db = TestPostgres::migrated(pg_store::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
     let mut url = testkit::postgres::as_role(
@@ -133,8 +133,14 @@ impl TestApp {
         ))
         .execute(&mut conn)
         .expect("insert user");
-        let s = session::store::create(&mut conn, &id, true, &Default::default(), Utc::now())
-            .expect("session");
+        let s = session::store::create(
+            &mut conn,
+            &id.clone().into(),
+            true,
+            &Default::default(),
+            Utc::now(),
+        )
+        .expect("session");
         let set = session::cookie::set_session(&self.auth, &s.token, true);
         let cookie = set.split(';').next().expect("pair").to_owned();
         User { id, cookie }

@@ -11,7 +11,7 @@ pub struct TestApp {
 }
 
 pub async fn spawn_app() -> TestApp {
-    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let db = TestPostgres::migrated(pg_store::migrate);
     let upstream = testkit::socket_addr_of(db.url()).expect("database address");
     let proxy = TcpProxy::start(upstream).await.expect("start proxy");
     let url = testkit::postgres::as_role(
@@ -67,7 +67,7 @@ impl Default for Profile {
 
 impl World {
     pub async fn new() -> Self {
-        let db = TestPostgres::migrated(nutrition_store::migrate);
+        let db = TestPostgres::migrated(pg_store::migrate);
         let push = testkit::push_service::FakePushService::start().await;
         let pair = push::VapidKeyPair::generate();
         let env = vec![
@@ -317,7 +317,7 @@ impl Api {
         let mut conn = world.db.connect();
         let s = session::store::create(
             &mut conn,
-            &id,
+            &session::UserId::from(id.clone()),
             true,
             &Default::default(),
             chrono::Utc::now(),

@@ -200,7 +200,7 @@ fn drain_with(
     Arc<Counters>,
     Arc<Shutdown>,
 ) {
-    let pool = nutrition_store::pool(
+    let pool = pg_store::pool(
         &Secret::new(w.db.url()),
         u32::try_from(workers + 3).expect("pool size"),
     );

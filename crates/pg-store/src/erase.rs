@@ -48,7 +48,7 @@ struct Endpoint {
 /// already holds one): either everything goes or nothing does.
 pub fn erase_user(
     conn: &mut PgConnection,
-    user_id: &str,
+    user_id: &crate::ids::UserId,
     rate_limit_keys: &[String],
 ) -> QueryResult<Option<Erased>> {
     conn.transaction(|conn| {

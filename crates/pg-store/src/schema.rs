@@ -1,4 +1,4 @@
-//! Diesel's view of the tables created by `migrations-nutrition/`. Kept by hand in step with the
+//! Diesel's view of the tables created by `migrations-postgres/`. Kept by hand in step with the
 //! migrations; `tests/schema.rs` selects every column of every table from a migrated database so
 //! that a drift fails the build's tests.
 

@@ -12,13 +12,14 @@ use diesel_migrations::{EmbeddedMigrations, embed_migrations};
 use service_kit::Secret;
 
 pub mod erase;
+pub mod ids;
 pub mod schema;
 
 pub use service_kit::db::{DbError, PoolReadiness, run};
 
 pub type PgPool = service_kit::db::Pool<PgConnection>;
 
-pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations-nutrition");
+pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations-postgres");
 
 /// Advisory lock key of the migration runner ("nutrMIGR" as ASCII), fixed so every binary and
 /// version agrees on it.

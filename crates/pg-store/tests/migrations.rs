@@ -3,7 +3,7 @@
 
 use diesel::prelude::*;
 use diesel::sql_types::Text;
-use nutrition_store::schema::{auth, nutrition, scheduler};
+use pg_store::schema::{auth, nutrition, scheduler};
 use testkit::postgres::TestPostgres;
 
 #[derive(QueryableByName, PartialEq, Eq, Debug)]
@@ -37,7 +37,7 @@ fn catalogue(conn: &mut PgConnection) -> Vec<Line> {
 fn applying_twice_changes_nothing() {
     let db = TestPostgres::empty();
     let mut conn = db.connect();
-    let first = nutrition_store::migrate(&mut conn).expect("first run");
+    let first = pg_store::migrate(&mut conn).expect("first run");
     assert!(
         !first.is_empty(),
         "an empty database has migrations to apply"
@@ -48,14 +48,14 @@ fn applying_twice_changes_nothing() {
         "the schemas hold the tables: {}",
         before.len()
     );
-    let second = nutrition_store::migrate(&mut conn).expect("second run");
+    let second = pg_store::migrate(&mut conn).expect("second run");
     assert!(second.is_empty(), "nothing left to apply: {second:?}");
     assert_eq!(catalogue(&mut conn), before);
 }
 
 #[test]
 fn schema_rs_names_only_existing_columns() {
-    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let db = TestPostgres::migrated(pg_store::migrate);
     let mut conn = db.connect();
     // Selecting every column diesel knows fails if any of them is missing from the database.
     auth::user::table
@@ -137,7 +137,7 @@ fn schema_rs_names_only_existing_columns() {
 
 #[test]
 fn one_running_fast_per_user_is_enforced_by_the_database() {
-    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let db = TestPostgres::migrated(pg_store::migrate);
     let mut conn = db.connect();
     diesel::sql_query(
         "INSERT INTO auth.\"user\" (id, name, email) VALUES ('u1', 'U', 'u@example.com')",
@@ -166,7 +166,7 @@ fn rate_limit_counters_under_raw_keys_are_dropped() {
     // Apply everything older than the migration, as a database deployed before it would be.
     loop {
         let pending = conn
-            .pending_migrations(nutrition_store::MIGRATIONS)
+            .pending_migrations(pg_store::MIGRATIONS)
             .expect("pending");
         let Some(next) = pending.first() else { break };
         if next.name().version().to_string().replace('-', "").as_str() >= HASHED {
@@ -183,7 +183,7 @@ fn rate_limit_counters_under_raw_keys_are_dropped() {
     ))
     .execute(&mut conn)
     .expect("old counters");
-    nutrition_store::migrate(&mut conn).expect("the rest");
+    pg_store::migrate(&mut conn).expect("the rest");
     let keys: Vec<String> = auth::rate_limit::table
         .select(auth::rate_limit::key)
         .load(&mut conn)
@@ -198,7 +198,7 @@ fn running_fasts_get_their_next_milestone_instant_when_the_column_arrives() {
     let mut conn = db.connect();
     // Everything before the column, then fasts as the previous version left them.
     for m in conn
-        .pending_migrations(nutrition_store::MIGRATIONS)
+        .pending_migrations(pg_store::MIGRATIONS)
         .expect("migrations")
     {
         if m.name().to_string().ends_with("_fast_next_milestone") {
@@ -222,7 +222,7 @@ fn running_fasts_get_their_next_milestone_instant_when_the_column_arrives() {
     )
     .execute(&mut conn)
     .expect("fasts");
-    nutrition_store::migrate(&mut conn).expect("the rest");
+    pg_store::migrate(&mut conn).expect("the rest");
 
     #[derive(QueryableByName, PartialEq, Eq, Debug)]
     struct Next {
@@ -265,7 +265,7 @@ fn as_role(db: &TestPostgres, role: &str, sql: &str) -> Result<(), String> {
 
 #[test]
 fn each_service_role_reaches_only_what_its_service_needs() {
-    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let db = TestPostgres::migrated(pg_store::migrate);
     let denied = |role: &str, sql: &str| {
         let outcome = as_role(&db, role, sql);
         assert!(
@@ -320,11 +320,11 @@ fn each_service_role_reaches_only_what_its_service_needs() {
 
 #[test]
 fn a_service_role_starts_on_a_current_schema_and_is_told_to_migrate_otherwise() {
-    let db = TestPostgres::migrated(nutrition_store::migrate);
+    let db = TestPostgres::migrated(pg_store::migrate);
     let url = testkit::postgres::as_role(db.url(), "nutrition_api_svc");
     let mut conn = PgConnection::establish(&url).expect("connect as the role");
     assert_eq!(
-        nutrition_store::migrate(&mut conn).expect("current schema"),
+        pg_store::migrate(&mut conn).expect("current schema"),
         Vec::<String>::new()
     );
     let mut owner = db.connect();
@@ -334,7 +334,7 @@ fn a_service_role_starts_on_a_current_schema_and_is_told_to_migrate_otherwise() 
     )
     .execute(&mut owner)
     .expect("forget the last migration");
-    let error = nutrition_store::migrate(&mut conn).expect_err("a pending migration");
+    let error = pg_store::migrate(&mut conn).expect_err("a pending migration");
     assert!(
         format!("{error:#}").contains("run the `migrate` command"),
         "{error:#}"
