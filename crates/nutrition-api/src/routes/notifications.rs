@@ -236,13 +236,8 @@ pub async fn test(
         ));
     };
     let user_id = me.id();
-    let devices = match devices::for_test_push(
-        &repo,
-        user_id,
-        TEST_PUSH_MAX,
-        TEST_PUSH_WINDOW_SECS,
-    )
-    .await?
+    let devices = match devices::for_test_push(&repo, user_id, TEST_PUSH_MAX, TEST_PUSH_WINDOW_SECS)
+        .await?
     {
         Ok(devices) => devices,
         Err(retry_after) => {
