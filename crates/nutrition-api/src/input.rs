@@ -32,41 +32,13 @@ pub async fn reject_hostile_urls(
 
 /// A percent-encoded part of a URL is acceptable when it decodes to UTF-8 without NUL.
 fn check_url_part(raw: &str) -> Result<(), &'static str> {
-    let decoded = percent_decode(raw.as_bytes());
+    // A malformed escape stays as it is, and is then judged as the characters it is.
+    let decoded: Vec<u8> = percent_encoding::percent_decode_str(raw).collect();
     match String::from_utf8(decoded) {
         Err(_) => Err("must be valid UTF-8 once percent-decoded"),
         Ok(text) if text.contains('\0') => Err("must not contain the NUL character"),
         Ok(_) => Ok(()),
     }
-}
-
-/// `%XX` to the byte it stands for; anything else, a malformed escape included, as it is.
-fn percent_decode(raw: &[u8]) -> Vec<u8> {
-    fn hex(b: u8) -> Option<u8> {
-        match b {
-            b'0'..=b'9' => Some(b - b'0'),
-            b'a'..=b'f' => Some(b - b'a' + 10),
-            b'A'..=b'F' => Some(b - b'A' + 10),
-            _ => None,
-        }
-    }
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        if raw[i] == b'%'
-            && let (Some(h), Some(l)) = (
-                raw.get(i + 1).copied().and_then(hex),
-                raw.get(i + 2).copied().and_then(hex),
-            )
-        {
-            out.push(h * 16 + l);
-            i += 3;
-        } else {
-            out.push(raw[i]);
-            i += 1;
-        }
-    }
-    out
 }
 
 /// The first and last calendar days accepted from outside.
