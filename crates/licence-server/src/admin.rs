@@ -113,7 +113,7 @@ async fn execute(db: &Db, command: AdminCommand) -> Result<Value, AdminError> {
                 .map(|n| n.trim().chars().take(255).collect::<String>())
                 .filter(|n| !n.is_empty());
             let new = NewLicence {
-                id: repo::new_id(),
+                id: repo::new_id().into(),
                 license_key: repo::new_licence_key(),
                 status: Status::Active.as_str().to_owned(),
                 plan: plan.as_str().to_owned(),

@@ -49,7 +49,7 @@ pub fn licence_email(licence: &LicenceRow) -> NewEmail {
     );
     let now = Utc::now().naive_utc();
     NewEmail {
-        licence_id: Some(licence.id.clone()),
+        licence_id: Some(licence.id.to_string()),
         to_address: licence.customer_email.clone(),
         to_name: licence.customer_name.clone(),
         subject: format!("Your {plan} licence key"),

@@ -26,6 +26,7 @@ use serde_json::Value;
 use sha2::Digest;
 
 use crate::mail;
+use crate::repo::LicenceId;
 use crate::repo::licences::{self, LicenceRow, NewLicence, SubscriptionChange};
 use crate::repo::{self, Conn, Db, DbError, events, outbox};
 use crate::settings::Variants;
@@ -267,9 +268,9 @@ pub enum Outcome {
     /// The key was already recorded.
     Duplicate,
     /// A licence was created and its e-mail queued.
-    Created { licence_id: String },
+    Created { licence_id: LicenceId },
     /// An existing licence changed.
-    Updated { licence_id: String },
+    Updated { licence_id: LicenceId },
     /// Recorded; nothing to change.
     Recorded,
 }
@@ -362,7 +363,7 @@ async fn order_created(
     let licence = licences::insert(
         conn,
         &NewLicence {
-            id: repo::new_id(),
+            id: repo::new_id().into(),
             license_key: repo::new_licence_key(),
             status: Status::Active.as_str().to_owned(),
             plan: plan.as_str().to_owned(),
@@ -439,7 +440,7 @@ async fn subscription(
             let licence = licences::insert(
                 conn,
                 &NewLicence {
-                    id: repo::new_id(),
+                    id: repo::new_id().into(),
                     license_key: repo::new_licence_key(),
                     status: status.as_str().to_owned(),
                     plan: plan.as_str().to_owned(),

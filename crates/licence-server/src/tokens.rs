@@ -22,6 +22,7 @@ use chrono::{DateTime, Utc};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
+use crate::repo::LicenceId;
 use crate::settings::JwtKey;
 
 /// How long a token is valid after it is issued.
@@ -32,7 +33,7 @@ pub const OFFLINE_GRACE: chrono::Duration = chrono::Duration::days(7);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
     /// The licence id.
-    pub sub: String,
+    pub sub: LicenceId,
     /// The installation (`instanceId`) the token was issued to.
     pub iid: String,
     pub plan: String,
@@ -123,7 +124,7 @@ impl KeyRing {
     /// A token for `licence_id` on `instance_id`, issued at `now`.
     pub fn issue(
         &self,
-        licence_id: &str,
+        licence_id: &LicenceId,
         instance_id: &str,
         plan: &str,
         now: DateTime<Utc>,
@@ -134,7 +135,7 @@ impl KeyRing {
             .ok_or_else(|| TokenError::Signing("the key ring is empty".into()))?;
         let expires = now + TOKEN_LIFETIME;
         let claims = Claims {
-            sub: licence_id.to_owned(),
+            sub: licence_id.clone(),
             iid: instance_id.to_owned(),
             plan: plan.to_owned(),
             iat: now.timestamp(),
@@ -200,14 +201,18 @@ mod tests {
     #[test]
     fn first_key_signs_all_verify() {
         let old = KeyRing::new(&[key("k1", A)]);
-        let (token, exp) = old.issue("lic", "inst", "pro", now()).expect("sign");
+        let (token, exp) = old
+            .issue(&"lic".into(), "inst", "pro", now())
+            .expect("sign");
         assert_eq!(exp, now() + TOKEN_LIFETIME);
         let rotated = KeyRing::new(&[key("k2", B), key("k1", A)]);
         let claims = rotated
             .verify(&token, now())
             .expect("old key still verifies");
         assert_eq!((claims.sub.as_str(), claims.iid.as_str()), ("lic", "inst"));
-        let (fresh, _) = rotated.issue("lic", "inst", "pro", now()).expect("sign");
+        let (fresh, _) = rotated
+            .issue(&"lic".into(), "inst", "pro", now())
+            .expect("sign");
         let header = jsonwebtoken::decode_header(&fresh).expect("header");
         assert_eq!(header.kid.as_deref(), Some("k2"));
         let retired = KeyRing::new(&[key("k2", B)]);
@@ -223,7 +228,9 @@ mod tests {
     fn tokens_agree_with_a_jwt_library() {
         use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
         let ring = KeyRing::new(&[key("k1", A)]);
-        let (ours, _) = ring.issue("lic", "inst", "pro", now()).expect("sign");
+        let (ours, _) = ring
+            .issue(&"lic".into(), "inst", "pro", now())
+            .expect("sign");
         let mut validation = Validation::new(Algorithm::HS256);
         validation.validate_exp = false;
         let theirs_read = jsonwebtoken::decode::<Claims>(
@@ -286,7 +293,9 @@ mod tests {
     fn the_format_by_hand() {
         use aws_lc_rs::hmac;
         let ring = KeyRing::new(&[key("k1", A)]);
-        let (token, _) = ring.issue("lic", "inst", "pro", now()).expect("sign");
+        let (token, _) = ring
+            .issue(&"lic".into(), "inst", "pro", now())
+            .expect("sign");
         let parts: Vec<&str> = token.split('.').collect();
         assert_eq!(parts.len(), 3);
         let header: serde_json::Value = segment(parts[0]).expect("header");
@@ -313,7 +322,9 @@ mod tests {
     #[test]
     fn expiry_and_tampering() {
         let ring = KeyRing::new(&[key("k1", A)]);
-        let (token, exp) = ring.issue("lic", "inst", "pro", now()).expect("sign");
+        let (token, exp) = ring
+            .issue(&"lic".into(), "inst", "pro", now())
+            .expect("sign");
         assert!(
             ring.verify(&token, exp - chrono::Duration::seconds(1))
                 .is_ok()

@@ -9,6 +9,7 @@ pub mod db;
 pub mod files;
 pub mod fixed;
 pub mod http;
+pub mod ids;
 pub mod metrics;
 pub mod openapi;
 pub mod probe;

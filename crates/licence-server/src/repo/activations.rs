@@ -9,14 +9,14 @@ use diesel::sql_types::{Datetime, Integer, Nullable, Text};
 
 use super::fixed::{Bind, fixed};
 use super::licences::{self, LicenceAccess, LicenceRow};
-use super::{Conn, Db, DbError, Pool};
+use super::{Conn, Db, DbError, LicenceId, Pool};
 use crate::schema::activation;
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = activation, check_for_backend(diesel::mysql::Mysql))]
 pub struct ActivationRow {
     pub id: String,
-    pub licence_id: String,
+    pub licence_id: LicenceId,
     pub instance_id: String,
     pub instance_name: Option<String>,
     pub created_at: NaiveDateTime,
@@ -24,11 +24,14 @@ pub struct ActivationRow {
 }
 
 /// The installations of a licence, oldest first.
-pub async fn list(db: &Db, licence_id: &str) -> Result<Vec<ActivationRow>, DbError> {
+pub async fn list(db: &Db, licence_id: &LicenceId) -> Result<Vec<ActivationRow>, DbError> {
     db.run(async |conn| list_on(conn, licence_id).await).await
 }
 
-pub(crate) async fn list_on(conn: &mut Conn, licence_id: &str) -> QueryResult<Vec<ActivationRow>> {
+pub(crate) async fn list_on(
+    conn: &mut Conn,
+    licence_id: &LicenceId,
+) -> QueryResult<Vec<ActivationRow>> {
     activation::table
         .filter(activation::licence_id.eq(licence_id))
         .order((activation::created_at.asc(), activation::instance_id.asc()))
@@ -38,11 +41,11 @@ pub(crate) async fn list_on(conn: &mut Conn, licence_id: &str) -> QueryResult<Ve
 }
 
 /// How many seats a licence has taken.
-pub async fn count(db: &Db, licence_id: &str) -> Result<u32, DbError> {
+pub async fn count(db: &Db, licence_id: &LicenceId) -> Result<u32, DbError> {
     db.run(async |conn| count_on(conn, licence_id).await).await
 }
 
-pub(crate) async fn count_on(conn: &mut Conn, licence_id: &str) -> QueryResult<u32> {
+pub(crate) async fn count_on(conn: &mut Conn, licence_id: &LicenceId) -> QueryResult<u32> {
     let n: i64 = activation::table
         .filter(activation::licence_id.eq(licence_id))
         .count()
@@ -53,7 +56,7 @@ pub(crate) async fn count_on(conn: &mut Conn, licence_id: &str) -> QueryResult<u
 
 pub(crate) async fn find(
     conn: &mut Conn,
-    licence_id: &str,
+    licence_id: &LicenceId,
     instance_id: &str,
 ) -> QueryResult<Option<ActivationRow>> {
     activation::table
@@ -68,7 +71,7 @@ pub(crate) async fn find(
 /// How a request names its licence.
 #[derive(Debug, Clone, Copy)]
 pub enum LicenceBy<'a> {
-    Id(&'a str),
+    Id(&'a LicenceId),
     Key(&'a str),
 }
 
@@ -146,7 +149,7 @@ pub async fn seat(
         LicenceBy::Id(id) => {
             let row = db
                 .seats
-                .submit((id.to_owned(), instance_id.to_owned()))
+                .submit((id.to_string(), instance_id.to_owned()))
                 .await?;
             Ok(row.map(|row| row.found(instance_id)))
         }
@@ -162,10 +165,10 @@ pub async fn seat(
 /// [`seat`] by licence id on a connection the caller holds (in a transaction).
 pub(crate) async fn seat_on(
     conn: &mut Conn,
-    licence_id: &str,
+    licence_id: &LicenceId,
     instance_id: &str,
 ) -> QueryResult<Option<SeatFound>> {
-    let row = seat_row(conn, SEAT_BY_ID, licence_id, instance_id).await?;
+    let row = seat_row(conn, SEAT_BY_ID, licence_id.as_str(), instance_id).await?;
     Ok(row.map(|row| row.found(instance_id)))
 }
 
@@ -224,7 +227,7 @@ impl service_kit::adb::Batch for SeatsById {
         Ok(batch
             .iter()
             .map(|(id, _)| {
-                let i = rows.iter().position(|r| r.seat.id == *id)?;
+                let i = rows.iter().position(|r| r.seat.id == **id)?;
                 Some(rows.swap_remove(i))
             })
             .collect())
@@ -235,7 +238,7 @@ impl service_kit::adb::Batch for SeatsById {
 #[derive(QueryableByName)]
 pub(crate) struct SeatCols {
     #[diesel(sql_type = Text)]
-    pub(crate) id: String,
+    pub(crate) id: LicenceId,
     #[diesel(sql_type = Text)]
     pub(crate) license_key: String,
     #[diesel(sql_type = Text, deserialize_as = super::Known<Status>)]
@@ -315,7 +318,7 @@ pub async fn touch(db: &Db, id: &str, at: NaiveDateTime) -> Result<(), DbError> 
 /// Frees the slot of `instance_id`; the number of rows removed (0 or 1).
 pub(crate) async fn delete(
     conn: &mut Conn,
-    licence_id: &str,
+    licence_id: &LicenceId,
     instance_id: &str,
 ) -> QueryResult<usize> {
     diesel::delete(

@@ -9,6 +9,7 @@ use diesel_async::RunQueryDsl;
 use super::activations;
 use super::licences::LicenceRow;
 use super::{Db, DbError};
+use crate::repo::LicenceId;
 use crate::schema::{licence, licence_deactivation};
 
 /// The window the limit counts over.
@@ -30,7 +31,7 @@ pub enum Deactivated {
 /// asks, when it is another one of the same licence.
 pub async fn deactivate(
     db: &Db,
-    licence_id: &str,
+    licence_id: &LicenceId,
     instance_id: &str,
     caller: Option<&str>,
     max: u32,

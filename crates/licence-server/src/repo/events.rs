@@ -5,6 +5,7 @@ use diesel::result::{DatabaseErrorKind, Error};
 use diesel_async::RunQueryDsl;
 
 use super::Conn;
+use crate::repo::LicenceId;
 use crate::schema::webhook_event;
 
 /// Records `key` inside the caller's transaction. `Ok(false)` when the key is already recorded:
@@ -32,7 +33,7 @@ pub async fn record(
 }
 
 /// Links the recorded event to the licence it touched, for the operator reading the history.
-pub async fn link(conn: &mut Conn, key: &str, licence_id: &str) -> QueryResult<()> {
+pub async fn link(conn: &mut Conn, key: &str, licence_id: &LicenceId) -> QueryResult<()> {
     diesel::update(webhook_event::table.filter(webhook_event::event_key.eq(key)))
         .set(webhook_event::licence_id.eq(licence_id))
         .execute(conn)

@@ -14,6 +14,7 @@ use domain::licensing::Plan;
 use super::activations::{self, SeatFound};
 use super::usage::{self, Take};
 use super::{Conn, Db, DbError};
+use crate::repo::LicenceId;
 use crate::schema::usage_idempotency;
 
 /// The result of a consume: whether a unit was taken, the day's count, and the plan it was
@@ -32,7 +33,7 @@ pub struct Consumed {
 /// answers.
 pub async fn consume_once<E>(
     db: &Db,
-    licence_id: &str,
+    licence_id: &LicenceId,
     instance_id: &str,
     day: NaiveDate,
     now: NaiveDateTime,
@@ -85,7 +86,7 @@ pub async fn consume_once<E>(
 /// did not hold (the seat went away since it was read).
 async fn once_on(
     conn: &mut Conn,
-    licence_id: &str,
+    licence_id: &LicenceId,
     instance_id: &str,
     day: NaiveDate,
     now: NaiveDateTime,
@@ -126,7 +127,7 @@ async fn once_on(
 
 async fn stored(
     conn: &mut Conn,
-    licence_id: &str,
+    licence_id: &LicenceId,
     day: NaiveDate,
     key: &str,
 ) -> QueryResult<Option<Consumed>> {

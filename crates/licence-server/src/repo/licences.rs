@@ -5,13 +5,13 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use domain::licensing::{self, AccessFacts, Plan, Status};
 
-use super::{Conn, Db, DbError};
+use super::{Conn, Db, DbError, LicenceId};
 use crate::schema::licence;
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = licence, check_for_backend(diesel::mysql::Mysql))]
 pub struct LicenceRow {
-    pub id: String,
+    pub id: LicenceId,
     pub license_key: String,
     #[diesel(deserialize_as = super::Known<Status>)]
     pub status: Status,
@@ -63,7 +63,7 @@ impl LicenceRow {
 /// tenth of MariaDB's time.
 #[derive(Debug, Clone)]
 pub struct LicenceAccess {
-    pub id: String,
+    pub id: LicenceId,
     pub license_key: String,
     pub status: Status,
     pub plan: Plan,
@@ -106,7 +106,7 @@ fn access_now(
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = licence)]
 pub struct NewLicence {
-    pub id: String,
+    pub id: LicenceId,
     pub license_key: String,
     pub status: String,
     pub plan: String,
@@ -127,7 +127,7 @@ pub async fn insert(conn: &mut Conn, new: &NewLicence) -> QueryResult<LicenceRow
     by_id(conn, &new.id).await
 }
 
-pub async fn by_id(conn: &mut Conn, id: &str) -> QueryResult<LicenceRow> {
+pub async fn by_id(conn: &mut Conn, id: &LicenceId) -> QueryResult<LicenceRow> {
     licence::table
         .find(id)
         .select(LicenceRow::as_select())
@@ -135,7 +135,7 @@ pub async fn by_id(conn: &mut Conn, id: &str) -> QueryResult<LicenceRow> {
         .await
 }
 
-pub async fn find_by_id(conn: &mut Conn, id: &str) -> QueryResult<Option<LicenceRow>> {
+pub async fn find_by_id(conn: &mut Conn, id: &LicenceId) -> QueryResult<Option<LicenceRow>> {
     by_id(conn, id).await.optional()
 }
 
@@ -161,13 +161,13 @@ pub async fn create(db: &Db, new: &NewLicence, email: bool) -> Result<LicenceRow
 }
 
 /// The licence with `id`.
-pub async fn get(db: &Db, id: &str) -> Result<LicenceRow, DbError> {
+pub async fn get(db: &Db, id: &LicenceId) -> Result<LicenceRow, DbError> {
     db.run(async |conn| by_id(conn, id).await).await
 }
 
 /// Switches a licence back on; a refunded one becomes active again, as an operator re-enabling
 /// it means.
-pub async fn enable(db: &Db, id: &str, now: NaiveDateTime) -> Result<(), DbError> {
+pub async fn enable(db: &Db, id: &LicenceId, now: NaiveDateTime) -> Result<(), DbError> {
     db.transaction(async |conn| {
         set_disabled_on(conn, id, None, now).await?;
         reactivate_refunded(conn, id, now).await?;
@@ -235,7 +235,7 @@ pub struct SubscriptionChange {
 
 pub async fn apply_subscription(
     conn: &mut Conn,
-    id: &str,
+    id: &LicenceId,
     change: &SubscriptionChange,
 ) -> QueryResult<()> {
     diesel::update(licence::table.find(id))
@@ -248,7 +248,7 @@ pub async fn apply_subscription(
 /// Switches a licence off (`Some(at)`) or back on (`None`).
 pub async fn set_disabled(
     db: &Db,
-    id: &str,
+    id: &LicenceId,
     disabled_at: Option<NaiveDateTime>,
     now: NaiveDateTime,
 ) -> Result<usize, DbError> {
@@ -258,7 +258,7 @@ pub async fn set_disabled(
 
 async fn set_disabled_on(
     conn: &mut Conn,
-    id: &str,
+    id: &LicenceId,
     disabled_at: Option<NaiveDateTime>,
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
@@ -272,7 +272,7 @@ async fn set_disabled_on(
 }
 
 /// A refund: the licence is disabled and marked refunded.
-pub async fn refund(conn: &mut Conn, id: &str, now: NaiveDateTime) -> QueryResult<usize> {
+pub async fn refund(conn: &mut Conn, id: &LicenceId, now: NaiveDateTime) -> QueryResult<usize> {
     diesel::update(licence::table.find(id))
         .set((
             licence::status.eq(Status::Refunded.as_str()),
@@ -286,7 +286,7 @@ pub async fn refund(conn: &mut Conn, id: &str, now: NaiveDateTime) -> QueryResul
 /// An operator re-enabling a refunded licence means it: it becomes active again.
 pub async fn reactivate_refunded(
     conn: &mut Conn,
-    id: &str,
+    id: &LicenceId,
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
     diesel::update(

@@ -14,6 +14,12 @@
 //! for up to [`usage::MAX_TAKEN_AT_ONCE`] licences (ARCHITECTURE.md, "licence-server's one
 //! door"). A database failure is an error like any other: no path tries again elsewhere.
 
+service_kit::id_type!(
+    /// The id of a licence (`licence.id`): what a licence token names and every row of a licence
+    /// points at. Never its key, which the buyer holds.
+    LicenceId
+);
+
 pub mod activations;
 pub mod buyers;
 pub mod deactivations;

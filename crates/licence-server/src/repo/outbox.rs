@@ -18,6 +18,7 @@ use mailer::store::{Store, truncate_error};
 use service_kit::metrics::OutboxState;
 
 use super::{Conn, Db, DbError, Pool};
+use crate::repo::LicenceId;
 use crate::schema::email_outbox;
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -63,7 +64,7 @@ pub async fn enqueue(db: &Db, mail: &NewEmail) -> Result<(), DbError> {
     db.run(async |conn| enqueue_on(conn, mail).await).await
 }
 
-pub async fn for_licence(db: &Db, licence_id: &str) -> Result<Vec<OutboxRow>, DbError> {
+pub async fn for_licence(db: &Db, licence_id: &LicenceId) -> Result<Vec<OutboxRow>, DbError> {
     db.run(async |conn| {
         email_outbox::table
             .filter(email_outbox::licence_id.eq(licence_id))

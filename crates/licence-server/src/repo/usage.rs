@@ -17,12 +17,13 @@ use domain::licensing::Plan;
 
 use super::fixed::{Bind, fixed};
 use super::{Conn, Db, DbError, Pool};
+use crate::repo::LicenceId;
 use crate::schema::daily_usage;
 
 /// One unit of a licence's quota asked for by one installation.
 #[derive(Debug, Clone)]
 pub struct Take {
-    pub licence_id: String,
+    pub licence_id: LicenceId,
     pub instance_id: String,
     /// The plan the licence must be on: the token's, or the one the caller just read.
     pub plan: Plan,
@@ -103,7 +104,7 @@ pub(crate) static TAKE: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::
 #[derive(QueryableByName)]
 struct TakenRow {
     #[diesel(sql_type = Text)]
-    licence_id: String,
+    licence_id: LicenceId,
     #[diesel(sql_type = Integer)]
     used: i32,
     #[diesel(sql_type = BigInt)]
@@ -123,9 +124,9 @@ async fn take_rows(conn: &mut Conn, batch: &[Take]) -> QueryResult<Vec<TakenRow>
     };
     let mut binds = Vec::with_capacity(3 + 4 * batch.len());
     binds.push(Bind::Date(first.day));
-    binds.extend(batch.iter().map(|t| Bind::Text(t.licence_id.clone())));
+    binds.extend(batch.iter().map(|t| Bind::Text(t.licence_id.to_string())));
     for t in batch {
-        binds.push(Bind::Text(t.licence_id.clone()));
+        binds.push(Bind::Text(t.licence_id.to_string()));
         binds.push(Bind::Text(t.plan.as_str().to_owned()));
         binds.push(Bind::Text(t.instance_id.clone()));
     }
@@ -177,7 +178,7 @@ impl service_kit::adb::Batch for Takes {
 }
 
 /// Units used on `day` (0 when nothing was consumed).
-pub async fn used(db: &Db, licence_id: &str, day: NaiveDate) -> Result<u32, DbError> {
+pub async fn used(db: &Db, licence_id: &LicenceId, day: NaiveDate) -> Result<u32, DbError> {
     let used: Option<i32> = db
         .run(async |conn| {
             daily_usage::table

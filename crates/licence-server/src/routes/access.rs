@@ -82,7 +82,7 @@ pub fn issue_lease(
     let lease = state
         .signing
         .lease(&LeaseClaims {
-            sub: &licence.id,
+            sub: licence.id.as_str(),
             iid: instance_id,
             plan: plan.as_str(),
             features: plan.features(),

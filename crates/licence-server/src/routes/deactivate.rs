@@ -7,7 +7,7 @@ use super::{
 };
 use crate::error::ApiError;
 use crate::repo::deactivations::{self, Deactivated};
-use crate::repo::{Db, licences};
+use crate::repo::{Db, LicenceId, licences};
 use crate::wire::LicenceView;
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -42,7 +42,7 @@ pub async fn deactivate(
     limits::check(&state, &db, &req, Bucket::Licence).await?;
     enum By {
         /// Licence id, the caller's installation.
-        Token(String, String),
+        Token(LicenceId, String),
         Key(String),
     }
     let body: Option<Body> = body.json()?;

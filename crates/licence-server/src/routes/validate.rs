@@ -6,8 +6,8 @@ use super::{
     AppState, Authorised, KeyAndInstance, OptionalBody, bearer, check, claims, issue, issue_lease,
 };
 use crate::error::ApiError;
-use crate::repo::Db;
 use crate::repo::activations::{self, LicenceBy};
+use crate::repo::{Db, LicenceId};
 use crate::wire::{IssuedLease, IssuedToken, LicenceView};
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -24,7 +24,7 @@ pub struct Answer {
 
 /// Licence id and instance from a token, or key and instance from the body.
 enum By {
-    Token(String, String),
+    Token(LicenceId, String),
     Key(String, String),
 }
 

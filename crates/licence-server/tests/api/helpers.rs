@@ -458,7 +458,7 @@ pub fn subscription_event(
 pub fn insert_licence(conn: &mut MysqlConnection, plan: &str, status: &str) -> LicenceRow {
     use licence_server::schema::licence;
     let new = NewLicence {
-        id: licence_server::repo::new_id(),
+        id: licence_server::repo::new_id().into(),
         license_key: licence_server::repo::new_licence_key(),
         status: status.to_owned(),
         plan: plan.to_owned(),

@@ -40,7 +40,7 @@ async fn a_retired_key_verifies_while_in_the_ring_and_fails_once_removed() {
 fn claims(app: &TestApp, licence_id: &str) -> Claims {
     let now = app.clock.now().timestamp();
     Claims {
-        sub: licence_id.to_owned(),
+        sub: licence_id.into(),
         iid: "pc".to_owned(),
         plan: "pro".to_owned(),
         iat: now,
@@ -63,7 +63,7 @@ async fn forged_and_expired_tokens_are_401() {
         .expect("decode")
         .claims
         .sub;
-    let c = claims(&app, &licence_id);
+    let c = claims(&app, licence_id.as_str());
 
     // The same claims signed properly are accepted: the forgeries below differ in one way only.
     let proper = sign(Algorithm::HS256, Some("k1"), KEY.as_bytes(), &c);

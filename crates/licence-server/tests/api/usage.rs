@@ -279,10 +279,10 @@ fn first_units_of_a_day_taken_at_once_never_deadlock() {
     let db = testkit::mariadb::TestMariaDb::migrated(licence_server::db::migrate);
     let mut setup = db.connect();
     // Four requests per licence and round, all taken: Basic's quota is ten.
-    let licences: Vec<String> = (0..4)
+    let licences: Vec<licence_server::repo::LicenceId> = (0..4)
         .map(|_| {
             let id = insert_licence(&mut setup, "basic", "active").id;
-            seat(&mut setup, &id, "pc");
+            seat(&mut setup, id.as_str(), "pc");
             id
         })
         .collect();
@@ -315,7 +315,10 @@ fn first_units_of_a_day_taken_at_once_never_deadlock() {
             })
         })
         .collect();
-    let mut per_day = std::collections::BTreeMap::<(String, chrono::NaiveDate), Vec<u32>>::new();
+    let mut per_day = std::collections::BTreeMap::<
+        (licence_server::repo::LicenceId, chrono::NaiveDate),
+        Vec<u32>,
+    >::new();
     for handle in handles {
         for (id, day, outcome) in handle.join().expect("thread") {
             let (taken, used) = outcome
@@ -345,7 +348,7 @@ fn units_taken_at_once_keep_the_quota() {
     let db = testkit::mariadb::TestMariaDb::migrated(licence_server::db::migrate);
     let mut setup = db.connect();
     let licence = insert_licence(&mut setup, "basic", "active");
-    seat(&mut setup, &licence.id, "pc");
+    seat(&mut setup, licence.id.as_str(), "pc");
     let day = chrono::NaiveDate::from_ymd_opt(2026, 6, 10).expect("date");
     const THREADS: usize = 16;
     const ROUNDS: usize = 4;
