@@ -103,24 +103,12 @@ pub struct SocialRedirect {
     pub redirect: bool,
 }
 
-/// A live session of the user, as list-sessions gives it.
+/// A live session of the user, as list-sessions gives it: the session as get-session shows it
+/// (never its token), and beside it a handle for revoke-session.
 #[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
 pub struct ListedSession {
-    #[schema(value_type = String)]
-    pub id: session::SessionId,
-    #[schema(value_type = String)]
-    pub user_id: session::UserId,
-    #[serde(serialize_with = "service_kit::time::serialize")]
-    pub expires_at: DateTime<Utc>,
-    #[serde(serialize_with = "service_kit::time::serialize")]
-    pub created_at: DateTime<Utc>,
-    #[serde(serialize_with = "service_kit::time::serialize")]
-    pub updated_at: DateTime<Utc>,
-    #[schema(required = true)]
-    pub ip_address: Option<String>,
-    #[schema(required = true)]
-    pub user_agent: Option<String>,
+    #[serde(flatten)]
+    pub session: Session,
     /// An opaque handle for revoke-session, never the cookie's token.
     pub token: String,
     /// Whether this is the session of the request.

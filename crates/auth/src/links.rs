@@ -1,7 +1,6 @@
 //! Single-use tokens for e-mailed links (password reset, address verification): 256 random bits
 //! in the link, only their SHA-256 in `auth.verification`, the user's id as the value.
 
-use crate::repo::Tx;
 use chrono::{DateTime, Duration, Utc};
 use diesel::QueryResult;
 use session::UserId;
@@ -9,6 +8,7 @@ use url::Url;
 
 use crate::keys;
 use crate::redirect::q;
+use crate::repo::Tx;
 use crate::repo::verification;
 
 /// A reset link works for an hour.

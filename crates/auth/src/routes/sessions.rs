@@ -43,13 +43,7 @@ pub async fn list_sessions(
         .map(|s| ListedSession {
             token: keys::session_handle(secret, s.id.as_str()),
             current: s.id == me.session.id,
-            id: s.id,
-            user_id: s.user_id,
-            expires_at: s.expires_at,
-            created_at: s.created_at,
-            updated_at: s.updated_at,
-            ip_address: s.ip_address,
-            user_agent: s.user_agent,
+            session: s,
         })
         .collect();
     Ok(HttpResponse::Ok().json(list))

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use session::UserId;
+use session::{SessionId, UserId};
 
 use crate::repo::Conn;
 use service_kit::db::DbError;
@@ -35,7 +35,7 @@ pub struct NewDevice<'a> {
     pub token: Option<&'a str>,
     pub user_agent: Option<&'a str>,
     /// The session that registers it: the device goes when the session does.
-    pub session_id: &'a ::session::SessionId,
+    pub session_id: &'a SessionId,
 }
 
 /// Most devices one person has registered at a time.
