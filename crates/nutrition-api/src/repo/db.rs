@@ -72,8 +72,16 @@ impl Target {
                 .connect(self.tls.clone())
                 .await
                 .map_err(|e| DbError::Unavailable(e.to_string()))?;
-            // The driver is spawned on the calling thread's runtime: the worker's own.
-            let mut conn = AsyncPgConnection::try_from_client_and_connection(client, connection)
+            // The driver runs on the calling thread's local task set, beside the requests that
+            // use it: a response from Postgres wakes the connection's requests in the same turn
+            // of the worker, not one turn of the runtime later. It ends when the client is
+            // dropped or the socket closes; a closed connection then fails its statements.
+            tokio::task::spawn_local(async move {
+                if let Err(error) = connection.await {
+                    tracing::warn!(%error, "Postgres connection ended");
+                }
+            });
+            let mut conn = AsyncPgConnection::try_from(client)
                 .await
                 .map_err(|e| DbError::Unavailable(e.to_string()))?;
             conn.set_instrumentation(Watch { lost, losses });
@@ -571,7 +579,7 @@ impl Readiness for TargetReadiness {
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
-        runtime.block_on(async {
+        tokio::task::LocalSet::new().block_on(&runtime, async {
             let probe = async {
                 let mut conn = self.0.open(Arc::default(), Arc::default()).await?;
                 diesel_async::SimpleAsyncConnection::batch_execute(&mut conn, "SELECT 1")
