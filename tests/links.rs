@@ -400,3 +400,19 @@ async fn a_person_who_forgot_the_password_gets_back_in_through_the_mail() {
         Err(out) => panic!("{out}\n--- auth ---\n{}", stack.auth.log()),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_signs_in_with_a_code_from_the_mail() {
+    let (stack, mail) = stack_with_mail().await;
+    let base = stack.base();
+    let web = mail.web();
+    let out = tokio::task::spawn_blocking(move || {
+        run_node("code-sign-in.mjs", &base, &[("MAIL_CATCHER", web.as_str())])
+    })
+    .await
+    .expect("join");
+    match out {
+        Ok(out) => assert!(out.contains("code sign-in: all steps passed"), "{out}"),
+        Err(out) => panic!("{out}\n--- auth ---\n{}", stack.auth.log()),
+    }
+}

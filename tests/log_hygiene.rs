@@ -118,6 +118,26 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
     .await;
     assert!(status < 400, "reset link {status}");
 
+    // An e-mailed sign-in code, used through nginx: it opens the account too.
+    let sign_in_code = {
+        let mut conn = stack.pg.connect();
+        auth::otp::issue(
+            &mut conn,
+            common::SECRET,
+            auth::otp::Kind::SignIn,
+            EMAIL,
+            chrono::Utc::now(),
+        )
+        .expect("issue a code")
+    };
+    let (status, body, _) = send(
+        http.post(format!("{base}/api/auth/sign-in/email-otp"))
+            .header("origin", &base)
+            .json(&json!({ "email": EMAIL, "otp": sign_in_code })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
     // A purchase: the licence server creates the licence and queues its mail.
     let event = json!({
         "meta": { "event_name": "order_created" },
@@ -196,5 +216,25 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
                 process.name()
             );
         }
+        let leaks: Vec<&str> = log
+            .lines()
+            .filter(|l| names_number(l, &sign_in_code))
+            .collect();
+        assert!(
+            leaks.is_empty(),
+            "{} logs the sign-in code: {leaks:#?}",
+            process.name()
+        );
     }
+}
+
+/// Whether `line` holds `number` on its own: not inside a longer run of digits, nor as the
+/// fraction of a timestamp, where six digits turn up by chance.
+fn names_number(line: &str, number: &str) -> bool {
+    line.match_indices(number).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + number.len()..].chars().next();
+        !before.is_some_and(|c| c.is_ascii_digit() || c == '.')
+            && !after.is_some_and(|c| c.is_ascii_digit())
+    })
 }

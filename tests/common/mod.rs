@@ -8,7 +8,7 @@ use testkit::mariadb::TestMariaDb;
 use testkit::postgres::TestPostgres;
 use testkit::stack::{Nginx, Process, ScratchDir, bin, free_port};
 
-const SECRET: &str = "e2e-secret-0123456789abcdef-0123456789";
+pub const SECRET: &str = "e2e-secret-0123456789abcdef-0123456789";
 const KEY: &str = "e2e-signing-key-0123456789abcdef-01234";
 const DOWNLOAD_KEY: &str = "e2e-download-key-0123456789abcdef-0123";
 

@@ -49,7 +49,7 @@ try {
   await page.getByRole('heading', { level: 1, name: 'Password dimenticata' }).waitFor();
   await page.fill('#email', email);
   await page.getByRole('button', { name: 'Invia il link' }).click();
-  await page.waitForURL(`${BASE}/forgot-password?sent=1`);
+  await page.waitForURL(/\/forgot-password\?sent=1/);
   await page.getByRole('status').waitFor();
 
   step('the mail is in the catcher, and its page lists it');

@@ -81,6 +81,23 @@ pub struct EmailVerified {
     pub user: Option<User>,
 }
 
+/// A signed-in user, as a sign-in by e-mail code answers: `{token, user}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenAndUser {
+    pub token: String,
+    pub user: User,
+}
+
+/// An address verified with a code: `{status: true, token: null, user}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CodeVerified {
+    pub status: bool,
+    /// Always null: verifying does not sign in.
+    #[schema(required = true)]
+    pub token: Option<String>,
+    pub user: User,
+}
+
 /// `{session, user}`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SessionAndUser<'a> {

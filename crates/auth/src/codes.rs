@@ -30,6 +30,9 @@ pub fn message(code: &str) -> &'static str {
         "MISSING_OR_NULL_ORIGIN" => "Missing or null Origin",
         "VALIDATION_ERROR" => "Validation Error",
         "NO_FIELDS_TO_UPDATE" => "No fields to update",
+        "INVALID_OTP" => "Invalid OTP",
+        "OTP_EXPIRED" => "OTP expired",
+        "TOO_MANY_ATTEMPTS" => "Too many attempts",
         _ => "Bad request",
     }
 }

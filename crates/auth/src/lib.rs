@@ -14,6 +14,7 @@ pub mod links;
 pub mod mail;
 pub mod mailbox;
 pub mod openapi;
+pub mod otp;
 pub mod password;
 pub mod redirect;
 pub mod repo;

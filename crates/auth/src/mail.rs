@@ -2,33 +2,67 @@
 
 use mailer::message::escape_html;
 
-use crate::repo::outbox::{KIND_EMAIL_VERIFICATION, KIND_PASSWORD_RESET, NewMail};
+use crate::otp::Kind;
+use crate::repo::outbox::{
+    KIND_EMAIL_VERIFICATION, KIND_PASSWORD_RESET, KIND_RESET_CODE, KIND_SIGN_IN_CODE,
+    KIND_VERIFICATION_CODE, NewMail,
+};
 
-/// The mail with a password reset link; address it with `.to(&email)`.
-pub fn password_reset(link: &str, name: &str) -> NewMail {
+/// Shown with every code: a code opens an account, so the mail says not to pass it on.
+const CODE_NOTE: &str = "Il codice vale 5 minuti. Non comunicarlo a nessuno.";
+
+/// The mail with a password reset link and the same reset as a code; address it with
+/// `.to(&email)`.
+pub fn password_reset(link: &str, code: &str, name: &str) -> NewMail {
     compose(
         KIND_PASSWORD_RESET,
         name,
         "Reimposta la tua password",
         "abbiamo ricevuto una richiesta di reimpostare la password del tuo account. Per scegliere \
          una nuova password apri questo link entro un'ora:",
-        "Reimposta la password",
+        Some(("Reimposta la password", link)),
+        Some(code),
         "Se non sei stato tu, ignora questa e-mail: la tua password resta quella di prima.",
-        link,
     )
 }
 
-/// The mail with an address verification link; address it with `.to(&email)`.
-pub fn email_verification(link: &str, name: &str) -> NewMail {
+/// The mail with an address verification link and the same verification as a code; address it
+/// with `.to(&email)`.
+pub fn email_verification(link: &str, code: &str, name: &str) -> NewMail {
     compose(
         KIND_EMAIL_VERIFICATION,
         name,
         "Conferma il tuo indirizzo e-mail",
         "per confermare che questo indirizzo e-mail è tuo apri questo link:",
-        "Conferma l'indirizzo",
+        Some(("Conferma l'indirizzo", link)),
+        Some(code),
         "Se non hai creato tu un account, ignora questa e-mail.",
-        link,
     )
+}
+
+/// The mail with a code alone, for `kind`; address it with `.to(&email)`.
+pub fn code(kind: Kind, code: &str, name: &str) -> NewMail {
+    let (mail_kind, subject, lead, footer) = match kind {
+        Kind::SignIn => (
+            KIND_SIGN_IN_CODE,
+            "Il tuo codice di accesso",
+            "ecco il codice per accedere al tuo account:",
+            "Se non hai chiesto tu di accedere, ignora questa e-mail.",
+        ),
+        Kind::EmailVerification => (
+            KIND_VERIFICATION_CODE,
+            "Il tuo codice di verifica",
+            "ecco il codice per confermare che questo indirizzo e-mail è tuo:",
+            "Se non hai creato tu un account, ignora questa e-mail.",
+        ),
+        Kind::ForgetPassword => (
+            KIND_RESET_CODE,
+            "Il tuo codice per reimpostare la password",
+            "ecco il codice per scegliere una nuova password:",
+            "Se non sei stato tu, ignora questa e-mail: la tua password resta quella di prima.",
+        ),
+    };
+    compose(mail_kind, name, subject, lead, None, Some(code), footer)
 }
 
 fn compose(
@@ -36,9 +70,9 @@ fn compose(
     name: &str,
     subject: &str,
     lead: &str,
-    button: &str,
+    link: Option<(&str, &str)>,
+    code: Option<&str>,
     footer: &str,
-    link: &str,
 ) -> NewMail {
     let name = name.trim();
     let greeting = if name.is_empty() {
@@ -46,20 +80,38 @@ fn compose(
     } else {
         format!("Ciao {name},")
     };
-    let text = format!("{greeting}\n\n{lead}\n\n{link}\n\n{footer}\n");
-    let html = format!(
+    let mut text = format!("{greeting}\n\n{lead}\n\n");
+    let mut html = format!(
         "<!doctype html>\n<html lang=\"it\"><body style=\"font-family: sans-serif\">\n\
-         <p>{greeting}</p>\n<p>{lead}</p>\n\
-         <p><a href=\"{href}\">{button}</a></p>\n\
-         <p style=\"font-size: 0.9em\">{link_text}</p>\n\
-         <p>{footer}</p>\n</body></html>\n",
-        greeting = escape_html(&greeting),
-        lead = escape_html(lead),
-        href = escape_html(link),
-        button = escape_html(button),
-        link_text = escape_html(link),
-        footer = escape_html(footer),
+         <p>{}</p>\n<p>{}</p>\n",
+        escape_html(&greeting),
+        escape_html(lead),
     );
+    if let Some((button, link)) = link {
+        text.push_str(&format!("{link}\n\n"));
+        html.push_str(&format!(
+            "<p><a href=\"{href}\">{button}</a></p>\n<p style=\"font-size: 0.9em\">{href}</p>\n",
+            href = escape_html(link),
+            button = escape_html(button),
+        ));
+    }
+    if let Some(code) = code {
+        let before = if link.is_some() {
+            "Oppure inserisci questo codice nell'app:\n\n"
+        } else {
+            ""
+        };
+        text.push_str(&format!("{before}    {code}\n\n{CODE_NOTE}\n\n"));
+        html.push_str(&format!(
+            "<p>{}</p>\n<p style=\"font-size: 2em; letter-spacing: 0.2em\"><strong>{}</strong></p>\n\
+             <p>{}</p>\n",
+            escape_html(before.trim_end()),
+            escape_html(code),
+            escape_html(CODE_NOTE),
+        ));
+    }
+    text.push_str(&format!("{footer}\n"));
+    html.push_str(&format!("<p>{}</p>\n</body></html>\n", escape_html(footer)));
     NewMail {
         to: String::new(),
         to_name: Some(name.to_owned()).filter(|n| !n.is_empty()),
@@ -76,8 +128,8 @@ mod tests {
 
     #[test]
     fn link_and_name_in_both_parts_escaped_in_html() {
-        let m =
-            password_reset("https://app.example.com/reset?token=a&b", "<Ada>").to("a@example.com");
+        let m = password_reset("https://app.example.com/reset?token=a&b", "012345", "<Ada>")
+            .to("a@example.com");
         assert_eq!(m.to, "a@example.com");
         assert_eq!(m.kind, KIND_PASSWORD_RESET);
         assert!(m.text.contains("https://app.example.com/reset?token=a&b"));
@@ -87,15 +139,26 @@ mod tests {
                 .contains("href=\"https://app.example.com/reset?token=a&amp;b\"")
         );
         assert!(m.html.contains("Ciao &lt;Ada&gt;,"));
+        assert!(m.text.contains("    012345\n"));
+        assert!(m.html.contains("<strong>012345</strong>"));
         assert!(!m.html.contains("<Ada>"));
     }
 
     #[test]
     fn verification_without_a_name() {
-        let m = email_verification("https://x.example/v", "  ");
+        let m = email_verification("https://x.example/v", "123456", "  ");
         assert_eq!(m.kind, KIND_EMAIL_VERIFICATION);
         assert!(m.text.starts_with("Ciao,\n"));
         assert_eq!(m.to_name, None);
         assert_eq!(m.subject, "Conferma il tuo indirizzo e-mail");
+    }
+
+    #[test]
+    fn a_code_alone() {
+        let m = code(Kind::SignIn, "987654", "Ada");
+        assert_eq!(m.kind, KIND_SIGN_IN_CODE);
+        assert!(m.text.contains("    987654\n"), "{}", m.text);
+        assert!(!m.text.contains("Oppure"));
+        assert!(!m.html.contains("href"));
     }
 }

@@ -1,13 +1,14 @@
 //! The one place where the account routes hand a mail to the outbox, so that they do not depend
 //! on how mail is queued and sent.
 
-use crate::repo::Tx;
+use chrono::Utc;
 
 use crate::error::ApiError;
-use crate::repo::outbox;
+use crate::otp;
+use crate::repo::{Tx, outbox};
 use crate::state::AppState;
 
-/// The mails the account routes send, each carrying one link.
+/// The mails the account routes send, each carrying one link and the same step as a code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkMail {
     PasswordReset,
@@ -21,19 +22,41 @@ pub fn enabled(state: &AppState) -> bool {
 }
 
 /// Queues a mail inside the caller's transaction, so that it is sent if and only if the
-/// transaction commits.
+/// transaction commits. The mail also carries a code for the same step (a new one, voiding the
+/// last), for someone whose link would open another browser than the app they use: an
+/// installed web app on a phone has its own cookies.
 pub fn queue(
     conn: &mut Tx,
+    secret: &str,
     kind: LinkMail,
     to: &str,
     name: &str,
     link: &str,
 ) -> Result<(), ApiError> {
     let mail = match kind {
-        LinkMail::PasswordReset => crate::mail::password_reset(link, name),
-        LinkMail::EmailVerification => crate::mail::email_verification(link, name),
+        LinkMail::PasswordReset => {
+            let code = otp::issue(conn, secret, otp::Kind::ForgetPassword, to, Utc::now())?;
+            crate::mail::password_reset(link, &code, name)
+        }
+        LinkMail::EmailVerification => {
+            let code = otp::issue(conn, secret, otp::Kind::EmailVerification, to, Utc::now())?;
+            crate::mail::email_verification(link, &code, name)
+        }
     };
     outbox::enqueue(conn, &mail.to(to))?;
+    Ok(())
+}
+
+/// Queues a new code for `kind` alone, like [`queue`].
+pub fn queue_code(
+    conn: &mut Tx,
+    secret: &str,
+    kind: otp::Kind,
+    to: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let code = otp::issue(conn, secret, kind, to, Utc::now())?;
+    outbox::enqueue(conn, &crate::mail::code(kind, &code, name).to(to))?;
     Ok(())
 }
 

@@ -110,6 +110,71 @@ struct SendVerification {
     callback_url: Option<String>,
 }
 
+/// What an e-mailed code is for.
+#[derive(ToSchema)]
+#[serde(rename_all = "kebab-case")]
+enum CodeKind {
+    SignIn,
+    EmailVerification,
+    ForgetPassword,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+struct SendCode {
+    email: String,
+    #[serde(rename = "type")]
+    kind: CodeKind,
+    /// Carried on to the code's form by the sign-in page.
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+struct EmailOnly {
+    email: String,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+struct SignInWithCode {
+    email: String,
+    /// The six digits of the mail.
+    otp: String,
+    /// The name of an account the sign-in creates.
+    name: Option<String>,
+    image: Option<String>,
+    /// Where a form post goes afterwards (303).
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+struct VerifyWithCode {
+    email: String,
+    otp: String,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+struct CheckCode {
+    email: String,
+    #[serde(rename = "type")]
+    kind: CodeKind,
+    otp: String,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ResetWithCode {
+    email: String,
+    otp: String,
+    #[schema(min_length = 8, max_length = 128)]
+    password: String,
+}
+
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[serde(deny_unknown_fields)]
@@ -345,9 +410,120 @@ fn send_verification_email() {}
     ))]
 fn verify_email() {}
 
+/// `POST /api/auth/email-otp/send-verification-otp`: mails a six-digit code, valid 5 minutes;
+/// the same answer, in the same time, for unknown addresses (a sign-in code also goes to them).
+#[utoipa::path(post, path = "/api/auth/email-otp/send-verification-otp", tag = "codes",
+    request_body(content = SendCode, example = json!({"email": "giulia@example.com", "type": "sign-in"})),
+    responses(
+        (status = 200, description = "Accepted.", body = Success, example = json!({"success": true})),
+        (status = 429, description = "Too many requests.", body = ErrorBody,
+            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
+            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
+        (status = 503, description = "No mail server is configured.", body = ErrorBody,
+            example = json!({"code": "EMAIL_DISABLED", "message": "Email is not configured on this server"})),
+    ))]
+fn send_verification_otp() {}
+
+/// `POST /api/auth/sign-in/email-otp`: signs in with a sign-in code; an unknown address gets a
+/// new account, and an account whose address was never proven loses its other ways in.
+#[utoipa::path(post, path = "/api/auth/sign-in/email-otp", tag = "codes",
+    request_body(content = SignInWithCode, example = json!({"email": "giulia@example.com", "otp": "123456"})),
+    responses(
+        (status = 200, description = "Signed in; the session cookie is set.", body = TokenAndUser,
+            headers(("Set-Cookie" = String))),
+        (status = 400, description = "A wrong, used or expired code.", body = ErrorBody,
+            example = json!({"code": "INVALID_OTP", "message": "Invalid OTP"})),
+        (status = 403, description = "The code's tries are used up; it is void.", body = ErrorBody,
+            example = json!({"code": "TOO_MANY_ATTEMPTS", "message": "Too many attempts"})),
+        (status = 422, description = "The address was taken by a sign-up meanwhile.", body = ErrorBody,
+            example = json!({"code": "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL", "message": "User already exists. Use another email."})),
+        (status = 429, description = "Too many requests.", body = ErrorBody,
+            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
+            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
+    ))]
+fn sign_in_email_otp() {}
+
+/// `POST /api/auth/email-otp/verify-email`: marks the address verified with a code.
+#[utoipa::path(post, path = "/api/auth/email-otp/verify-email", tag = "codes",
+    request_body(content = VerifyWithCode, example = json!({"email": "giulia@example.com", "otp": "123456"})),
+    responses(
+        (status = 200, description = "Verified.", body = CodeVerified),
+        (status = 400, description = "A wrong, used or expired code, or no such user.", body = ErrorBody,
+            example = json!({"code": "INVALID_OTP", "message": "Invalid OTP"})),
+        (status = 403, description = "The code's tries are used up; it is void.", body = ErrorBody,
+            example = json!({"code": "TOO_MANY_ATTEMPTS", "message": "Too many attempts"})),
+        (status = 429, description = "Too many requests.", body = ErrorBody,
+            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
+            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
+    ))]
+fn verify_email_otp() {}
+
+/// `POST /api/auth/email-otp/check-verification-otp`: whether a code is right, leaving a right
+/// one usable; a wrong one counts as a try.
+#[utoipa::path(post, path = "/api/auth/email-otp/check-verification-otp", tag = "codes",
+    request_body(content = CheckCode, example = json!({"email": "giulia@example.com", "type": "forget-password", "otp": "123456"})),
+    responses(
+        (status = 200, description = "Right.", body = Success, example = json!({"success": true})),
+        (status = 400, description = "A wrong, used or expired code, or no such user.", body = ErrorBody,
+            example = json!({"code": "INVALID_OTP", "message": "Invalid OTP"})),
+        (status = 403, description = "The code's tries are used up; it is void.", body = ErrorBody,
+            example = json!({"code": "TOO_MANY_ATTEMPTS", "message": "Too many attempts"})),
+        (status = 429, description = "Too many requests.", body = ErrorBody,
+            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
+            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
+    ))]
+fn check_verification_otp() {}
+
+/// `POST /api/auth/email-otp/request-password-reset`: mails a reset code; the same answer, in the
+/// same time, for unknown addresses.
+#[utoipa::path(post, path = "/api/auth/email-otp/request-password-reset", tag = "codes",
+    request_body(content = EmailOnly, example = json!({"email": "giulia@example.com"})),
+    responses(
+        (status = 200, description = "Accepted.", body = Success, example = json!({"success": true})),
+        (status = 429, description = "Too many requests.", body = ErrorBody,
+            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
+            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
+        (status = 503, description = "No mail server is configured.", body = ErrorBody,
+            example = json!({"code": "EMAIL_DISABLED", "message": "Email is not configured on this server"})),
+    ))]
+fn request_password_reset_otp() {}
+
+/// `POST /api/auth/forget-password/email-otp`: the older name of `email-otp/request-password-reset`.
+#[utoipa::path(post, path = "/api/auth/forget-password/email-otp", tag = "codes",
+    request_body(content = EmailOnly, example = json!({"email": "giulia@example.com"})),
+    responses(
+        (status = 200, description = "Accepted.", body = Success, example = json!({"success": true})),
+        (status = 429, description = "Too many requests.", body = ErrorBody,
+            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
+            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
+        (status = 503, description = "No mail server is configured.", body = ErrorBody,
+            example = json!({"code": "EMAIL_DISABLED", "message": "Email is not configured on this server"})),
+    ))]
+fn forget_password_otp() {}
+
+/// `POST /api/auth/email-otp/reset-password`: sets a new password with a reset code and ends
+/// every session of the user.
+#[utoipa::path(post, path = "/api/auth/email-otp/reset-password", tag = "codes",
+    request_body(content = ResetWithCode, example = json!({"email": "giulia@example.com", "otp": "123456", "password": "a new long password"})),
+    responses(
+        (status = 200, description = "Reset.", body = Success, example = json!({"success": true})),
+        (status = 400, description = "A wrong, used or expired code, or a bad password.", body = ErrorBody,
+            example = json!({"code": "INVALID_OTP", "message": "Invalid OTP"})),
+        (status = 403, description = "The code's tries are used up; it is void.", body = ErrorBody,
+            example = json!({"code": "TOO_MANY_ATTEMPTS", "message": "Too many attempts"})),
+        (status = 429, description = "Too many requests.", body = ErrorBody,
+            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
+            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
+        (status = 503, description = "Every password-hashing worker is busy.", body = ErrorBody,
+            example = json!({"code": "SERVER_BUSY", "message": "Too many sign-ins at this moment. Please try again in a few seconds."})),
+    ))]
+fn reset_password_otp() {}
+
 /// `GET /sign-in`: the sign-in page (no JavaScript needed).
 #[utoipa::path(get, path = "/sign-in", tag = "pages",
-    params(("callbackURL" = Option<String>, Query), ("error" = Option<String>, Query)),
+    params(("callbackURL" = Option<String>, Query), ("error" = Option<String>, Query),
+        ("with" = Option<String>, Query, description = "`code`: sign in with a code mailed to the address."),
+        ("email" = Option<String>, Query), ("sent" = Option<String>, Query, description = "Set once the code was sent: the page asks for it.")),
     responses((status = 200, description = "HTML page.", content_type = "text/html", body = String)))]
 fn sign_in_page() {}
 
@@ -450,6 +626,8 @@ impl Modify for Shared {
         list_sessions, revoke_session, revoke_sessions, revoke_other_sessions,
         update_user, change_password, list_accounts, unlink_account,
         request_password_reset, reset_link, reset_password, send_verification_email, verify_email,
+        send_verification_otp, sign_in_email_otp, verify_email_otp, check_verification_otp,
+        request_password_reset_otp, forget_password_otp, reset_password_otp,
         sign_in_page, sign_up_page, forgot_password_page, reset_password_page,
     ),
     modifiers(&Shared),
@@ -458,6 +636,7 @@ impl Modify for Shared {
         (name = "sessions", description = "The user's sessions."),
         (name = "account", description = "The user's profile, password and linked accounts."),
         (name = "passwords", description = "Reset and verification links sent by e-mail."),
+        (name = "codes", description = "Six-digit codes sent by e-mail (better-auth's emailOTP): sign-in, verification and reset."),
         (name = "pages", description = "HTML pages."),
         (name = "operations", description = "Probes and this document."),
     )

@@ -136,12 +136,13 @@ pub fn erase_user(
         // Verification values name a person by address (as identifier or value) or by id (as
         // value, alone or inside a JSON document). Ids are random, so a substring match on them
         // hits nobody else; an address must match a whole value or a quoted JSON string, so that
-        // `ann@x.org` never takes `joann@x.org`'s rows.
+        // `ann@x.org` never takes `joann@x.org`'s rows; an e-mailed code is `<kind>-otp-<address>`.
         note(
             "auth.verification",
             diesel::sql_query(
                 "DELETE FROM auth.verification
                   WHERE identifier = $2 OR value = $2
+                     OR right(identifier, length($2) + 5) = '-otp-' || $2
                      OR strpos(value, $1) > 0 OR strpos(identifier, $1) > 0
                      OR strpos(value, '\"' || $2 || '\"') > 0",
             )

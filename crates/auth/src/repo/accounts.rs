@@ -164,3 +164,8 @@ pub fn set_password(
     }
     Ok(())
 }
+
+/// Deletes every account of the user: the password and every provider link.
+pub fn delete_all(conn: &mut PgConnection, user_id: &UserId) -> QueryResult<usize> {
+    diesel::delete(account::table.filter(account::user_id.eq(user_id))).execute(conn)
+}

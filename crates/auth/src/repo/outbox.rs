@@ -18,6 +18,9 @@ use pg_store::schema::auth::mail_outbox;
 /// What the mail is for.
 pub const KIND_PASSWORD_RESET: &str = "password_reset";
 pub const KIND_EMAIL_VERIFICATION: &str = "email_verification";
+pub const KIND_SIGN_IN_CODE: &str = "sign_in_code";
+pub const KIND_VERIFICATION_CODE: &str = "verification_code";
+pub const KIND_RESET_CODE: &str = "reset_code";
 
 /// A mail to queue. The templates of [`crate::mail`] fill everything but the address:
 /// `mail::password_reset(&link, &name).to(&email)`.

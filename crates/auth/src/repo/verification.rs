@@ -80,3 +80,22 @@ pub fn delete_matching(conn: &mut PgConnection, prefix: &str, value: &str) -> Qu
 pub fn delete_expired(conn: &mut PgConnection, now: DateTime<Utc>) -> QueryResult<usize> {
     diesel::delete(verification::table.filter(verification::expires_at.le(now))).execute(conn)
 }
+
+/// Deletes every row under `identifier`, expired or not, and answers the newest one's value and
+/// expiry. Of parallel callers, only those whose delete removed a row get one.
+pub fn take_newest(
+    conn: &mut PgConnection,
+    identifier: &str,
+) -> QueryResult<Option<(String, DateTime<Utc>)>> {
+    let taken: Vec<(String, DateTime<Utc>)> =
+        diesel::delete(verification::table.filter(verification::identifier.eq(identifier)))
+            .returning((verification::value, verification::expires_at))
+            .get_results(conn)?;
+    Ok(taken.into_iter().max_by_key(|(_, expires_at)| *expires_at))
+}
+
+/// Deletes every row under `identifier`.
+pub fn delete_all(conn: &mut PgConnection, identifier: &str) -> QueryResult<usize> {
+    diesel::delete(verification::table.filter(verification::identifier.eq(identifier)))
+        .execute(conn)
+}

@@ -12,6 +12,7 @@ use crate::state::AppState;
 pub struct ForgotQuery {
     sent: Option<String>,
     error: Option<String>,
+    email: Option<String>,
 }
 
 fn alert(code: Option<&str>) -> String {
@@ -37,9 +38,26 @@ pub async fn forgot_password_page(
         return html_page(title, UNAVAILABLE, "'self'");
     }
     let inner = if query.sent.is_some() {
-        r#"<p class="notice" role="status">Se l'indirizzo è registrato, riceverai a breve un'e-mail con il link per scegliere una nuova password. Il link vale un'ora.</p>
-    <p><a href="/sign-in">Torna all'accesso</a></p>"#
-            .to_owned()
+        // The mail's code does what its link does, for a person whose link would open another
+        // browser than the app they use.
+        let email = query.email.as_deref().unwrap_or_default();
+        format!(
+            r#"{}<p class="notice" role="status">Se l'indirizzo è registrato, riceverai a breve un'e-mail con il link per scegliere una nuova password (vale un'ora) e un codice di 6 cifre (vale 5 minuti).</p>
+    <p>Hai il codice? Inseriscilo qui con la nuova password.</p>
+    <form method="post" action="/api/auth/email-otp/reset-password">
+      <label for="email">E-mail</label>
+      <input id="email" name="email" type="email" autocomplete="email" required maxlength="254" value="{}">
+      <label for="otp">Codice di 6 cifre</label>
+      <input id="otp" name="otp" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{{6}}" maxlength="6" required>
+      <label for="password">Nuova password <span class="hint">(almeno 8 caratteri)</span></label>
+      <input id="password" name="password" type="password" autocomplete="new-password" required minlength="8" maxlength="128">
+      <button type="submit">Salva la password</button>
+    </form>
+    <p class="hint">Dopo il cambio, tutti i dispositivi collegati verranno disconnessi.</p>
+    <p><a href="/sign-in">Torna all'accesso</a></p>"#,
+            alert(query.error.as_deref()),
+            esc(email)
+        )
     } else {
         format!(
             r#"{}

@@ -8,6 +8,7 @@ mod account_pages;
 mod accounts;
 mod callback;
 mod delete_user;
+mod email_otp;
 mod get_session;
 mod ok;
 mod pages;
@@ -76,7 +77,39 @@ pub fn config(cfg: &mut web::ServiceConfig) {
                 resource("/send-verification-email")
                     .route(web::post().to(verify::send_verification_email)),
             )
-            .service(resource("/verify-email").route(web::get().to(verify::verify_email))),
+            .service(resource("/verify-email").route(web::get().to(verify::verify_email)))
+            .service(
+                resource("/email-otp/send-verification-otp")
+                    .wrap(from_fn(crate::csrf::refuse_cross_site))
+                    .route(web::post().to(email_otp::send_verification_otp)),
+            )
+            .service(
+                resource("/sign-in/email-otp")
+                    .wrap(from_fn(crate::csrf::refuse_cross_site))
+                    .route(web::post().to(email_otp::sign_in_email_otp)),
+            )
+            .service(
+                resource("/email-otp/verify-email").route(web::post().to(email_otp::verify_email)),
+            )
+            .service(
+                resource("/email-otp/check-verification-otp")
+                    .route(web::post().to(email_otp::check_verification_otp)),
+            )
+            .service(
+                resource("/email-otp/request-password-reset")
+                    .wrap(from_fn(crate::csrf::refuse_cross_site))
+                    .route(web::post().to(email_otp::request_password_reset)),
+            )
+            .service(
+                resource("/forget-password/email-otp")
+                    .wrap(from_fn(crate::csrf::refuse_cross_site))
+                    .route(web::post().to(email_otp::request_password_reset)),
+            )
+            .service(
+                resource("/email-otp/reset-password")
+                    .wrap(from_fn(crate::csrf::refuse_cross_site))
+                    .route(web::post().to(email_otp::reset_password)),
+            ),
     )
     .service(resource("/sign-in").route(web::get().to(pages::sign_in_page)))
     .service(resource("/sign-up").route(web::get().to(pages::sign_up_page)))

@@ -20,6 +20,10 @@ pub struct PageQuery {
     reset: Option<String>,
     /// Set after an address was confirmed.
     verified: Option<String>,
+    /// `code`: sign in with a code mailed to the address instead of a password.
+    with: Option<String>,
+    /// Set once the code was sent: the page asks for it.
+    sent: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -32,6 +36,9 @@ pub async fn sign_in_page(
     state: web::Data<AppState>,
     query: web::Query<PageQuery>,
 ) -> HttpResponse {
+    if query.with.as_deref() == Some("code") && crate::mailbox::enabled(&state) {
+        return render_code(&state, &query);
+    }
     render(&state, &query, Page::SignIn)
 }
 
@@ -68,6 +75,9 @@ pub fn message(code: &str) -> &'static str {
             "Google non conferma questo indirizzo e-mail: registrati con e-mail e password."
         }
         "EMAIL_DISABLED" => "L'invio di e-mail non è disponibile al momento.",
+        "INVALID_OTP" => "Il codice non è corretto o è già stato usato.",
+        "OTP_EXPIRED" => "Il codice è scaduto: fatti inviare un nuovo codice.",
+        "TOO_MANY_ATTEMPTS" => "Troppi tentativi con questo codice: fatti inviare un nuovo codice.",
         "INVALID_ORIGIN" | "MISSING_OR_NULL_ORIGIN" => {
             "Richiesta non consentita. Riprova da questa pagina."
         }
@@ -150,10 +160,17 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
     };
     // The reset link exists only when the service can send the mail.
     let forgot = if page == Page::SignIn && crate::mailbox::enabled(state) {
-        r#"
-    <p class="forgot"><a href="/forgot-password">Password dimenticata?</a></p>"#
+        format!(
+            r#"
+    <p class="forgot"><a href="/sign-in?with=code{}">Accedi con un codice via e-mail</a></p>
+    <p class="forgot"><a href="/forgot-password">Password dimenticata?</a></p>"#,
+            callback
+                .as_deref()
+                .map(|c| format!("&amp;callbackURL={}", esc(&q(c))))
+                .unwrap_or_default()
+        )
     } else {
-        ""
+        String::new()
     };
     let notice = match (query.reset.as_deref(), query.verified.as_deref()) {
         (Some(_), _) => {
@@ -190,6 +207,73 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
         None => "'self'".to_owned(),
     };
     html_page(title, &inner, &form_action)
+}
+
+/// The sign-in page's way by code: first the address, then the code mailed to it.
+fn render_code(state: &AppState, query: &PageQuery) -> HttpResponse {
+    let callback = crate::redirect::callback(&state.settings.auth, query.callback_url.as_deref())
+        .ok()
+        .flatten();
+    let hidden_callback = callback
+        .as_deref()
+        .map(|c| {
+            format!(
+                r#"<input type="hidden" name="callbackURL" value="{}">"#,
+                esc(c)
+            )
+        })
+        .unwrap_or_default();
+    let back = callback
+        .as_deref()
+        .map(|c| format!("?callbackURL={}", esc(&q(c))))
+        .unwrap_or_default();
+    let error = query
+        .error
+        .as_deref()
+        .map(|code| {
+            format!(
+                r#"<p class="error" role="alert" id="form-error">{}</p>"#,
+                message(code)
+            )
+        })
+        .unwrap_or_default();
+    let email = query.email.as_deref().unwrap_or_default();
+    let inner = if query.sent.is_some() && !email.is_empty() {
+        format!(
+            r#"{error}
+    <p class="notice" role="status">Se l'indirizzo <strong>{shown}</strong> può ricevere un codice, te lo abbiamo appena inviato. Vale 5 minuti.</p>
+    <form method="post" action="/api/auth/sign-in/email-otp" class="credentials">
+      <input type="hidden" name="email" value="{shown}">
+      <label for="otp">Codice di 6 cifre</label>
+      <input id="otp" name="otp" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{{6}}" maxlength="6" required autofocus>
+      {hidden_callback}
+      <button type="submit">Accedi</button>
+    </form>
+    <p><a href="/sign-in?with=code&amp;email={again}{callback_amp}">Invia un nuovo codice</a></p>
+    <p><a href="/sign-in{back}">Accedi con la password</a></p>"#,
+            shown = esc(email),
+            again = esc(&q(email)),
+            callback_amp = callback
+                .as_deref()
+                .map(|c| format!("&amp;callbackURL={}", esc(&q(c))))
+                .unwrap_or_default(),
+        )
+    } else {
+        format!(
+            r#"{error}
+    <form method="post" action="/api/auth/email-otp/send-verification-otp" class="credentials">
+      <label for="email">E-mail</label>
+      <input id="email" name="email" type="email" autocomplete="email" required maxlength="254" value="{shown}">
+      <input type="hidden" name="type" value="sign-in">
+      {hidden_callback}
+      <button type="submit">Inviami un codice</button>
+    </form>
+    <p>Ti inviamo un codice di 6 cifre: non serve la password. Se non hai un account, lo creiamo.</p>
+    <p><a href="/sign-in{back}">Accedi con la password</a></p>"#,
+            shown = esc(email),
+        )
+    };
+    html_page("Accedi con un codice", &inner, "'self'")
 }
 
 /// A complete page around `inner` (already escaped HTML), with the headers every page sends.

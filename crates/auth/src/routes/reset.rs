@@ -12,6 +12,7 @@ use crate::body::Body;
 use crate::error::ApiError;
 use crate::links::{self, Purpose};
 use crate::mailbox::{self, LinkMail};
+use crate::otp;
 use crate::redirect;
 use crate::repo::{accounts, sessions, users};
 use crate::routes::user::check_length;
@@ -40,12 +41,17 @@ pub async fn request_password_reset(
     body: Body<RequestReset>,
 ) -> Result<HttpResponse, ApiError> {
     let form = body.form;
+    let typed = body.value.email.trim().to_owned();
     let outcome = request_reset(&req, &state, body.value).await;
     if !form {
         return outcome;
     }
     Ok(match outcome {
-        Ok(_) => redirect::see_other("/forgot-password?sent=1"),
+        // On to the page that also takes the mailed code.
+        Ok(_) => redirect::see_other(&format!(
+            "/forgot-password?sent=1&email={}",
+            redirect::q(&typed)
+        )),
         Err(e) => redirect::back_to_page("/forgot-password", e.code(), &[]),
     })
 }
@@ -71,7 +77,7 @@ async fn request_reset(
         .await?;
     let started = tokio::time::Instant::now();
     let allowed = state.mail_allowed(&email).await?;
-    let base_url = state.settings.auth.base_url.clone();
+    let auth = state.settings.auth.clone();
     let queued = state
         .db
         .write(move |conn| {
@@ -82,9 +88,10 @@ async fn request_reset(
                 return Ok(false);
             }
             let token = links::issue(conn, Purpose::Reset, &user.id, Utc::now())?;
-            let link = links::reset_link(&base_url, &token, &callback);
+            let link = links::reset_link(&auth.base_url, &token, &callback);
             mailbox::queue(
                 conn,
+                auth.secret.expose(),
                 LinkMail::PasswordReset,
                 &user.email,
                 &user.name,
@@ -213,6 +220,10 @@ async fn reset(
         .write(move |conn| {
             let now = Utc::now();
             links::drop_others(conn, Purpose::Reset, &taken.user_id)?;
+            // The code mailed with the link is spent with it.
+            if let Some(user) = users::find_by_id(conn, &taken.user_id)? {
+                otp::void(conn, otp::Kind::ForgetPassword, &user.email)?;
+            }
             accounts::set_password(conn, &taken.user_id, &hash, now)?;
             sessions::delete_all(conn, &taken.user_id)?;
             Ok::<_, ApiError>(taken.user_id)

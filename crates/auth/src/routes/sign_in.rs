@@ -142,12 +142,12 @@ async fn resend_verification(
     {
         return Ok(());
     }
-    let base_url = state.settings.auth.base_url.clone();
+    let auth = state.settings.auth.clone();
     let user = user.clone();
     let callback = callback.unwrap_or("/").to_owned();
     state
         .db
-        .write(move |conn| send_verification(conn, &base_url, &user, &callback))
+        .write(move |conn| send_verification(conn, &auth, &user, &callback))
         .await?;
     mailbox::wake(state);
     Ok(())

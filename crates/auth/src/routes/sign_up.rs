@@ -73,7 +73,7 @@ async fn handle(
     // With verification required, the new user is signed in only once the address is confirmed.
     let verify_first = state.settings.require_email_verification;
     let mail = mailbox::enabled(state);
-    let base_url = state.settings.auth.base_url.clone();
+    let auth = state.settings.auth.clone();
     let verify_callback = callback.clone().unwrap_or_else(|| "/".to_owned());
     let (user, session) = state
         .db
@@ -89,7 +89,7 @@ async fn handle(
             accounts::insert(conn, &NewAccount::credential(&user.id, &hash), now)?;
             if verify_first {
                 if mail {
-                    send_verification(conn, &base_url, &user, &verify_callback)?;
+                    send_verification(conn, &auth, &user, &verify_callback)?;
                 }
                 return Ok::<_, ApiError>((user, None));
             }

@@ -11,6 +11,7 @@ use crate::body::Body;
 use crate::error::ApiError;
 use crate::links::{self, Purpose};
 use crate::mailbox::{self, LinkMail};
+use crate::otp;
 use crate::redirect;
 use crate::repo::{Tx, users};
 use crate::routes::reset::MAIL_ROUTE_MIN_TIME;
@@ -19,14 +20,15 @@ use crate::state::AppState;
 /// Issues a verification token for `user` and queues its mail, in the caller's transaction.
 pub fn send_verification(
     conn: &mut Tx,
-    base_url: &url::Url,
+    auth: &session::AuthSettings,
     user: &User,
     callback: &str,
 ) -> Result<(), ApiError> {
     let token = links::issue(conn, Purpose::Verify, &user.id, Utc::now())?;
-    let link = links::verify_link(base_url, &token, callback);
+    let link = links::verify_link(&auth.base_url, &token, callback);
     mailbox::queue(
         conn,
+        auth.secret.expose(),
         LinkMail::EmailVerification,
         &user.email,
         &user.name,
@@ -66,7 +68,7 @@ pub async fn send_verification_email(
         .limit(&req, "send-verification-email", None, limit)
         .await?;
     let allowed = state.mail_allowed(&email).await?;
-    let base_url = state.settings.auth.base_url.clone();
+    let auth = state.settings.auth.clone();
     if let Some(me) = current.0 {
         if me.user.email != email {
             return Err(ApiError::bad("EMAIL_MISMATCH"));
@@ -77,7 +79,7 @@ pub async fn send_verification_email(
         if allowed {
             state
                 .db
-                .write(move |conn| send_verification(conn, &base_url, &me.user, &callback))
+                .write(move |conn| send_verification(conn, &auth, &me.user, &callback))
                 .await?;
             mailbox::wake(&state);
         }
@@ -88,7 +90,7 @@ pub async fn send_verification_email(
         .db
         .write(move |conn| match users::find_by_email(conn, &email)? {
             Some(user) if !user.email_verified && allowed => {
-                send_verification(conn, &base_url, &user, &callback)
+                send_verification(conn, &auth, &user, &callback)
             }
             _ => Ok(()),
         })
@@ -126,6 +128,10 @@ pub async fn verify_email(
                 return Ok(false);
             };
             users::mark_verified(conn, &user_id, now)?;
+            // The code mailed with the link is spent with it.
+            if let Some(user) = users::find_by_id(conn, &user_id)? {
+                otp::void(conn, otp::Kind::EmailVerification, &user.email)?;
+            }
             Ok::<_, ApiError>(true)
         })
         .await?;

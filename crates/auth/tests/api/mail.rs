@@ -11,7 +11,7 @@ use crate::helpers::{BASE_URL, TestApp, get, send, spawn_nutrition, spawn_with};
 
 const PASSWORD: &str = "password-123";
 
-async fn with_mail(extra: &[(&str, &str)]) -> (TestApp, SmtpServer) {
+pub(crate) async fn with_mail(extra: &[(&str, &str)]) -> (TestApp, SmtpServer) {
     let smtp = SmtpServer::start().await.expect("smtp");
     let mut env: Vec<(String, String)> = vec![
         ("SMTP_URL".into(), smtp.url()),
@@ -27,7 +27,7 @@ async fn with_mail(extra: &[(&str, &str)]) -> (TestApp, SmtpServer) {
 
 /// The body of a mail with quoted-printable soft breaks and escapes undone, so that a link reads
 /// as one piece whatever transfer encoding the mail used for it.
-fn readable(msg: &Received) -> String {
+pub(crate) fn readable(msg: &Received) -> String {
     let raw = msg.data.replace("=\r\n", "");
     let mut out = String::with_capacity(raw.len());
     let bytes = raw.as_bytes();
@@ -48,7 +48,7 @@ fn readable(msg: &Received) -> String {
 }
 
 /// The first link in `msg` starting with `prefix`.
-fn link(msg: &Received, prefix: &str) -> String {
+pub(crate) fn link(msg: &Received, prefix: &str) -> String {
     let text = readable(msg);
     let start = text
         .find(prefix)
@@ -66,7 +66,7 @@ fn path_of(link: &str) -> String {
         .to_owned()
 }
 
-async fn one_mail(smtp: &SmtpServer, count: usize) -> Received {
+pub(crate) async fn one_mail(smtp: &SmtpServer, count: usize) -> Received {
     let all = smtp.wait_for(count, Duration::from_secs(20)).await;
     assert_eq!(all.len(), count, "mails: {all:?}");
     all[count - 1].clone()
@@ -314,14 +314,21 @@ async fn the_forgot_password_page_posts_a_form() {
     .await;
     assert_eq!(
         (resp.status, resp.header("location").as_deref()),
-        (303, Some("/forgot-password?sent=1"))
+        (
+            303,
+            Some("/forgot-password?sent=1&email=fede%40example.com")
+        )
     );
+    let sent = app
+        .get("/forgot-password?sent=1&email=fede%40example.com", None)
+        .await;
+    assert!(sent.text.contains("riceverai"));
+    // The same page takes the mail's code instead of its link.
     assert!(
-        app.get("/forgot-password?sent=1", None)
-            .await
-            .text
-            .contains("riceverai")
+        sent.text
+            .contains(r#"action="/api/auth/email-otp/reset-password""#)
     );
+    assert!(sent.text.contains(r#"value="fede@example.com""#));
     let mail = one_mail(&smtp, 1).await;
     let link = link(&mail, &format!("{BASE_URL}/api/auth/reset-password/"));
     let opened = app.get(&path_of(&link), None).await;

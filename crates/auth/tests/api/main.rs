@@ -2,6 +2,7 @@
 
 mod cross_site;
 mod delete_user;
+mod email_otp;
 mod flood;
 mod helpers;
 mod import;

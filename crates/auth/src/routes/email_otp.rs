@@ -1,0 +1,472 @@
+//! E-mail codes, as better-auth's `emailOTP` plugin serves them: sending a code, signing in with
+//! one, verifying the address, checking a code, and resetting the password with one. The rules
+//! of a code (length, lifetime, tries) are [`crate::otp`]'s.
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use chrono::Utc;
+use serde::Deserialize;
+use session::User;
+
+use crate::answers::{CodeVerified, Success, TokenAndUser};
+use crate::body::Body;
+use crate::client;
+use crate::error::ApiError;
+use crate::links::{self, Purpose};
+use crate::mailbox;
+use crate::otp::{self, Kind, OnSuccess, Refused};
+use crate::redirect;
+use crate::repo::users::{self, NewUser};
+use crate::repo::{QueryResult, Tx, accounts, sessions};
+use crate::routes::reset::MAIL_ROUTE_MIN_TIME;
+use crate::routes::user::{check_length, valid_image, valid_name};
+use crate::state::AppState;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendCode {
+    email: String,
+    #[serde(rename = "type")]
+    kind: Kind,
+    /// Carried on by the sign-in page's form to the code form.
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+/// `POST /api/auth/email-otp/send-verification-otp` `{email, type}`: always `{success: true}`,
+/// after the same time, whether or not the address is known. A sign-in code also goes to an
+/// unknown address (signing in with it creates the account); the other kinds only to users.
+pub async fn send_verification_otp(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: Body<SendCode>,
+) -> Result<HttpResponse, ApiError> {
+    let (form, input) = (body.form, body.value);
+    let outcome = send_code(
+        &req,
+        &state,
+        &input.email,
+        input.kind,
+        "send-verification-otp",
+    )
+    .await;
+    if !form {
+        return outcome;
+    }
+    // The sign-in page's form: on to the code's form, or back with the error.
+    let email = input.email.trim();
+    let callback = input.callback_url.as_deref();
+    Ok(match outcome {
+        Ok(_) => redirect::see_other(&code_page(email, callback, None)),
+        Err(e) => redirect::see_other(&format!(
+            "/sign-in?with=code&error={}&email={}{}",
+            redirect::q(e.code()),
+            redirect::q(email),
+            callback_param(callback)
+        )),
+    })
+}
+
+/// The sign-in page's form for the code mailed to `email`.
+fn code_page(email: &str, callback: Option<&str>, error: Option<&str>) -> String {
+    format!(
+        "/sign-in?with=code&sent=1&email={}{}{}",
+        redirect::q(email),
+        callback_param(callback),
+        error
+            .map(|e| format!("&error={}", redirect::q(e)))
+            .unwrap_or_default()
+    )
+}
+
+fn callback_param(callback: Option<&str>) -> String {
+    callback
+        .map(|c| format!("&callbackURL={}", redirect::q(c)))
+        .unwrap_or_default()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmailOnly {
+    email: String,
+}
+
+/// `POST /api/auth/email-otp/request-password-reset` and its older name
+/// `POST /api/auth/forget-password/email-otp` `{email}`: a reset code, as
+/// `send-verification-otp` with `type: "forget-password"`.
+pub async fn request_password_reset(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: Body<EmailOnly>,
+) -> Result<HttpResponse, ApiError> {
+    send_code(
+        &req,
+        &state,
+        &body.value.email,
+        Kind::ForgetPassword,
+        "request-password-reset-otp",
+    )
+    .await
+}
+
+async fn send_code(
+    req: &HttpRequest,
+    state: &AppState,
+    email: &str,
+    kind: Kind,
+    route: &'static str,
+) -> Result<HttpResponse, ApiError> {
+    if !mailbox::enabled(state) {
+        return Err(ApiError::EmailDisabled);
+    }
+    let email = domain::email::normalise(email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    // The client's own budget only: a count per address would let anyone stop someone else's
+    // codes. The address's daily mail budget is counted whoever asks and refuses nothing.
+    state
+        .limit(req, route, None, state.settings.mail_rate_limit)
+        .await?;
+    let started = tokio::time::Instant::now();
+    let allowed = state.mail_allowed(&email).await?;
+    let secret = state.settings.auth.secret.expose().to_owned();
+    let queued = state
+        .db
+        .write(move |conn| {
+            let user = users::find_by_email(conn, &email)?;
+            if !allowed || (user.is_none() && kind != Kind::SignIn) {
+                return Ok::<_, ApiError>(false);
+            }
+            let name = user.map(|u| u.name).unwrap_or_default();
+            mailbox::queue_code(conn, &secret, kind, &email, &name)?;
+            Ok(true)
+        })
+        .await;
+    if matches!(queued, Ok(true)) {
+        mailbox::wake(state);
+    }
+    tokio::time::sleep_until(started + MAIL_ROUTE_MIN_TIME).await;
+    queued?;
+    Ok(HttpResponse::Ok().json(Success { success: true }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignInWithCode {
+    email: String,
+    otp: String,
+    /// The name of an account the sign-in creates.
+    name: Option<String>,
+    image: Option<String>,
+    /// Where the sign-in page's form goes afterwards.
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+/// `POST /api/auth/sign-in/email-otp` `{email, otp, name?, image?}` → `{token, user}` and the
+/// session cookie. An unknown address gets a new, verified account. A known address whose owner
+/// never proved it loses every other way in (password, Google link, sessions) before it is
+/// marked verified: whoever signed up with someone else's address before that person arrived
+/// keeps nothing.
+pub async fn sign_in_email_otp(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: Body<SignInWithCode>,
+) -> Result<HttpResponse, ApiError> {
+    let (form, input) = (body.form, body.value);
+    let typed_email = input.email.trim().to_owned();
+    let callback_url = input.callback_url.clone();
+    let outcome = sign_in_with_code(&req, &state, input, form).await;
+    if !form {
+        return outcome;
+    }
+    Ok(outcome.unwrap_or_else(|e| {
+        redirect::see_other(&code_page(
+            &typed_email,
+            callback_url.as_deref(),
+            Some(e.code()),
+        ))
+    }))
+}
+
+async fn sign_in_with_code(
+    req: &HttpRequest,
+    state: &AppState,
+    input: SignInWithCode,
+    form: bool,
+) -> Result<HttpResponse, ApiError> {
+    let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
+    let email =
+        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    let name = valid_name(input.name.as_deref().unwrap_or(""))?;
+    let image = valid_image(input.image.as_deref())?;
+    state.rate_limit(req, "sign-in-email-otp", None).await?;
+    let origin = client::origin(req, &state.settings.trusted_proxies);
+    let secret = state.settings.auth.secret.expose().to_owned();
+    let signed_in = state
+        .db
+        .write(move |conn| {
+            let now = Utc::now();
+            let checked = otp::check(
+                conn,
+                &secret,
+                Kind::SignIn,
+                &email,
+                &input.otp,
+                OnSuccess::Spend,
+                now,
+            )?;
+            if let Err(refused) = checked {
+                return Ok(Err(refused));
+            }
+            let user = match users::find_by_email(conn, &email)? {
+                Some(user) if user.email_verified => user,
+                Some(user) => claim_unproven(conn, user, now)?,
+                None => {
+                    let new = NewUser {
+                        name: &name,
+                        email: &email,
+                        email_verified: true,
+                        image: image.as_deref(),
+                    };
+                    // Taken meanwhile by a sign-up: the transaction ends, the code stays.
+                    users::insert(conn, &new, now)?.ok_or(ApiError::UserExists)?
+                }
+            };
+            let session = session::store::create(conn, &user.id, true, &origin, now)?;
+            Ok::<_, ApiError>(Ok((session, user)))
+        })
+        .await?;
+    let (session, user) = signed_in.map_err(ApiError::from)?;
+    tracing::info!(user_id = %user.id, "signed in with an e-mailed code");
+    let cookie = session::cookie::set_session(&state.settings.auth, &session.token, true);
+    if form {
+        return Ok(redirect::see_other_with_cookie(
+            callback.as_deref().unwrap_or("/"),
+            &cookie,
+        ));
+    }
+    Ok(HttpResponse::Ok()
+        .insert_header((header::SET_COOKIE, cookie))
+        .json(TokenAndUser {
+            token: session.token,
+            user,
+        }))
+}
+
+/// The user's address is proven now; whatever reached the account before without that proof
+/// (its password, its provider links, its sessions) is ended.
+fn claim_unproven(conn: &mut Tx, user: User, now: chrono::DateTime<Utc>) -> QueryResult<User> {
+    users::lock(conn, &user.id)?;
+    accounts::delete_all(conn, &user.id)?;
+    sessions::delete_all(conn, &user.id)?;
+    users::mark_verified(conn, &user.id, now)?;
+    Ok(User {
+        email_verified: true,
+        updated_at: now,
+        ..user
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyWithCode {
+    email: String,
+    otp: String,
+}
+
+/// `POST /api/auth/email-otp/verify-email` `{email, otp}` → `{status: true, token: null, user}`.
+pub async fn verify_email(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: Body<VerifyWithCode>,
+) -> Result<HttpResponse, ApiError> {
+    let input = body.value;
+    let email =
+        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    state.rate_limit(&req, "verify-email-otp", None).await?;
+    let secret = state.settings.auth.secret.expose().to_owned();
+    let verified = state
+        .db
+        .write(move |conn| {
+            let now = Utc::now();
+            let checked = otp::check(
+                conn,
+                &secret,
+                Kind::EmailVerification,
+                &email,
+                &input.otp,
+                OnSuccess::Spend,
+                now,
+            )?;
+            if let Err(refused) = checked {
+                return Ok(Err(refused));
+            }
+            let user = users::find_by_email(conn, &email)?
+                .ok_or_else(|| ApiError::bad("USER_NOT_FOUND"))?;
+            users::mark_verified(conn, &user.id, now)?;
+            // The link mailed with this code is spent with it.
+            links::drop_others(conn, Purpose::Verify, &user.id)?;
+            Ok::<_, ApiError>(Ok(User {
+                email_verified: true,
+                updated_at: now,
+                ..user
+            }))
+        })
+        .await?;
+    let user = verified.map_err(ApiError::from)?;
+    Ok(HttpResponse::Ok().json(CodeVerified {
+        status: true,
+        token: None,
+        user,
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckCode {
+    email: String,
+    #[serde(rename = "type")]
+    kind: Kind,
+    otp: String,
+}
+
+/// `POST /api/auth/email-otp/check-verification-otp` `{email, type, otp}` → `{success: true}`.
+/// A right code stays usable; a wrong one counts as a try.
+pub async fn check_verification_otp(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: Body<CheckCode>,
+) -> Result<HttpResponse, ApiError> {
+    let input = body.value;
+    let email =
+        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    state
+        .rate_limit(&req, "check-verification-otp", None)
+        .await?;
+    let secret = state.settings.auth.secret.expose().to_owned();
+    let checked = state
+        .db
+        .write(move |conn| {
+            let now = Utc::now();
+            let checked = otp::check(
+                conn,
+                &secret,
+                input.kind,
+                &email,
+                &input.otp,
+                OnSuccess::Keep,
+                now,
+            )?;
+            if checked.is_ok() && users::find_by_email(conn, &email)?.is_none() {
+                return Err(ApiError::bad("USER_NOT_FOUND"));
+            }
+            Ok::<_, ApiError>(checked)
+        })
+        .await?;
+    checked.map_err(ApiError::from)?;
+    Ok(HttpResponse::Ok().json(Success { success: true }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResetWithCode {
+    email: String,
+    otp: String,
+    password: String,
+}
+
+/// `POST /api/auth/email-otp/reset-password` `{email, otp, password}` → `{success: true}`. As
+/// the reset by link: the password is set (a Google-only user gets one), the address counts as
+/// verified, the reset link mailed with the code stops working, and every session ends.
+pub async fn reset_password(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: Body<ResetWithCode>,
+) -> Result<HttpResponse, ApiError> {
+    let (form, input) = (body.form, body.value);
+    let typed = input.email.trim().to_owned();
+    let outcome = reset_with_code(&req, &state, input).await;
+    if !form {
+        return outcome;
+    }
+    // The forgotten-password page's form: on to sign-in, or back with the error.
+    Ok(match outcome {
+        Ok(_) => redirect::see_other("/sign-in?reset=1"),
+        Err(e) => redirect::see_other(&format!(
+            "/forgot-password?sent=1&email={}&error={}",
+            redirect::q(&typed),
+            redirect::q(e.code())
+        )),
+    })
+}
+
+async fn reset_with_code(
+    req: &HttpRequest,
+    state: &AppState,
+    input: ResetWithCode,
+) -> Result<HttpResponse, ApiError> {
+    check_length(&input.password)?;
+    let email =
+        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    state.rate_limit(req, "reset-password-otp", None).await?;
+    // The code is checked (and a wrong one counted) before the slow hash, so that guesses cost
+    // no hash; a right one is kept until the password is stored.
+    let secret = state.settings.auth.secret.expose().to_owned();
+    let lookup = email.clone();
+    let otp_code = input.otp;
+    let tried = otp_code.clone();
+    let user = state
+        .db
+        .write(move |conn| {
+            let checked = otp::check(
+                conn,
+                &secret,
+                Kind::ForgetPassword,
+                &lookup,
+                &tried,
+                OnSuccess::Keep,
+                Utc::now(),
+            )?;
+            if let Err(refused) = checked {
+                return Ok(Err(refused));
+            }
+            let user = users::find_by_email(conn, &lookup)?
+                .ok_or_else(|| ApiError::bad("USER_NOT_FOUND"))?;
+            Ok::<_, ApiError>(Ok(user))
+        })
+        .await?
+        .map_err(ApiError::from)?;
+    let hash = state
+        .hashes
+        .hash(input.password)
+        .await?
+        .map_err(ApiError::internal)?;
+    let secret = state.settings.auth.secret.expose().to_owned();
+    let reset = state
+        .db
+        .write(move |conn| {
+            let now = Utc::now();
+            // Spent now, in the transaction that stores the password: of parallel resets with
+            // one code, one stores its password.
+            let spent = otp::check(
+                conn,
+                &secret,
+                Kind::ForgetPassword,
+                &email,
+                &otp_code,
+                OnSuccess::Spend,
+                now,
+            )?;
+            if let Err(refused) = spent {
+                return Ok(Err(refused));
+            }
+            links::drop_others(conn, Purpose::Reset, &user.id)?;
+            accounts::set_password(conn, &user.id, &hash, now)?;
+            users::mark_verified(conn, &user.id, now)?;
+            sessions::delete_all(conn, &user.id)?;
+            Ok::<_, ApiError>(Ok(user.id))
+        })
+        .await?;
+    let user_id = reset.map_err(|_: Refused| ApiError::bad("INVALID_OTP"))?;
+    tracing::info!(%user_id, "password reset with an e-mailed code; every session ended");
+    Ok(HttpResponse::Ok().json(Success { success: true }))
+}
