@@ -23,7 +23,7 @@ const FLOWS: &str =
 
 /// The steps where our answer differs from better-auth's on purpose, with the reason
 /// (docs/api.md, "E-mail codes").
-const DIFFERENCES: [(&str, &str, &str); 2] = [
+const DIFFERENCES: [(&str, &str, &str); 3] = [
     (
         "otp-sign-in",
         "send-change-email-type",
@@ -33,6 +33,12 @@ const DIFFERENCES: [(&str, &str, &str); 2] = [
         "otp-reset-password",
         "old-session-after-reset",
         "a reset by code ends every session, as the reset by link does",
+    ),
+    (
+        "otp-takeover",
+        "attacker-get-session",
+        "both clear the dead session cookie; better-auth also clears its cookie-cache and \
+         don't-remember cookies, which auth never sets",
     ),
 ];
 
@@ -123,8 +129,13 @@ async fn email_codes_answer_as_better_auth_does() {
     );
     // better-auth's two-factor plugin adds `twoFactorEnabled` to every user it answers with;
     // ours has no two-factor yet (docs/api.md).
+    // Nor does our get-session show the session's token: it is the bearer secret, kept in the
+    // HttpOnly cookie only.
     for line in theirs.values_mut() {
         drop_field(&mut line["body"], "twoFactorEnabled");
+        if let Some(session) = line["body"].get_mut("session") {
+            drop_field(session, "token");
+        }
     }
     assert!(ours.len() > 50, "{} steps ran", ours.len());
 

@@ -171,9 +171,19 @@ async fn sign_out_ends_the_session_everywhere() {
 
     let me = get(&app.http, &format!("{}/me", api.base), Some(&cookie)).await;
     assert_eq!(me.status, 401);
+    // A browser still holding the ended session's cookie is told to drop it (a shared
+    // computer keeps no dead credential), as better-auth's get-session does.
+    let dead = app.get("/api/auth/get-session", Some(&cookie)).await;
+    assert_eq!(dead.text, "null");
+    let cleared = dead
+        .session_set_cookie()
+        .expect("the dead cookie is cleared");
+    assert!(cleared.contains("Max-Age=0"), "{cleared}");
+    // Without a cookie there is nothing to clear.
+    let none = app.get("/api/auth/get-session", None).await;
     assert_eq!(
-        app.get("/api/auth/get-session", Some(&cookie)).await.text,
-        "null"
+        (none.text.as_str(), none.session_set_cookie()),
+        ("null", None)
     );
     // Signing out again, or without a session, still succeeds.
     let again = post_json(&app.http, &app.url("/api/auth/sign-out"), &json!({}), None).await;
