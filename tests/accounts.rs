@@ -5,44 +5,19 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::process::Command;
-
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use testkit::smtp::{Received, SmtpServer};
 
-use common::start_stack_configured;
-
-fn node_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node")
-}
+use common::{node_client_lines, start_stack_configured};
 
 /// Runs the client program; every line it prints is one call: `{step, status, data, error}`.
 fn run_client(base: &str, mode: &str, env: &[(&str, &str)]) -> HashMap<String, Value> {
-    let dir = node_dir();
-    assert!(
-        dir.join("node_modules/better-auth").is_dir(),
-        "run `npm ci` in tests/node (scripts/test does)"
-    );
-    let out = Command::new("node")
-        .arg("account-client.mjs")
-        .arg(mode)
-        .current_dir(&dir)
-        .env("BASE_URL", base)
-        .envs(env.iter().copied())
-        .output()
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "client failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let mut env = env.to_vec();
+    env.push(("BASE_URL", base));
+    node_client_lines("account-client.mjs", &[mode], &env)
+        .into_iter()
         .map(|v| (v["step"].as_str().unwrap_or_default().to_owned(), v))
         .collect()
 }

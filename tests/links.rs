@@ -385,34 +385,29 @@ async fn every_address_the_product_hands_out_opens_a_page_through_the_proxy() {
     println!("{} addresses opened", opened.len());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_person_who_forgot_the_password_gets_back_in_through_the_mail() {
+/// Runs the Chromium journey `script` (web/tests) against a stack with its mail catcher; the
+/// script prints `done` once every step passed.
+async fn mail_journey(script: &'static str, done: &str) {
     let (stack, mail) = stack_with_mail().await;
     let base = stack.base();
     let web = mail.web();
     let out = tokio::task::spawn_blocking(move || {
-        run_node("reset.mjs", &base, &[("MAIL_CATCHER", web.as_str())])
+        run_node(script, &base, &[("MAIL_CATCHER", web.as_str())])
     })
     .await
     .expect("join");
     match out {
-        Ok(out) => assert!(out.contains("reset: all steps passed"), "{out}"),
+        Ok(out) => assert!(out.contains(done), "{out}"),
         Err(out) => panic!("{out}\n--- auth ---\n{}", stack.auth.log()),
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_who_forgot_the_password_gets_back_in_through_the_mail() {
+    mail_journey("reset.mjs", "reset: all steps passed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_signs_in_with_a_code_from_the_mail() {
-    let (stack, mail) = stack_with_mail().await;
-    let base = stack.base();
-    let web = mail.web();
-    let out = tokio::task::spawn_blocking(move || {
-        run_node("code-sign-in.mjs", &base, &[("MAIL_CATCHER", web.as_str())])
-    })
-    .await
-    .expect("join");
-    match out {
-        Ok(out) => assert!(out.contains("code sign-in: all steps passed"), "{out}"),
-        Err(out) => panic!("{out}\n--- auth ---\n{}", stack.auth.log()),
-    }
+    mail_journey("code-sign-in.mjs", "code sign-in: all steps passed").await;
 }

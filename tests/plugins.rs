@@ -8,7 +8,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -16,7 +15,7 @@ use testkit::http::wait_for_status;
 use testkit::postgres::TestPostgres;
 use testkit::stack::{Process, ScratchDir, free_port};
 
-use common::{MailCatcher, start_stack_configured};
+use common::{MailCatcher, node_client_lines, start_stack_configured};
 
 const FLOWS: &str =
     "otp-sign-in,otp-attempts,otp-verify-email,otp-reset-password,otp-check,otp-takeover";
@@ -48,28 +47,8 @@ fn node_dir() -> PathBuf {
 
 /// Every line the client printed, by `(flow, step)`.
 fn run_client(base: &str, codes: &str) -> BTreeMap<(String, String), Value> {
-    let dir = node_dir();
-    assert!(
-        dir.join("node_modules/@better-auth/passkey").is_dir(),
-        "run `npm ci` in tests/node (scripts/test does)"
-    );
-    let out = Command::new("node")
-        .arg("plugins-client.mjs")
-        .arg(base)
-        .arg(codes)
-        .current_dir(&dir)
-        .env("FLOWS", FLOWS)
-        .output()
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "client against {base} failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    node_client_lines("plugins-client.mjs", &[base, codes], &[("FLOWS", FLOWS)])
+        .into_iter()
         .map(|v| {
             let key = (
                 v["flow"].as_str().unwrap_or_default().to_owned(),

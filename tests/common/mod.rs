@@ -347,3 +347,35 @@ pub fn run_node(script: &str, base: &str, extra: &[(&str, &str)]) -> Result<Stri
         Err(text)
     }
 }
+
+/// Runs `script` of `tests/node` (better-auth's own client programs) with `args` and `env`: the
+/// JSON lines it printed. The test fails when the program does.
+#[allow(dead_code)]
+pub fn node_client_lines(
+    script: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Vec<serde_json::Value> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("node");
+    assert!(
+        dir.join("node_modules/better-auth").is_dir(),
+        "run `npm ci` in tests/node (scripts/test does)"
+    );
+    let out = std::process::Command::new("node")
+        .arg(script)
+        .args(args)
+        .current_dir(&dir)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{script} {args:?} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}

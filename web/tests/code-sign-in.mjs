@@ -2,36 +2,17 @@
 // the sign-in page's link, through the mail in the stack's mail catcher (MAIL_CATCHER), into the
 // app. A wrong code is refused on the page, and the spent code does not work twice. Started by
 // tests/links.rs.
-import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
+import { BASE, newestMailTo, phone, step } from './journey.mjs';
 
-const BASE = process.env.BASE;
-const MAILS = process.env.MAIL_CATCHER;
-assert.ok(BASE && MAILS, 'BASE and MAIL_CATCHER are set');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const step = (name) => console.log(`- ${name}`);
-
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'it-IT', timezoneId: 'Europe/Rome' });
-const page = await context.newPage();
-page.setDefaultTimeout(15_000);
+const { browser, page } = await phone();
 const email = 'senza.password@example.com';
 
 async function codeMailedTo(address) {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const list = await (await fetch(`${MAILS}/messages/`)).json();
-    const mine = list.messages.filter((m) => m.recipients.to.includes(address));
-    if (mine.length > 0) {
-      const id = Math.max(...mine.map((m) => m.id));
-      const text = await (await fetch(`${MAILS}/messages/${id}.plain`)).text();
-      const code = text.split(/\r?\n/).map((l) => l.trim()).find((l) => /^\d{6}$/.test(l));
-      assert.ok(code, `a code in: ${text}`);
-      return code;
-    }
-    assert.ok(Date.now() < deadline, `no mail to ${address} in the catcher`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  const { text } = await newestMailTo(address, 0);
+  const code = text.split(/\r?\n/).map((l) => l.trim()).find((l) => /^\d{6}$/.test(l));
+  assert.ok(code, `a code in: ${text}`);
+  return code;
 }
 
 try {

@@ -1,34 +1,11 @@
 // A person who forgot the password, in a real Chromium through nginx: from the sign-in page's
 // link, through the mail in the stack's mail catcher (MAIL_CATCHER, its page and JSON), to a new
 // password and back into the app. Started by tests/links.rs.
-import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
+import { BASE, MAILS, newestMailTo, phone, step } from './journey.mjs';
 
-const BASE = process.env.BASE;
-const MAILS = process.env.MAIL_CATCHER;
-assert.ok(BASE && MAILS, 'BASE and MAIL_CATCHER are set');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const step = (name) => console.log(`- ${name}`);
-
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'it-IT', timezoneId: 'Europe/Rome' });
-const page = await context.newPage();
-page.setDefaultTimeout(15_000);
+const { browser, context, page } = await phone();
 const email = 'smemorata@example.com';
-
-async function newestMailTo(address, before) {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const list = await (await fetch(`${MAILS}/messages/`)).json();
-    const mine = list.messages.filter((m) => m.recipients.to.includes(address));
-    if (mine.length > before) {
-      const id = Math.max(...mine.map((m) => m.id));
-      return { count: mine.length, text: await (await fetch(`${MAILS}/messages/${id}.plain`)).text() };
-    }
-    assert.ok(Date.now() < deadline, `no mail to ${address} in the catcher`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 try {
   step('sign up, then sign out');

@@ -9,179 +9,25 @@
 #![allow(dead_code)]
 
 use crate::answers::*;
+use crate::routes::accounts::Unlink;
+use crate::routes::email_otp::{
+    CheckCode, EmailOnly, ResetWithCode, SendCode, SignInWithCode, VerifyWithCode,
+};
+use crate::routes::reset::{RequestReset, ResetPassword};
+use crate::routes::sessions::RevokeSession;
+use crate::routes::sign_in::SignIn;
+use crate::routes::sign_up::SignUp;
+use crate::routes::social::SignInSocial;
+use crate::routes::user::{ChangePassword, UpdateUser};
+use crate::routes::verify::SendVerification;
 use serde_json::json;
 use service_kit::http::ErrorBody;
 use service_kit::openapi::{add_default_error, error_response, operations_mut};
-use utoipa::openapi::HttpMethod;
+use utoipa::openapi::header::Header;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, HttpMethod, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
-
-#[derive(ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[serde(deny_unknown_fields)]
-struct SignUp {
-    name: String,
-    email: String,
-    /// 8 to 128 characters.
-    #[schema(min_length = 8, max_length = 128)]
-    password: String,
-    image: Option<String>,
-    remember_me: Option<bool>,
-    #[serde(rename = "callbackURL")]
-    callback_url: Option<String>,
-}
-
-#[derive(ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[serde(deny_unknown_fields)]
-struct SignIn {
-    email: String,
-    password: String,
-    /// false: the cookie lasts for the browser session only.
-    remember_me: Option<bool>,
-    #[serde(rename = "callbackURL")]
-    callback_url: Option<String>,
-}
-
-#[derive(ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[serde(deny_unknown_fields)]
-struct SignInSocial {
-    provider: String,
-    #[serde(rename = "callbackURL")]
-    callback_url: Option<String>,
-    #[serde(rename = "errorCallbackURL")]
-    error_callback_url: Option<String>,
-    #[serde(rename = "newUserCallbackURL")]
-    new_user_callback_url: Option<String>,
-    disable_redirect: Option<bool>,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-struct RevokeSession {
-    /// A handle from list-sessions.
-    token: String,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-struct UpdateUser {
-    name: Option<String>,
-    /// null removes the picture.
-    image: Option<String>,
-    /// Refused with `EMAIL_CAN_NOT_BE_UPDATED`.
-    email: Option<serde_json::Value>,
-}
-
-#[derive(ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[serde(deny_unknown_fields)]
-struct ChangePassword {
-    #[schema(min_length = 8, max_length = 128)]
-    new_password: String,
-    current_password: String,
-    revoke_other_sessions: Option<bool>,
-}
-
-#[derive(ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[serde(deny_unknown_fields)]
-struct RequestReset {
-    email: String,
-    /// Where the link in the e-mail leads, with `?token=`.
-    redirect_to: Option<String>,
-}
-
-#[derive(ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[serde(deny_unknown_fields)]
-struct ResetPassword {
-    #[schema(min_length = 8, max_length = 128)]
-    new_password: String,
-    token: Option<String>,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-struct SendVerification {
-    email: String,
-    #[serde(rename = "callbackURL")]
-    callback_url: Option<String>,
-}
-
-/// What an e-mailed code is for.
-#[derive(ToSchema)]
-#[serde(rename_all = "kebab-case")]
-enum CodeKind {
-    SignIn,
-    EmailVerification,
-    ForgetPassword,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-struct SendCode {
-    email: String,
-    #[serde(rename = "type")]
-    kind: CodeKind,
-    /// Carried on to the code's form by the sign-in page.
-    #[serde(rename = "callbackURL")]
-    callback_url: Option<String>,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-struct EmailOnly {
-    email: String,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-struct SignInWithCode {
-    email: String,
-    /// The six digits of the mail.
-    otp: String,
-    /// The name of an account the sign-in creates.
-    name: Option<String>,
-    image: Option<String>,
-    /// Where a form post goes afterwards (303).
-    #[serde(rename = "callbackURL")]
-    callback_url: Option<String>,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-struct VerifyWithCode {
-    email: String,
-    otp: String,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-struct CheckCode {
-    email: String,
-    #[serde(rename = "type")]
-    kind: CodeKind,
-    otp: String,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-struct ResetWithCode {
-    email: String,
-    otp: String,
-    #[schema(min_length = 8, max_length = 128)]
-    password: String,
-}
-
-#[derive(ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[serde(deny_unknown_fields)]
-struct Unlink {
-    provider_id: Option<String>,
-    account_id: Option<String>,
-}
 
 fn user_example() -> serde_json::Value {
     json!({"id": "usr_1", "name": "Giulia", "email": "giulia@example.com", "emailVerified": false,
@@ -361,11 +207,6 @@ fn unlink_account() {}
     responses(
         (status = 200, description = "Accepted.", body = StatusMessage,
             example = json!({"status": true, "message": "If this email exists in our system, check your email for the reset link"})),
-        (status = 429, description = "Too many requests.", body = ErrorBody,
-            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
-            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
-        (status = 503, description = "No mail server is configured.", body = ErrorBody,
-            example = json!({"code": "EMAIL_DISABLED", "message": "Email is not configured on this server"})),
     ))]
 fn request_password_reset() {}
 
@@ -391,11 +232,6 @@ fn reset_password() {}
     request_body(content = SendVerification, example = json!({"email": "giulia@example.com", "callbackURL": "/"})),
     responses(
         (status = 200, description = "Sent (or nothing to do).", body = Status, example = json!({"status": true})),
-        (status = 429, description = "Too many requests.", body = ErrorBody,
-            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
-            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
-        (status = 503, description = "No mail server is configured.", body = ErrorBody,
-            example = json!({"code": "EMAIL_DISABLED", "message": "Email is not configured on this server"})),
     ))]
 fn send_verification_email() {}
 
@@ -416,11 +252,6 @@ fn verify_email() {}
     request_body(content = SendCode, example = json!({"email": "giulia@example.com", "type": "sign-in"})),
     responses(
         (status = 200, description = "Accepted.", body = Success, example = json!({"success": true})),
-        (status = 429, description = "Too many requests.", body = ErrorBody,
-            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
-            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
-        (status = 503, description = "No mail server is configured.", body = ErrorBody,
-            example = json!({"code": "EMAIL_DISABLED", "message": "Email is not configured on this server"})),
     ))]
 fn send_verification_otp() {}
 
@@ -431,15 +262,8 @@ fn send_verification_otp() {}
     responses(
         (status = 200, description = "Signed in; the session cookie is set.", body = TokenAndUser,
             headers(("Set-Cookie" = String))),
-        (status = 400, description = "A wrong, used or expired code.", body = ErrorBody,
-            example = json!({"code": "INVALID_OTP", "message": "Invalid OTP"})),
-        (status = 403, description = "The code's tries are used up; it is void.", body = ErrorBody,
-            example = json!({"code": "TOO_MANY_ATTEMPTS", "message": "Too many attempts"})),
         (status = 422, description = "The address was taken by a sign-up meanwhile.", body = ErrorBody,
             example = json!({"code": "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL", "message": "User already exists. Use another email."})),
-        (status = 429, description = "Too many requests.", body = ErrorBody,
-            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
-            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
     ))]
 fn sign_in_email_otp() {}
 
@@ -448,13 +272,6 @@ fn sign_in_email_otp() {}
     request_body(content = VerifyWithCode, example = json!({"email": "giulia@example.com", "otp": "123456"})),
     responses(
         (status = 200, description = "Verified.", body = CodeVerified),
-        (status = 400, description = "A wrong, used or expired code, or no such user.", body = ErrorBody,
-            example = json!({"code": "INVALID_OTP", "message": "Invalid OTP"})),
-        (status = 403, description = "The code's tries are used up; it is void.", body = ErrorBody,
-            example = json!({"code": "TOO_MANY_ATTEMPTS", "message": "Too many attempts"})),
-        (status = 429, description = "Too many requests.", body = ErrorBody,
-            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
-            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
     ))]
 fn verify_email_otp() {}
 
@@ -464,13 +281,6 @@ fn verify_email_otp() {}
     request_body(content = CheckCode, example = json!({"email": "giulia@example.com", "type": "forget-password", "otp": "123456"})),
     responses(
         (status = 200, description = "Right.", body = Success, example = json!({"success": true})),
-        (status = 400, description = "A wrong, used or expired code, or no such user.", body = ErrorBody,
-            example = json!({"code": "INVALID_OTP", "message": "Invalid OTP"})),
-        (status = 403, description = "The code's tries are used up; it is void.", body = ErrorBody,
-            example = json!({"code": "TOO_MANY_ATTEMPTS", "message": "Too many attempts"})),
-        (status = 429, description = "Too many requests.", body = ErrorBody,
-            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
-            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
     ))]
 fn check_verification_otp() {}
 
@@ -480,11 +290,6 @@ fn check_verification_otp() {}
     request_body(content = EmailOnly, example = json!({"email": "giulia@example.com"})),
     responses(
         (status = 200, description = "Accepted.", body = Success, example = json!({"success": true})),
-        (status = 429, description = "Too many requests.", body = ErrorBody,
-            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
-            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
-        (status = 503, description = "No mail server is configured.", body = ErrorBody,
-            example = json!({"code": "EMAIL_DISABLED", "message": "Email is not configured on this server"})),
     ))]
 fn request_password_reset_otp() {}
 
@@ -493,11 +298,6 @@ fn request_password_reset_otp() {}
     request_body(content = EmailOnly, example = json!({"email": "giulia@example.com"})),
     responses(
         (status = 200, description = "Accepted.", body = Success, example = json!({"success": true})),
-        (status = 429, description = "Too many requests.", body = ErrorBody,
-            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
-            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
-        (status = 503, description = "No mail server is configured.", body = ErrorBody,
-            example = json!({"code": "EMAIL_DISABLED", "message": "Email is not configured on this server"})),
     ))]
 fn forget_password_otp() {}
 
@@ -507,13 +307,6 @@ fn forget_password_otp() {}
     request_body(content = ResetWithCode, example = json!({"email": "giulia@example.com", "otp": "123456", "password": "a new long password"})),
     responses(
         (status = 200, description = "Reset.", body = Success, example = json!({"success": true})),
-        (status = 400, description = "A wrong, used or expired code, or a bad password.", body = ErrorBody,
-            example = json!({"code": "INVALID_OTP", "message": "Invalid OTP"})),
-        (status = 403, description = "The code's tries are used up; it is void.", body = ErrorBody,
-            example = json!({"code": "TOO_MANY_ATTEMPTS", "message": "Too many attempts"})),
-        (status = 429, description = "Too many requests.", body = ErrorBody,
-            headers(("Retry-After" = u32), ("X-Retry-After" = u32)),
-            example = json!({"code": "RATE_LIMITED", "message": "Too many requests. Please try again later."})),
         (status = 503, description = "Every password-hashing worker is busy.", body = ErrorBody,
             example = json!({"code": "SERVER_BUSY", "message": "Too many sign-ins at this moment. Please try again in a few seconds."})),
     ))]
@@ -558,7 +351,61 @@ const SESSION_ROUTES: [&str; 10] = [
     "/api/auth/send-verification-email",
 ];
 
+/// Routes that count requests per client (and per address where it applies): 429 with
+/// `Retry-After` and better-auth's `X-Retry-After`.
+const LIMITED_ROUTES: [&str; 9] = [
+    "/api/auth/request-password-reset",
+    "/api/auth/send-verification-email",
+    "/api/auth/email-otp/send-verification-otp",
+    "/api/auth/sign-in/email-otp",
+    "/api/auth/email-otp/verify-email",
+    "/api/auth/email-otp/check-verification-otp",
+    "/api/auth/email-otp/request-password-reset",
+    "/api/auth/forget-password/email-otp",
+    "/api/auth/email-otp/reset-password",
+];
+
+/// Routes that send mail: 503 `EMAIL_DISABLED` without a mail server.
+const MAIL_ROUTES: [&str; 5] = [
+    "/api/auth/request-password-reset",
+    "/api/auth/send-verification-email",
+    "/api/auth/email-otp/send-verification-otp",
+    "/api/auth/email-otp/request-password-reset",
+    "/api/auth/forget-password/email-otp",
+];
+
+/// Routes that take an e-mailed code: 400 `INVALID_OTP` / `OTP_EXPIRED` (or another of the
+/// route's input errors), 403 `TOO_MANY_ATTEMPTS` once the code's tries are used up.
+const CODE_ROUTES: [&str; 4] = [
+    "/api/auth/sign-in/email-otp",
+    "/api/auth/email-otp/verify-email",
+    "/api/auth/email-otp/check-verification-otp",
+    "/api/auth/email-otp/reset-password",
+];
+
 struct Shared;
+
+/// 429 with both retry headers, as every limited route answers it.
+fn rate_limited() -> RefOr<Response> {
+    let seconds = || Header::new(ObjectBuilder::new().schema_type(Type::Integer).build());
+    RefOr::T(
+        ResponseBuilder::new()
+            .description("Too many requests.")
+            .header("Retry-After", seconds())
+            .header("X-Retry-After", seconds())
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(RefOr::Ref(Ref::from_schema_name("ErrorBody"))))
+                    .example(Some(json!({
+                        "code": "RATE_LIMITED",
+                        "message": "Too many requests. Please try again later."
+                    })))
+                    .build(),
+            )
+            .build(),
+    )
+}
 
 impl Modify for Shared {
     fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
@@ -594,6 +441,24 @@ impl Modify for Shared {
                     });
             }
         }
+        // Before the generic 400, so that these routes keep their own.
+        for (_, op) in operations_mut(doc, |p| CODE_ROUTES.contains(&p)) {
+            let responses = &mut op.responses.responses;
+            responses.entry("400".into()).or_insert_with(|| {
+                error_response(
+                    "A wrong, used or expired code, or another bad input of the route.",
+                    "INVALID_OTP",
+                    "Invalid OTP",
+                )
+            });
+            responses.entry("403".into()).or_insert_with(|| {
+                error_response(
+                    "The code's tries are used up; it is void.",
+                    "TOO_MANY_ATTEMPTS",
+                    "Too many attempts",
+                )
+            });
+        }
         for (method, op) in operations_mut(doc, |p| p.starts_with("/api/auth/")) {
             if method == HttpMethod::Post {
                 op.responses
@@ -607,6 +472,24 @@ impl Modify for Shared {
                         )
                     });
             }
+        }
+        for (_, op) in operations_mut(doc, |p| LIMITED_ROUTES.contains(&p)) {
+            op.responses
+                .responses
+                .entry("429".into())
+                .or_insert_with(rate_limited);
+        }
+        for (_, op) in operations_mut(doc, |p| MAIL_ROUTES.contains(&p)) {
+            op.responses
+                .responses
+                .entry("503".into())
+                .or_insert_with(|| {
+                    error_response(
+                        "No mail server is configured.",
+                        "EMAIL_DISABLED",
+                        "Email is not configured on this server",
+                    )
+                });
         }
         add_default_error(doc, |p| p.starts_with("/api/auth/"));
     }

@@ -11,7 +11,7 @@ use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
 use crate::keys;
-use crate::repo::{QueryResult, Tx, verification};
+use crate::repo::{Db, QueryResult, Tx, verification};
 
 /// How long a code works.
 pub const LIFETIME: Duration = Duration::minutes(5);
@@ -21,7 +21,7 @@ pub const ATTEMPTS: u32 = 3;
 pub const LENGTH: usize = 6;
 
 /// What a code is for, as the client names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     SignIn,
@@ -111,8 +111,8 @@ pub fn void(conn: &mut Tx, kind: Kind, email: &str) -> QueryResult<()> {
 
 /// Checks `code` against the code of `email` and `kind`. The row is taken first, so that of
 /// parallel tries only one is weighed and counted: the others find no code and are refused.
-/// Run it in the transaction of what the code allows, so that a failure after the check puts
-/// the code back.
+/// The count is kept only when the caller's transaction commits: [`Codes::verify`] runs it in
+/// one of its own.
 pub fn check(
     conn: &mut Tx,
     secret: &str,
@@ -150,6 +150,34 @@ pub fn check(
         verification::insert(conn, &id, &value, expires_at, now)?;
     }
     Ok(Ok(()))
+}
+
+/// The codes of this service: [`check`] over its database, with its secret.
+pub struct Codes<'a> {
+    pub db: &'a Db,
+    pub secret: &'a str,
+}
+
+impl Codes<'_> {
+    /// [`check`] in a transaction of its own, committed whatever the outcome, so that a wrong
+    /// try stays counted; a refusal is the route's error. A right code spent here stays spent
+    /// if what it allows then fails, as in better-auth: the person asks for a new one.
+    pub async fn verify(
+        &self,
+        kind: Kind,
+        email: &str,
+        code: &str,
+        on_success: OnSuccess,
+    ) -> Result<(), ApiError> {
+        let (secret, email, code) = (self.secret.to_owned(), email.to_owned(), code.to_owned());
+        self.db
+            .write(move |conn| {
+                let now = Utc::now();
+                Ok::<_, ApiError>(check(conn, &secret, kind, &email, &code, on_success, now)?)
+            })
+            .await?
+            .map_err(ApiError::from)
+    }
 }
 
 #[cfg(test)]

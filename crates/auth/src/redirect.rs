@@ -48,6 +48,22 @@ pub fn see_other_with_cookie(location: &str, cookie: &str) -> HttpResponse {
         .finish()
 }
 
+/// A sign-in's answer with the new session's `cookie`: `body` to a JSON client; to a page's form
+/// post, a 303 to `callback` (default `/`).
+pub fn signed_in(
+    form: bool,
+    callback: Option<&str>,
+    cookie: &str,
+    body: impl serde::Serialize,
+) -> HttpResponse {
+    if form {
+        return see_other_with_cookie(callback.unwrap_or("/"), cookie);
+    }
+    HttpResponse::Ok()
+        .insert_header((header::SET_COOKIE, cookie))
+        .json(body)
+}
+
 /// 303 back to `page` with `error=code` and the given fields (those that are `Some`), so that the
 /// page shows the error next to the form and keeps what was typed.
 pub fn back_to_page(page: &str, code: &str, fields: &[(&str, Option<&str>)]) -> HttpResponse {

@@ -32,6 +32,14 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The e-mailed codes, checked against this service's database with its secret.
+    pub fn codes(&self) -> crate::otp::Codes<'_> {
+        crate::otp::Codes {
+            db: &self.db,
+            secret: self.settings.auth.secret.expose(),
+        }
+    }
+
     /// Whether mail can be sent: the routes and pages that need it check this first.
     pub fn email_enabled(&self) -> bool {
         self.mailer.is_some()

@@ -5,7 +5,7 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
 use crate::mailbox;
-use crate::routes::pages::{esc, html_page, message};
+use crate::routes::pages::{alert, esc, html_page};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -13,16 +13,6 @@ pub struct ForgotQuery {
     sent: Option<String>,
     error: Option<String>,
     email: Option<String>,
-}
-
-fn alert(code: Option<&str>) -> String {
-    code.map(|c| {
-        format!(
-            r#"<p class="error" role="alert" id="form-error">{}</p>"#,
-            message(c)
-        )
-    })
-    .unwrap_or_default()
 }
 
 const UNAVAILABLE: &str = r#"<p class="error" role="alert">Il recupero della password via e-mail non è disponibile. Contatta l'assistenza.</p>

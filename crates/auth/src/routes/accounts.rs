@@ -3,6 +3,7 @@
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 use session::MaybeSession;
+use utoipa::ToSchema;
 
 use crate::answers::{Account, Status};
 use crate::body::Body;
@@ -45,7 +46,7 @@ pub async fn list_accounts(
     Ok(HttpResponse::Ok().json(list.into_iter().map(account).collect::<Vec<_>>()))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Unlink {
     provider_id: Option<String>,

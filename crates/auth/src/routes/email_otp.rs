@@ -2,11 +2,11 @@
 //! one, verifying the address, checking a code, and resetting the password with one. The rules
 //! of a code (length, lifetime, tries) are [`crate::otp`]'s.
 
-use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
 use session::User;
+use utoipa::ToSchema;
 
 use crate::answers::{CodeVerified, Success, TokenAndUser};
 use crate::body::Body;
@@ -14,7 +14,7 @@ use crate::client;
 use crate::error::ApiError;
 use crate::links::{self, Purpose};
 use crate::mailbox;
-use crate::otp::{self, Kind, OnSuccess, Refused};
+use crate::otp::{Kind, OnSuccess};
 use crate::redirect;
 use crate::repo::users::{self, NewUser};
 use crate::repo::{QueryResult, Tx, accounts, sessions};
@@ -22,7 +22,7 @@ use crate::routes::reset::MAIL_ROUTE_MIN_TIME;
 use crate::routes::user::{check_length, valid_image, valid_name};
 use crate::state::AppState;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendCode {
     email: String,
@@ -85,7 +85,7 @@ fn callback_param(callback: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmailOnly {
     email: String,
@@ -148,10 +148,11 @@ async fn send_code(
     Ok(HttpResponse::Ok().json(Success { success: true }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SignInWithCode {
     email: String,
+    /// The six digits of the mail.
     otp: String,
     /// The name of an account the sign-in creates.
     name: Option<String>,
@@ -199,24 +200,15 @@ async fn sign_in_with_code(
     let name = valid_name(input.name.as_deref().unwrap_or(""))?;
     let image = valid_image(input.image.as_deref())?;
     state.rate_limit(req, "sign-in-email-otp", None).await?;
+    state
+        .codes()
+        .verify(Kind::SignIn, &email, &input.otp, OnSuccess::Spend)
+        .await?;
     let origin = client::origin(req, &state.settings.trusted_proxies);
-    let secret = state.settings.auth.secret.expose().to_owned();
-    let signed_in = state
+    let (session, user) = state
         .db
         .write(move |conn| {
             let now = Utc::now();
-            let checked = otp::check(
-                conn,
-                &secret,
-                Kind::SignIn,
-                &email,
-                &input.otp,
-                OnSuccess::Spend,
-                now,
-            )?;
-            if let Err(refused) = checked {
-                return Ok(Err(refused));
-            }
             let user = match users::find_by_email(conn, &email)? {
                 Some(user) if user.email_verified => user,
                 Some(user) => claim_unproven(conn, user, now)?,
@@ -227,29 +219,25 @@ async fn sign_in_with_code(
                         email_verified: true,
                         image: image.as_deref(),
                     };
-                    // Taken meanwhile by a sign-up: the transaction ends, the code stays.
+                    // Taken meanwhile by a sign-up.
                     users::insert(conn, &new, now)?.ok_or(ApiError::UserExists)?
                 }
             };
             let session = session::store::create(conn, &user.id, true, &origin, now)?;
-            Ok::<_, ApiError>(Ok((session, user)))
+            Ok::<_, ApiError>((session, user))
         })
         .await?;
-    let (session, user) = signed_in.map_err(ApiError::from)?;
     tracing::info!(user_id = %user.id, "signed in with an e-mailed code");
     let cookie = session::cookie::set_session(&state.settings.auth, &session.token, true);
-    if form {
-        return Ok(redirect::see_other_with_cookie(
-            callback.as_deref().unwrap_or("/"),
-            &cookie,
-        ));
-    }
-    Ok(HttpResponse::Ok()
-        .insert_header((header::SET_COOKIE, cookie))
-        .json(TokenAndUser {
+    Ok(redirect::signed_in(
+        form,
+        callback.as_deref(),
+        &cookie,
+        TokenAndUser {
             token: session.token,
             user,
-        }))
+        },
+    ))
 }
 
 /// The user's address is proven now; whatever reached the account before without that proof
@@ -266,7 +254,7 @@ fn claim_unproven(conn: &mut Tx, user: User, now: chrono::DateTime<Utc>) -> Quer
     })
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VerifyWithCode {
     email: String,
@@ -283,36 +271,31 @@ pub async fn verify_email(
     let email =
         domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
     state.rate_limit(&req, "verify-email-otp", None).await?;
-    let secret = state.settings.auth.secret.expose().to_owned();
-    let verified = state
+    state
+        .codes()
+        .verify(
+            Kind::EmailVerification,
+            &email,
+            &input.otp,
+            OnSuccess::Spend,
+        )
+        .await?;
+    let user = state
         .db
         .write(move |conn| {
             let now = Utc::now();
-            let checked = otp::check(
-                conn,
-                &secret,
-                Kind::EmailVerification,
-                &email,
-                &input.otp,
-                OnSuccess::Spend,
-                now,
-            )?;
-            if let Err(refused) = checked {
-                return Ok(Err(refused));
-            }
             let user = users::find_by_email(conn, &email)?
                 .ok_or_else(|| ApiError::bad("USER_NOT_FOUND"))?;
             users::mark_verified(conn, &user.id, now)?;
             // The link mailed with this code is spent with it.
             links::drop_others(conn, Purpose::Verify, &user.id)?;
-            Ok::<_, ApiError>(Ok(User {
+            Ok::<_, ApiError>(User {
                 email_verified: true,
                 updated_at: now,
                 ..user
-            }))
+            })
         })
         .await?;
-    let user = verified.map_err(ApiError::from)?;
     Ok(HttpResponse::Ok().json(CodeVerified {
         status: true,
         token: None,
@@ -320,7 +303,7 @@ pub async fn verify_email(
     }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckCode {
     email: String,
@@ -342,35 +325,24 @@ pub async fn check_verification_otp(
     state
         .rate_limit(&req, "check-verification-otp", None)
         .await?;
-    let secret = state.settings.auth.secret.expose().to_owned();
-    let checked = state
-        .db
-        .write(move |conn| {
-            let now = Utc::now();
-            let checked = otp::check(
-                conn,
-                &secret,
-                input.kind,
-                &email,
-                &input.otp,
-                OnSuccess::Keep,
-                now,
-            )?;
-            if checked.is_ok() && users::find_by_email(conn, &email)?.is_none() {
-                return Err(ApiError::bad("USER_NOT_FOUND"));
-            }
-            Ok::<_, ApiError>(checked)
-        })
+    state
+        .codes()
+        .verify(input.kind, &email, &input.otp, OnSuccess::Keep)
         .await?;
-    checked.map_err(ApiError::from)?;
+    state
+        .db
+        .read(move |conn| users::find_by_email(conn, &email))
+        .await?
+        .ok_or_else(|| ApiError::bad("USER_NOT_FOUND"))?;
     Ok(HttpResponse::Ok().json(Success { success: true }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResetWithCode {
     email: String,
     otp: String,
+    #[schema(min_length = 8, max_length = 128)]
     password: String,
 }
 
@@ -409,64 +381,37 @@ async fn reset_with_code(
         domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
     state.rate_limit(req, "reset-password-otp", None).await?;
     // The code is checked (and a wrong one counted) before the slow hash, so that guesses cost
-    // no hash; a right one is kept until the password is stored.
-    let secret = state.settings.auth.secret.expose().to_owned();
+    // no hash; a right one stays usable until the hash is done.
+    let codes = state.codes();
+    codes
+        .verify(Kind::ForgetPassword, &email, &input.otp, OnSuccess::Keep)
+        .await?;
     let lookup = email.clone();
-    let otp_code = input.otp;
-    let tried = otp_code.clone();
     let user = state
         .db
-        .write(move |conn| {
-            let checked = otp::check(
-                conn,
-                &secret,
-                Kind::ForgetPassword,
-                &lookup,
-                &tried,
-                OnSuccess::Keep,
-                Utc::now(),
-            )?;
-            if let Err(refused) = checked {
-                return Ok(Err(refused));
-            }
-            let user = users::find_by_email(conn, &lookup)?
-                .ok_or_else(|| ApiError::bad("USER_NOT_FOUND"))?;
-            Ok::<_, ApiError>(Ok(user))
-        })
+        .read(move |conn| users::find_by_email(conn, &lookup))
         .await?
-        .map_err(ApiError::from)?;
+        .ok_or_else(|| ApiError::bad("USER_NOT_FOUND"))?;
     let hash = state
         .hashes
         .hash(input.password)
         .await?
         .map_err(ApiError::internal)?;
-    let secret = state.settings.auth.secret.expose().to_owned();
-    let reset = state
+    // Of parallel resets with one code, one spends it and stores its password.
+    codes
+        .verify(Kind::ForgetPassword, &email, &input.otp, OnSuccess::Spend)
+        .await?;
+    let user_id = state
         .db
         .write(move |conn| {
             let now = Utc::now();
-            // Spent now, in the transaction that stores the password: of parallel resets with
-            // one code, one stores its password.
-            let spent = otp::check(
-                conn,
-                &secret,
-                Kind::ForgetPassword,
-                &email,
-                &otp_code,
-                OnSuccess::Spend,
-                now,
-            )?;
-            if let Err(refused) = spent {
-                return Ok(Err(refused));
-            }
             links::drop_others(conn, Purpose::Reset, &user.id)?;
             accounts::set_password(conn, &user.id, &hash, now)?;
             users::mark_verified(conn, &user.id, now)?;
             sessions::delete_all(conn, &user.id)?;
-            Ok::<_, ApiError>(Ok(user.id))
+            Ok::<_, ApiError>(user.id)
         })
         .await?;
-    let user_id = reset.map_err(|_: Refused| ApiError::bad("INVALID_OTP"))?;
     tracing::info!(%user_id, "password reset with an e-mailed code; every session ended");
     Ok(HttpResponse::Ok().json(Success { success: true }))
 }

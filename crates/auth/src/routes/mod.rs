@@ -1,26 +1,27 @@
 //! The routes of the auth service, mounted identically by `main` and by tests.
 
+use actix_web::dev::HttpServiceFactory;
 use actix_web::middleware::from_fn;
-use actix_web::web;
+use actix_web::{FromRequest, Handler, Responder, web};
 use service_kit::http::method_not_allowed;
 
 mod account_pages;
-mod accounts;
+pub(crate) mod accounts;
 mod callback;
 mod delete_user;
-mod email_otp;
+pub mod email_otp;
 mod get_session;
 mod ok;
 mod pages;
 mod providers;
 pub mod reset;
 pub mod sessions;
-mod sign_in;
+pub(crate) mod sign_in;
 mod sign_out;
-mod sign_up;
+pub(crate) mod sign_up;
 pub mod social;
 pub mod user;
-mod verify;
+pub(crate) mod verify;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -30,93 +31,100 @@ pub fn config(cfg: &mut web::ServiceConfig) {
             .wrap(from_fn(session::origin::check_origin))
             // Sessions, accounts and credentials: no cache may keep any of these answers.
             .wrap(service_kit::http::no_store())
-            .service(resource("/ok").route(web::get().to(ok::ok)))
-            .service(
-                resource("/sign-up/email")
-                    .wrap(from_fn(crate::csrf::refuse_cross_site))
-                    .route(web::post().to(sign_up::sign_up)),
-            )
-            .service(
-                resource("/sign-in/email")
-                    .wrap(from_fn(crate::csrf::refuse_cross_site))
-                    .route(web::post().to(sign_in::sign_in)),
-            )
-            .service(resource("/sign-out").route(web::post().to(sign_out::sign_out)))
-            .service(resource("/delete-user").route(web::post().to(delete_user::delete_user)))
-            .service(resource("/get-session").route(web::get().to(get_session::get_session)))
-            .service(resource("/providers").route(web::get().to(providers::providers)))
-            .service(
-                resource("/sign-in/social")
-                    .wrap(from_fn(crate::csrf::refuse_cross_site))
-                    .route(web::post().to(social::sign_in_social)),
-            )
-            .service(resource("/callback/google").route(web::get().to(callback::callback_google)))
-            .service(resource("/list-sessions").route(web::get().to(sessions::list_sessions)))
-            .service(resource("/revoke-session").route(web::post().to(sessions::revoke_session)))
-            .service(resource("/revoke-sessions").route(web::post().to(sessions::revoke_sessions)))
-            .service(
-                resource("/revoke-other-sessions")
-                    .route(web::post().to(sessions::revoke_other_sessions)),
-            )
-            .service(resource("/update-user").route(web::post().to(user::update_user)))
-            .service(resource("/change-password").route(web::post().to(user::change_password)))
-            .service(resource("/list-accounts").route(web::get().to(accounts::list_accounts)))
-            .service(resource("/unlink-account").route(web::post().to(accounts::unlink_account)))
-            .service(
-                resource("/request-password-reset")
-                    .wrap(from_fn(crate::csrf::refuse_cross_site))
-                    .route(web::post().to(reset::request_password_reset)),
-            )
-            .service(resource("/reset-password/{token}").route(web::get().to(reset::reset_link)))
-            .service(
-                resource("/reset-password")
-                    .wrap(from_fn(crate::csrf::refuse_cross_site))
-                    .route(web::post().to(reset::reset_password)),
-            )
-            .service(
-                resource("/send-verification-email")
-                    .route(web::post().to(verify::send_verification_email)),
-            )
-            .service(resource("/verify-email").route(web::get().to(verify::verify_email)))
-            .service(
-                resource("/email-otp/send-verification-otp")
-                    .wrap(from_fn(crate::csrf::refuse_cross_site))
-                    .route(web::post().to(email_otp::send_verification_otp)),
-            )
-            .service(
-                resource("/sign-in/email-otp")
-                    .wrap(from_fn(crate::csrf::refuse_cross_site))
-                    .route(web::post().to(email_otp::sign_in_email_otp)),
-            )
-            .service(
-                resource("/email-otp/verify-email").route(web::post().to(email_otp::verify_email)),
-            )
-            .service(
-                resource("/email-otp/check-verification-otp")
-                    .route(web::post().to(email_otp::check_verification_otp)),
-            )
-            .service(
-                resource("/email-otp/request-password-reset")
-                    .wrap(from_fn(crate::csrf::refuse_cross_site))
-                    .route(web::post().to(email_otp::request_password_reset)),
-            )
-            .service(
-                resource("/forget-password/email-otp")
-                    .wrap(from_fn(crate::csrf::refuse_cross_site))
-                    .route(web::post().to(email_otp::request_password_reset)),
-            )
-            .service(
-                resource("/email-otp/reset-password")
-                    .wrap(from_fn(crate::csrf::refuse_cross_site))
-                    .route(web::post().to(email_otp::reset_password)),
-            ),
+            .service(get("/ok", ok::ok))
+            .service(form_post("/sign-up/email", sign_up::sign_up))
+            .service(form_post("/sign-in/email", sign_in::sign_in))
+            .service(post("/sign-out", sign_out::sign_out))
+            .service(post("/delete-user", delete_user::delete_user))
+            .service(get("/get-session", get_session::get_session))
+            .service(get("/providers", providers::providers))
+            .service(form_post("/sign-in/social", social::sign_in_social))
+            .service(get("/callback/google", callback::callback_google))
+            .service(get("/list-sessions", sessions::list_sessions))
+            .service(post("/revoke-session", sessions::revoke_session))
+            .service(post("/revoke-sessions", sessions::revoke_sessions))
+            .service(post(
+                "/revoke-other-sessions",
+                sessions::revoke_other_sessions,
+            ))
+            .service(post("/update-user", user::update_user))
+            .service(post("/change-password", user::change_password))
+            .service(get("/list-accounts", accounts::list_accounts))
+            .service(post("/unlink-account", accounts::unlink_account))
+            .service(form_post(
+                "/request-password-reset",
+                reset::request_password_reset,
+            ))
+            .service(get("/reset-password/{token}", reset::reset_link))
+            .service(form_post("/reset-password", reset::reset_password))
+            .service(post(
+                "/send-verification-email",
+                verify::send_verification_email,
+            ))
+            .service(get("/verify-email", verify::verify_email))
+            .service(form_post(
+                "/email-otp/send-verification-otp",
+                email_otp::send_verification_otp,
+            ))
+            .service(form_post(
+                "/sign-in/email-otp",
+                email_otp::sign_in_email_otp,
+            ))
+            .service(post("/email-otp/verify-email", email_otp::verify_email))
+            .service(post(
+                "/email-otp/check-verification-otp",
+                email_otp::check_verification_otp,
+            ))
+            .service(form_post(
+                "/email-otp/request-password-reset",
+                email_otp::request_password_reset,
+            ))
+            .service(form_post(
+                "/forget-password/email-otp",
+                email_otp::request_password_reset,
+            ))
+            .service(form_post(
+                "/email-otp/reset-password",
+                email_otp::reset_password,
+            )),
     )
-    .service(resource("/sign-in").route(web::get().to(pages::sign_in_page)))
-    .service(resource("/sign-up").route(web::get().to(pages::sign_up_page)))
-    .service(resource("/forgot-password").route(web::get().to(account_pages::forgot_password_page)))
-    .service(resource("/reset-password").route(web::get().to(account_pages::reset_password_page)));
+    .service(get("/sign-in", pages::sign_in_page))
+    .service(get("/sign-up", pages::sign_up_page))
+    .service(get("/forgot-password", account_pages::forgot_password_page))
+    .service(get("/reset-password", account_pages::reset_password_page));
 }
 
 fn resource(path: &str) -> actix_web::Resource {
     web::resource(path).default_service(web::to(method_not_allowed))
+}
+
+/// A GET route.
+fn get<F, Args>(path: &str, handler: F) -> actix_web::Resource
+where
+    F: Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    resource(path).route(web::get().to(handler))
+}
+
+/// A POST route.
+fn post<F, Args>(path: &str, handler: F) -> actix_web::Resource
+where
+    F: Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    resource(path).route(web::post().to(handler))
+}
+
+/// A POST route that signs in or mails someone, which also the pages' forms post to: refused
+/// from another site even without a cookie (login CSRF).
+fn form_post<F, Args>(path: &str, handler: F) -> impl HttpServiceFactory + 'static
+where
+    F: Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    post(path, handler).wrap(from_fn(crate::csrf::refuse_cross_site))
 }

@@ -89,13 +89,24 @@ pub fn message(code: &str) -> &'static str {
 /// every HTML the service writes.
 pub use mailer::message::escape_html as esc;
 
-fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
-    let auth = &state.settings.auth;
-    // Only a callback the API would accept is carried along.
+/// The page's error for `code`, as an alert above the form.
+pub fn alert(code: Option<&str>) -> String {
+    code.map(|c| {
+        format!(
+            r#"<p class="error" role="alert" id="form-error">{}</p>"#,
+            message(c)
+        )
+    })
+    .unwrap_or_default()
+}
+
+/// The query's `callbackURL` when the API would accept it, and the hidden field that carries it
+/// on through the form.
+fn carried_callback(auth: &session::AuthSettings, query: &PageQuery) -> (Option<String>, String) {
     let callback = crate::redirect::callback(auth, query.callback_url.as_deref())
         .ok()
         .flatten();
-    let hidden_callback = callback
+    let hidden = callback
         .as_deref()
         .map(|c| {
             format!(
@@ -104,16 +115,13 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
             )
         })
         .unwrap_or_default();
-    let error = query
-        .error
-        .as_deref()
-        .map(|code| {
-            format!(
-                r#"<p class="error" role="alert" id="form-error">{}</p>"#,
-                message(code)
-            )
-        })
-        .unwrap_or_default();
+    (callback, hidden)
+}
+
+fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
+    let auth = &state.settings.auth;
+    let (callback, hidden_callback) = carried_callback(auth, query);
+    let error = alert(query.error.as_deref());
     let email = esc(query.email.as_deref().unwrap_or_default());
     let (title, action, fields, submit, other) = match page {
         Page::SignIn => (
@@ -211,32 +219,12 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
 
 /// The sign-in page's way by code: first the address, then the code mailed to it.
 fn render_code(state: &AppState, query: &PageQuery) -> HttpResponse {
-    let callback = crate::redirect::callback(&state.settings.auth, query.callback_url.as_deref())
-        .ok()
-        .flatten();
-    let hidden_callback = callback
-        .as_deref()
-        .map(|c| {
-            format!(
-                r#"<input type="hidden" name="callbackURL" value="{}">"#,
-                esc(c)
-            )
-        })
-        .unwrap_or_default();
+    let (callback, hidden_callback) = carried_callback(&state.settings.auth, query);
     let back = callback
         .as_deref()
         .map(|c| format!("?callbackURL={}", esc(&q(c))))
         .unwrap_or_default();
-    let error = query
-        .error
-        .as_deref()
-        .map(|code| {
-            format!(
-                r#"<p class="error" role="alert" id="form-error">{}</p>"#,
-                message(code)
-            )
-        })
-        .unwrap_or_default();
+    let error = alert(query.error.as_deref());
     let email = query.email.as_deref().unwrap_or_default();
     let inner = if query.sent.is_some() && !email.is_empty() {
         format!(

@@ -6,6 +6,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use crate::answers::{Status, StatusMessage};
 use crate::body::Body;
@@ -27,10 +28,11 @@ pub const DEFAULT_RESET_PAGE: &str = "/reset-password";
 pub const RESET_REQUESTED: &str =
     "If this email exists in our system, check your email for the reset link";
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RequestReset {
     email: String,
+    /// Where the link in the e-mail leads, with `?token=`.
     redirect_to: Option<String>,
 }
 
@@ -143,9 +145,10 @@ pub async fn reset_link(
         .finish())
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ResetPassword {
+    #[schema(min_length = 8, max_length = 128)]
     new_password: String,
     token: Option<String>,
 }

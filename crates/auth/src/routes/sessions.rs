@@ -8,6 +8,7 @@ use serde::Deserialize;
 use session::CurrentUser;
 use session::MaybeSession;
 use subtle::ConstantTimeEq;
+use utoipa::ToSchema;
 
 use crate::answers::{ListedSession, Status};
 use crate::body::Body;
@@ -49,9 +50,10 @@ pub async fn list_sessions(
     Ok(HttpResponse::Ok().json(list))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RevokeSession {
+    /// A handle from list-sessions.
     token: String,
 }
 

@@ -1,8 +1,8 @@
-use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
 use session::UserId;
+use utoipa::ToSchema;
 
 use crate::answers::SignedIn;
 use crate::body::Body;
@@ -15,11 +15,12 @@ use crate::repo::{accounts, users};
 use crate::routes::verify::send_verification;
 use crate::state::AppState;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SignIn {
     email: String,
     password: String,
+    /// false: the cookie lasts for the browser session only.
     remember_me: Option<bool>,
     #[serde(rename = "callbackURL")]
     callback_url: Option<String>,
@@ -88,20 +89,18 @@ async fn handle(
         .read(move |conn| session::store::create(conn, &user_id, remember, &origin, Utc::now()))
         .await?;
     let cookie = session::cookie::set_session(&state.settings.auth, &session.token, remember);
-    if form {
-        return Ok(redirect::see_other_with_cookie(
-            callback.as_deref().unwrap_or("/"),
-            &cookie,
-        ));
-    }
-    Ok(HttpResponse::Ok()
-        .insert_header((header::SET_COOKIE, cookie))
-        .json(SignedIn {
+    let then = callback.clone();
+    Ok(redirect::signed_in(
+        form,
+        then.as_deref(),
+        &cookie,
+        SignedIn {
             redirect: callback.is_some(),
             token: session.token,
             url: callback,
             user,
-        }))
+        },
+    ))
 }
 
 /// Replaces an imported (scrypt) hash with argon2id, now that the password is known to be right.

@@ -1,7 +1,7 @@
-use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use crate::answers::SignedUp;
 use crate::body::Body;
@@ -15,11 +15,13 @@ use crate::routes::user::{check_length, valid_image, valid_name};
 use crate::routes::verify::send_verification;
 use crate::state::AppState;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SignUp {
     name: String,
     email: String,
+    /// 8 to 128 characters.
+    #[schema(min_length = 8, max_length = 128)]
     password: String,
     image: Option<String>,
     remember_me: Option<bool>,
@@ -112,16 +114,13 @@ async fn handle(
         return Ok(HttpResponse::Ok().json(SignedUp { token: None, user }));
     };
     let cookie = session::cookie::set_session(&state.settings.auth, &session.token, remember);
-    if form {
-        return Ok(redirect::see_other_with_cookie(
-            callback.as_deref().unwrap_or("/"),
-            &cookie,
-        ));
-    }
-    Ok(HttpResponse::Ok()
-        .insert_header((header::SET_COOKIE, cookie))
-        .json(SignedUp {
+    Ok(redirect::signed_in(
+        form,
+        callback.as_deref(),
+        &cookie,
+        SignedUp {
             token: Some(session.token),
             user,
-        }))
+        },
+    ))
 }

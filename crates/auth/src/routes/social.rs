@@ -2,6 +2,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::{Duration, Utc};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::answers::SocialRedirect;
 use crate::body::Body;
@@ -16,7 +17,7 @@ pub const STATE_LIFETIME_SECS: i64 = 600;
 /// Name suffix of the cookie binding the OAuth state to the browser that started the flow.
 pub const STATE_COOKIE: &str = "oauth_state";
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SignInSocial {
     provider: String,

@@ -5,6 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use serde::{Deserialize, Deserializer};
 use session::MaybeSession;
+use utoipa::ToSchema;
 
 use crate::answers::{PasswordChanged, Status};
 use crate::body::Body;
@@ -23,10 +24,11 @@ fn nullable<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D
     Option::<String>::deserialize(d).map(Some)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateUser {
     name: Option<String>,
+    /// null removes the picture.
     #[serde(default, deserialize_with = "nullable")]
     image: Option<Option<String>>,
     /// Accepted only to be refused with better-auth's own error.
@@ -109,9 +111,10 @@ pub async fn update_user(
     Ok(HttpResponse::Ok().json(Status::DONE))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ChangePassword {
+    #[schema(min_length = 8, max_length = 128)]
     new_password: String,
     current_password: String,
     revoke_other_sessions: Option<bool>,

@@ -5,6 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
 use session::{MaybeSession, User};
+use utoipa::ToSchema;
 
 use crate::answers::{EmailVerified, Status};
 use crate::body::Body;
@@ -36,7 +37,7 @@ pub fn send_verification(
     )
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendVerification {
     email: String,
