@@ -69,6 +69,57 @@ pub fn issue(
     Ok(token)
 }
 
+/// A change of address waits for its link at most this long (better-auth's hour).
+pub const CHANGE_LIFETIME: Duration = Duration::hours(1);
+const CHANGE_PREFIX: &str = "change-email:";
+
+/// Stores a token for moving `user_id` to `new_email`, voiding the user's earlier ones; returns
+/// it (the only copy in clear). The value names the user and the new address as JSON, as
+/// erasure expects of a value that names an address.
+pub fn issue_change(
+    conn: &mut Tx,
+    user_id: &UserId,
+    new_email: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<String> {
+    verification::delete_prefixed_containing(conn, CHANGE_PREFIX, user_id.as_str())?;
+    let token = keys::link_token();
+    let value = serde_json::json!({ "userId": user_id.as_str(), "email": new_email }).to_string();
+    verification::insert(
+        conn,
+        &format!("{CHANGE_PREFIX}{}", keys::token_digest(&token)),
+        &value,
+        now + CHANGE_LIFETIME,
+        now,
+    )?;
+    Ok(token)
+}
+
+/// Uses a change-of-address token up: the user and the address it moves them to, if it was
+/// live.
+pub fn redeem_change(
+    conn: &mut Tx,
+    token: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<(UserId, String)>> {
+    if token.is_empty() || token.len() > MAX_TOKEN {
+        return Ok(None);
+    }
+    let identifier = format!("{CHANGE_PREFIX}{}", keys::token_digest(token));
+    let Some(value) = verification::consume(conn, &identifier, now)? else {
+        return Ok(None);
+    };
+    let parsed: Option<(String, String)> = serde_json::from_str::<serde_json::Value>(&value)
+        .ok()
+        .and_then(|v| {
+            Some((
+                v["userId"].as_str()?.to_owned(),
+                v["email"].as_str()?.to_owned(),
+            ))
+        });
+    Ok(parsed.map(|(id, email)| (UserId::from(id), email)))
+}
+
 /// The user a live token belongs to, leaving the token usable.
 pub fn peek(
     conn: &mut Tx,

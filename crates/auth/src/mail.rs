@@ -4,8 +4,8 @@ use mailer::message::escape_html;
 
 use crate::otp::Kind;
 use crate::repo::outbox::{
-    KIND_EMAIL_VERIFICATION, KIND_PASSWORD_RESET, KIND_RESET_CODE, KIND_SIGN_IN_CODE,
-    KIND_VERIFICATION_CODE, NewMail,
+    KIND_CHANGE_EMAIL, KIND_EMAIL_VERIFICATION, KIND_PASSWORD_RESET, KIND_RESET_CODE,
+    KIND_SIGN_IN_CODE, KIND_VERIFICATION_CODE, NewMail,
 };
 
 /// Shown with every code: a code opens an account, so the mail says not to pass it on.
@@ -37,6 +37,21 @@ pub fn email_verification(link: &str, code: &str, name: &str) -> NewMail {
         Some(("Conferma l'indirizzo", link)),
         Some(code),
         "Se non hai creato tu un account, ignora questa e-mail.",
+    )
+}
+
+/// The mail to a new address with the link that moves the account to it; address it with
+/// `.to(&new_email)`.
+pub fn change_email(link: &str, name: &str) -> NewMail {
+    compose(
+        KIND_CHANGE_EMAIL,
+        name,
+        "Conferma il tuo nuovo indirizzo e-mail",
+        "hai chiesto di usare questo indirizzo per il tuo account. Per confermarlo apri questo link \
+         entro un'ora:",
+        Some(("Conferma il nuovo indirizzo", link)),
+        None,
+        "Se non sei stato tu, ignora questa e-mail: il tuo account resta com'era.",
     )
 }
 

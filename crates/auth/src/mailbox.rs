@@ -13,6 +13,8 @@ use crate::state::AppState;
 pub enum LinkMail {
     PasswordReset,
     EmailVerification,
+    /// To a new address; the link alone (a change of address has no code).
+    ChangeEmail,
 }
 
 /// Whether this service can send mail; without it the mail routes answer 503 `EMAIL_DISABLED`
@@ -42,6 +44,7 @@ pub fn queue(
             let code = otp::issue(conn, secret, otp::Kind::EmailVerification, to, Utc::now())?;
             crate::mail::email_verification(link, &code, name)
         }
+        LinkMail::ChangeEmail => crate::mail::change_email(link, name),
     };
     outbox::enqueue(conn, &mail.to(to))?;
     Ok(())

@@ -18,7 +18,7 @@ use crate::routes::sessions::RevokeSession;
 use crate::routes::sign_in::SignIn;
 use crate::routes::sign_up::SignUp;
 use crate::routes::social::SignInSocial;
-use crate::routes::user::{ChangePassword, UpdateUser};
+use crate::routes::user::{ChangeEmail, ChangePassword, UpdateUser};
 use crate::routes::verify::SendVerification;
 use serde_json::json;
 use service_kit::http::ErrorBody;
@@ -185,6 +185,18 @@ fn update_user() {}
     ))]
 fn change_password() {}
 
+/// `POST /api/auth/change-email`: an unverified address changes at once; a verified one when
+/// the link mailed to the new address is opened (`GET /api/auth/verify-email`). An address in
+/// use elsewhere gets the same answer and no mail.
+#[utoipa::path(post, path = "/api/auth/change-email", tag = "account",
+    request_body(content = ChangeEmail, example = json!({"newEmail": "giulia.new@example.com", "callbackURL": "/settings"})),
+    responses(
+        (status = 200, description = "Changed, or the link sent.", body = Status, example = json!({"status": true})),
+        (status = 400, description = "Not an address, or the current one.", body = ErrorBody,
+            example = json!({"code": "EMAIL_IS_THE_SAME", "message": "Email is the same"})),
+    ))]
+fn change_email() {}
+
 /// `GET /api/auth/list-accounts`.
 #[utoipa::path(get, path = "/api/auth/list-accounts", tag = "account",
     responses((status = 200, description = "The ways this user signs in, without secrets.", body = Vec<Account>)))]
@@ -338,7 +350,8 @@ fn forgot_password_page() {}
 fn reset_password_page() {}
 
 /// Routes that act for the signed-in user.
-const SESSION_ROUTES: [&str; 10] = [
+const SESSION_ROUTES: [&str; 11] = [
+    "/api/auth/change-email",
     "/api/auth/delete-user",
     "/api/auth/list-sessions",
     "/api/auth/revoke-session",
@@ -353,7 +366,8 @@ const SESSION_ROUTES: [&str; 10] = [
 
 /// Routes that count requests per client (and per address where it applies): 429 with
 /// `Retry-After` and better-auth's `X-Retry-After`.
-const LIMITED_ROUTES: [&str; 9] = [
+const LIMITED_ROUTES: [&str; 10] = [
+    "/api/auth/change-email",
     "/api/auth/request-password-reset",
     "/api/auth/send-verification-email",
     "/api/auth/email-otp/send-verification-otp",
@@ -366,7 +380,8 @@ const LIMITED_ROUTES: [&str; 9] = [
 ];
 
 /// Routes that send mail: 503 `EMAIL_DISABLED` without a mail server.
-const MAIL_ROUTES: [&str; 5] = [
+const MAIL_ROUTES: [&str; 6] = [
+    "/api/auth/change-email",
     "/api/auth/request-password-reset",
     "/api/auth/send-verification-email",
     "/api/auth/email-otp/send-verification-otp",
@@ -507,7 +522,7 @@ impl Modify for Shared {
     paths(
         sign_up, sign_in, sign_out, delete_user, get_session, providers, sign_in_social, callback_google, ok,
         list_sessions, revoke_session, revoke_sessions, revoke_other_sessions,
-        update_user, change_password, list_accounts, unlink_account,
+        update_user, change_password, change_email, list_accounts, unlink_account,
         request_password_reset, reset_link, reset_password, send_verification_email, verify_email,
         send_verification_otp, sign_in_email_otp, verify_email_otp, check_verification_otp,
         request_password_reset_otp, forget_password_otp, reset_password_otp,

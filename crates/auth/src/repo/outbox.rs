@@ -21,6 +21,7 @@ pub const KIND_EMAIL_VERIFICATION: &str = "email_verification";
 pub const KIND_SIGN_IN_CODE: &str = "sign_in_code";
 pub const KIND_VERIFICATION_CODE: &str = "verification_code";
 pub const KIND_RESET_CODE: &str = "reset_code";
+pub const KIND_CHANGE_EMAIL: &str = "change_email";
 
 /// A mail to queue. The templates of [`crate::mail`] fill everything but the address:
 /// `mail::password_reset(&link, &name).to(&email)`.

@@ -81,6 +81,30 @@ pub fn mark_verified(
         .execute(conn)
 }
 
+/// Moves the user to `email`, verified or not; `Ok(None)` when the address is taken (also by a
+/// concurrent request).
+pub fn set_email(
+    conn: &mut PgConnection,
+    id: &UserId,
+    email: &str,
+    verified: bool,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<User>> {
+    let updated = diesel::update(user::table.find(id))
+        .set((
+            user::email.eq(email),
+            user::email_verified.eq(verified),
+            user::updated_at.eq(now),
+        ))
+        .returning(User::as_returning())
+        .get_result(conn);
+    match updated {
+        Ok(u) => Ok(Some(u)),
+        Err(Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 pub fn find_by_id(conn: &mut PgConnection, id: &UserId) -> QueryResult<Option<User>> {
     user::table
         .find(id)

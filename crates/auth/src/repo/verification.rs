@@ -99,3 +99,24 @@ pub fn delete_all(conn: &mut PgConnection, identifier: &str) -> QueryResult<usiz
     diesel::delete(verification::table.filter(verification::identifier.eq(identifier)))
         .execute(conn)
 }
+
+/// Deletes every row whose identifier starts with `prefix` and whose value contains `needle`.
+pub fn delete_prefixed_containing(
+    conn: &mut PgConnection,
+    prefix: &str,
+    needle: &str,
+) -> QueryResult<usize> {
+    diesel::delete(
+        verification::table
+            .filter(verification::identifier.like(format!("{prefix}%")))
+            .filter(verification::value.like(format!("%{}%", escape_like(needle)))),
+    )
+    .execute(conn)
+}
+
+/// `text` with LIKE's wildcards escaped (Postgres's default escape is the backslash).
+fn escape_like(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}

@@ -186,3 +186,86 @@ pub async fn change_password(
         user: me.user,
     }))
 }
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChangeEmail {
+    new_email: String,
+    /// Where the link in the e-mail leads once used.
+    #[serde(rename = "callbackURL")]
+    callback_url: Option<String>,
+}
+
+/// `POST /api/auth/change-email` `{newEmail, callbackURL?}` → `{status: true}`, as better-auth's
+/// core answers it. An unverified address changes at once (and the new one gets a verification
+/// mail); a verified one changes only when the link mailed to the new address is opened. An
+/// address that someone else uses gets the same answer and no mail, so that the route tells no
+/// one which addresses have accounts.
+pub async fn change_email(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    current: MaybeSession,
+    body: Body<ChangeEmail>,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    let input = body.value;
+    let new_email = domain::email::normalise(&input.new_email).ok_or_else(|| {
+        ApiError::bad_request("VALIDATION_ERROR", "newEmail: not an e-mail address")
+    })?;
+    if new_email == me.user.email {
+        return Err(ApiError::bad_request(
+            "EMAIL_IS_THE_SAME",
+            "Email is the same",
+        ));
+    }
+    let callback = crate::redirect::callback(&state.settings.auth, input.callback_url.as_deref())?
+        .unwrap_or_else(|| "/".to_owned());
+    if !crate::mailbox::enabled(&state) {
+        return Err(ApiError::EmailDisabled);
+    }
+    state
+        .limit(
+            &req,
+            "change-email",
+            Some(("user", me.id().as_str())),
+            state.settings.mail_rate_limit,
+        )
+        .await?;
+    let auth = state.settings.auth.clone();
+    let user = me.user;
+    let queued = state
+        .db
+        .write(move |conn| {
+            let now = Utc::now();
+            users::lock(conn, &user.id)?;
+            if users::find_by_email(conn, &new_email)?.is_some() {
+                return Ok::<_, ApiError>(false);
+            }
+            if !user.email_verified {
+                // Taken meanwhile by a sign-up: the statement failed, so the transaction ends.
+                let moved = users::set_email(conn, &user.id, &new_email, false, now)?
+                    .ok_or(ApiError::UserExists)?;
+                // A link mailed to the old address must not verify the new one.
+                crate::links::drop_others(conn, crate::links::Purpose::Verify, &user.id)?;
+                crate::routes::verify::send_verification(conn, &auth, &moved, &callback)?;
+                tracing::info!(user_id = %user.id, "unverified address changed");
+                return Ok(true);
+            }
+            let token = crate::links::issue_change(conn, &user.id, &new_email, now)?;
+            let link = crate::links::verify_link(&auth.base_url, &token, &callback);
+            crate::mailbox::queue(
+                conn,
+                auth.secret.expose(),
+                crate::mailbox::LinkMail::ChangeEmail,
+                &new_email,
+                &user.name,
+                &link,
+            )?;
+            Ok(true)
+        })
+        .await?;
+    if queued {
+        crate::mailbox::wake(&state);
+    }
+    Ok(HttpResponse::Ok().json(Status::DONE))
+}

@@ -126,7 +126,16 @@ pub async fn verify_email(
         .write(move |conn| {
             let now = Utc::now();
             let Some(user_id) = links::redeem(conn, Purpose::Verify, &token, now)? else {
-                return Ok(false);
+                // A change of address: the link proves the new one.
+                let Some((user_id, email)) = links::redeem_change(conn, &token, now)? else {
+                    return Ok(false);
+                };
+                // Taken meanwhile by a sign-up: the statement failed, so the transaction ends
+                // and the link stays as it was.
+                users::set_email(conn, &user_id, &email, true, now)?
+                    .ok_or(ApiError::Unauthorized("INVALID_TOKEN"))?;
+                tracing::info!(%user_id, "address changed through the mailed link");
+                return Ok(true);
             };
             users::mark_verified(conn, &user_id, now)?;
             // The code mailed with the link is spent with it.

@@ -1,0 +1,140 @@
+//! Change of address (section 10), as better-auth's core does it: an unverified address changes
+//! at once, a verified one only through the link mailed to the new address, and an address in
+//! use elsewhere gets the same answer and no mail.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::helpers::{BASE_URL, TestApp};
+use crate::mail::{link, one_mail, with_mail};
+
+const PASSWORD: &str = "password-123";
+
+async fn change(app: &TestApp, cookie: &str, new_email: &str) -> crate::helpers::Resp {
+    app.post(
+        "/api/auth/change-email",
+        json!({ "newEmail": new_email }),
+        Some(cookie),
+    )
+    .await
+}
+
+async fn email_of(app: &TestApp, cookie: &str) -> (String, bool) {
+    let session = app.get("/api/auth/get-session", Some(cookie)).await;
+    let user = &session.body["user"];
+    (
+        user["email"].as_str().expect("email").to_owned(),
+        user["emailVerified"].as_bool().expect("verified"),
+    )
+}
+
+#[tokio::test]
+async fn an_unverified_address_changes_at_once_and_the_new_one_is_asked_to_verify() {
+    let (app, smtp) = with_mail(&[]).await;
+    let (cookie, _) = app.sign_up("old@example.com", PASSWORD).await;
+    // A verification link mailed to the old address first.
+    let sent = app
+        .post(
+            "/api/auth/send-verification-email",
+            json!({ "email": "old@example.com" }),
+            Some(&cookie),
+        )
+        .await;
+    sent.assert_status_true();
+    let old_link = link(
+        &one_mail(&smtp, 1).await,
+        &format!("{BASE_URL}/api/auth/verify-email?token="),
+    );
+    change(&app, &cookie, "New@Example.com")
+        .await
+        .assert_status_true();
+    // That link no longer verifies anything: the address it was sent to is not the account's.
+    app.get(old_link.strip_prefix(BASE_URL).expect("ours"), None)
+        .await;
+    assert_eq!(
+        email_of(&app, &cookie).await,
+        ("new@example.com".into(), false)
+    );
+    let mail = one_mail(&smtp, 2).await;
+    assert_eq!(mail.rcpt_to, ["new@example.com"]);
+    let verify = link(&mail, &format!("{BASE_URL}/api/auth/verify-email?token="));
+    let opened = app
+        .get(verify.strip_prefix(BASE_URL).expect("ours"), None)
+        .await;
+    assert!(opened.status < 400, "{}", opened.text);
+    assert_eq!(
+        email_of(&app, &cookie).await,
+        ("new@example.com".into(), true)
+    );
+    assert_eq!(app.sign_in("old@example.com", PASSWORD).await.status, 401);
+    assert_eq!(app.sign_in("new@example.com", PASSWORD).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_verified_address_changes_only_through_the_link_mailed_to_the_new_one() {
+    let (app, smtp) = with_mail(&[]).await;
+    let (cookie, _) = app.sign_up("vale@example.com", PASSWORD).await;
+    app.sql("UPDATE auth.\"user\" SET email_verified = true");
+    change(&app, &cookie, "vale.new@example.com")
+        .await
+        .assert_status_true();
+    // Nothing changes until the new address proves itself.
+    assert_eq!(
+        email_of(&app, &cookie).await,
+        ("vale@example.com".into(), true)
+    );
+    let mail = one_mail(&smtp, 1).await;
+    assert_eq!(mail.rcpt_to, ["vale.new@example.com"]);
+    let moved = link(&mail, &format!("{BASE_URL}/api/auth/verify-email?token="));
+    let path = moved.strip_prefix(BASE_URL).expect("ours").to_owned();
+    let opened = app.get(&path, None).await;
+    assert!(opened.status < 400, "{}", opened.text);
+    assert_eq!(
+        email_of(&app, &cookie).await,
+        ("vale.new@example.com".into(), true)
+    );
+    // The link works once.
+    let again = app.get(&path, None).await;
+    assert!(
+        again.status >= 400
+            || again
+                .header("location")
+                .is_some_and(|l| l.contains("error=")),
+        "{} {:?}",
+        again.status,
+        again.header("location")
+    );
+    assert_eq!(
+        app.sign_in("vale.new@example.com", PASSWORD).await.status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn an_address_in_use_gets_the_same_answer_and_no_mail() {
+    let (app, smtp) = with_mail(&[]).await;
+    app.sign_up("taken@example.com", PASSWORD).await;
+    let (cookie, _) = app.sign_up("mover@example.com", PASSWORD).await;
+    change(&app, &cookie, "taken@example.com")
+        .await
+        .assert_status_true();
+    assert_eq!(
+        email_of(&app, &cookie).await,
+        ("mover@example.com".into(), false)
+    );
+    assert!(smtp.wait_for(1, Duration::from_secs(2)).await.is_empty());
+
+    let same = change(&app, &cookie, "Mover@example.com").await;
+    assert_eq!(same.status_and_code(), (400, Some("EMAIL_IS_THE_SAME")));
+    let bad = change(&app, &cookie, "not an address").await;
+    assert_eq!(bad.status_and_code(), (400, Some("VALIDATION_ERROR")));
+    let anonymous = app
+        .post(
+            "/api/auth/change-email",
+            json!({ "newEmail": "x@example.com" }),
+            None,
+        )
+        .await;
+    assert_eq!(anonymous.status_and_code(), (401, Some("UNAUTHORIZED")));
+}
