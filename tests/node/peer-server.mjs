@@ -54,7 +54,7 @@ const options = {
   user: {
     changeEmail: {
       enabled: true,
-      // An unverified address changes at once (CONTRACT §10); a verified one needs the link.
+      // An unverified address changes at once (the contract, section 10); a verified one needs the link.
       updateEmailWithoutVerification: true,
       // better-auth 1.7 names this sendChangeEmailConfirmation: a first link to the old address.
       // Off by default: the contract sends the link to the new address only.
