@@ -4,8 +4,8 @@ use mailer::message::escape_html;
 
 use crate::otp::Kind;
 use crate::repo::outbox::{
-    KIND_CHANGE_EMAIL, KIND_EMAIL_VERIFICATION, KIND_PASSWORD_RESET, KIND_RESET_CODE,
-    KIND_SIGN_IN_CODE, KIND_VERIFICATION_CODE, NewMail,
+    KIND_CHANGE_EMAIL, KIND_CHANGE_EMAIL_CODE, KIND_EMAIL_VERIFICATION, KIND_PASSWORD_RESET,
+    KIND_RESET_CODE, KIND_SIGN_IN_CODE, KIND_VERIFICATION_CODE, NewMail,
 };
 
 /// Shown with every code: a code opens an account, so the mail says not to pass it on.
@@ -69,6 +69,12 @@ pub fn code(kind: Kind, code: &str, name: &str) -> NewMail {
             "Il tuo codice di verifica",
             "ecco il codice per confermare che questo indirizzo e-mail è tuo:",
             "Se non hai creato tu un account, ignora questa e-mail.",
+        ),
+        Kind::ChangeEmail => (
+            KIND_CHANGE_EMAIL_CODE,
+            "Il tuo codice per cambiare indirizzo e-mail",
+            "ecco il codice per usare questo indirizzo per il tuo account:",
+            "Se non sei stato tu, ignora questa e-mail: il tuo account resta com'era.",
         ),
         Kind::ForgetPassword => (
             KIND_RESET_CODE,

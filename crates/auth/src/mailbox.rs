@@ -50,15 +50,17 @@ pub fn queue(
     Ok(())
 }
 
-/// Queues a new code for `kind` alone, like [`queue`].
+/// Queues a new code for `kind` alone, like [`queue`]: the code of `subject` (the address it
+/// proves, or for a change of address `<userId>:<new address>`), mailed to `to`.
 pub fn queue_code(
     conn: &mut Tx,
     secret: &str,
     kind: otp::Kind,
+    subject: &str,
     to: &str,
     name: &str,
 ) -> Result<(), ApiError> {
-    let code = otp::issue(conn, secret, kind, to, Utc::now())?;
+    let code = otp::issue(conn, secret, kind, subject, Utc::now())?;
     outbox::enqueue(conn, &crate::mail::code(kind, &code, name).to(to))?;
     Ok(())
 }

@@ -11,7 +11,8 @@
 use crate::answers::*;
 use crate::routes::accounts::Unlink;
 use crate::routes::email_otp::{
-    CheckCode, EmailOnly, ResetWithCode, SendCode, SignInWithCode, VerifyWithCode,
+    ChangeEmailWithCode, CheckCode, EmailOnly, RequestEmailChange, ResetWithCode, SendCode,
+    SignInWithCode, VerifyWithCode,
 };
 use crate::routes::reset::{RequestReset, ResetPassword};
 use crate::routes::sessions::RevokeSession;
@@ -197,6 +198,24 @@ fn change_password() {}
     ))]
 fn change_email() {}
 
+/// `POST /api/auth/email-otp/request-email-change`: a code to the new address, instead of the
+/// link of `change-email`; an address in use elsewhere gets the same answer and no mail.
+#[utoipa::path(post, path = "/api/auth/email-otp/request-email-change", tag = "codes",
+    request_body(content = RequestEmailChange, example = json!({"newEmail": "giulia.new@example.com"})),
+    responses(
+        (status = 200, description = "Accepted.", body = Success, example = json!({"success": true})),
+    ))]
+fn request_email_change_otp() {}
+
+/// `POST /api/auth/email-otp/change-email`: moves the account to the new address with the code
+/// mailed there; the address counts as verified.
+#[utoipa::path(post, path = "/api/auth/email-otp/change-email", tag = "codes",
+    request_body(content = ChangeEmailWithCode, example = json!({"newEmail": "giulia.new@example.com", "otp": "123456"})),
+    responses(
+        (status = 200, description = "Changed.", body = Success, example = json!({"success": true})),
+    ))]
+fn change_email_otp() {}
+
 /// `GET /api/auth/list-accounts`.
 #[utoipa::path(get, path = "/api/auth/list-accounts", tag = "account",
     responses((status = 200, description = "The ways this user signs in, without secrets.", body = Vec<Account>)))]
@@ -350,7 +369,9 @@ fn forgot_password_page() {}
 fn reset_password_page() {}
 
 /// Routes that act for the signed-in user.
-const SESSION_ROUTES: [&str; 11] = [
+const SESSION_ROUTES: [&str; 13] = [
+    "/api/auth/email-otp/change-email",
+    "/api/auth/email-otp/request-email-change",
     "/api/auth/change-email",
     "/api/auth/delete-user",
     "/api/auth/list-sessions",
@@ -366,7 +387,9 @@ const SESSION_ROUTES: [&str; 11] = [
 
 /// Routes that count requests per client (and per address where it applies): 429 with
 /// `Retry-After` and better-auth's `X-Retry-After`.
-const LIMITED_ROUTES: [&str; 10] = [
+const LIMITED_ROUTES: [&str; 12] = [
+    "/api/auth/email-otp/change-email",
+    "/api/auth/email-otp/request-email-change",
     "/api/auth/change-email",
     "/api/auth/request-password-reset",
     "/api/auth/send-verification-email",
@@ -380,7 +403,8 @@ const LIMITED_ROUTES: [&str; 10] = [
 ];
 
 /// Routes that send mail: 503 `EMAIL_DISABLED` without a mail server.
-const MAIL_ROUTES: [&str; 6] = [
+const MAIL_ROUTES: [&str; 7] = [
+    "/api/auth/email-otp/request-email-change",
     "/api/auth/change-email",
     "/api/auth/request-password-reset",
     "/api/auth/send-verification-email",
@@ -391,7 +415,8 @@ const MAIL_ROUTES: [&str; 6] = [
 
 /// Routes that take an e-mailed code: 400 `INVALID_OTP` / `OTP_EXPIRED` (or another of the
 /// route's input errors), 403 `TOO_MANY_ATTEMPTS` once the code's tries are used up.
-const CODE_ROUTES: [&str; 4] = [
+const CODE_ROUTES: [&str; 5] = [
+    "/api/auth/email-otp/change-email",
     "/api/auth/sign-in/email-otp",
     "/api/auth/email-otp/verify-email",
     "/api/auth/email-otp/check-verification-otp",
@@ -523,6 +548,7 @@ impl Modify for Shared {
         sign_up, sign_in, sign_out, delete_user, get_session, providers, sign_in_social, callback_google, ok,
         list_sessions, revoke_session, revoke_sessions, revoke_other_sessions,
         update_user, change_password, change_email, list_accounts, unlink_account,
+        request_email_change_otp, change_email_otp,
         request_password_reset, reset_link, reset_password, send_verification_email, verify_email,
         send_verification_otp, sign_in_email_otp, verify_email_otp, check_verification_otp,
         request_password_reset_otp, forget_password_otp, reset_password_otp,

@@ -27,6 +27,10 @@ pub enum Kind {
     SignIn,
     EmailVerification,
     ForgetPassword,
+    /// A move to a new address, under `<userId>:<new address>`; requested by its own route, so
+    /// never a `type` a client may name.
+    #[serde(skip_deserializing)]
+    ChangeEmail,
 }
 
 impl Kind {
@@ -35,6 +39,7 @@ impl Kind {
             Self::SignIn => "sign-in",
             Self::EmailVerification => "email-verification",
             Self::ForgetPassword => "forget-password",
+            Self::ChangeEmail => "change-email",
         }
     }
 }
@@ -198,6 +203,10 @@ mod tests {
         let k: Kind = serde_json::from_str("\"forget-password\"").unwrap();
         assert_eq!(k, Kind::ForgetPassword);
         assert!(serde_json::from_str::<Kind>("\"change-email\"").is_err());
+        assert_eq!(
+            identifier(Kind::ChangeEmail, "u1:new@b.co"),
+            "change-email-otp-u1:new@b.co"
+        );
         assert_eq!(identifier(Kind::SignIn, "a@b.co"), "sign-in-otp-a@b.co");
     }
 }

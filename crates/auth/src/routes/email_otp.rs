@@ -5,7 +5,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
-use session::User;
+use session::{MaybeSession, User};
 use utoipa::ToSchema;
 
 use crate::answers::{CodeVerified, Success, TokenAndUser};
@@ -19,6 +19,7 @@ use crate::redirect;
 use crate::repo::users::{self, NewUser};
 use crate::repo::{QueryResult, Tx, accounts, sessions};
 use crate::routes::reset::MAIL_ROUTE_MIN_TIME;
+use crate::routes::sessions::signed_in;
 use crate::routes::user::{check_length, valid_image, valid_name};
 use crate::state::AppState;
 
@@ -136,7 +137,7 @@ async fn send_code(
                 return Ok::<_, ApiError>(false);
             }
             let name = user.map(|u| u.name).unwrap_or_default();
-            mailbox::queue_code(conn, &secret, kind, &email, &name)?;
+            mailbox::queue_code(conn, &secret, kind, &email, &email, &name)?;
             Ok(true)
         })
         .await;
@@ -413,5 +414,110 @@ async fn reset_with_code(
         })
         .await?;
     tracing::info!(%user_id, "password reset with an e-mailed code; every session ended");
+    Ok(HttpResponse::Ok().json(Success { success: true }))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RequestEmailChange {
+    new_email: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChangeEmailWithCode {
+    new_email: String,
+    /// The six digits mailed to the new address.
+    otp: String,
+}
+
+/// The new address of a change, checked as `change-email` checks it.
+fn new_address(current: &User, raw: &str) -> Result<String, ApiError> {
+    let new_email = domain::email::normalise(raw).ok_or_else(|| {
+        ApiError::bad_request("VALIDATION_ERROR", "newEmail: not an e-mail address")
+    })?;
+    if new_email == current.email {
+        return Err(ApiError::bad_request(
+            "EMAIL_IS_THE_SAME",
+            "Email is the same",
+        ));
+    }
+    Ok(new_email)
+}
+
+/// `POST /api/auth/email-otp/request-email-change` `{newEmail}` → `{success: true}`: a code to
+/// the new address, for a person who would rather type it than open the link of
+/// `change-email`. An address in use elsewhere gets the same answer and no mail.
+pub async fn request_email_change(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    current: MaybeSession,
+    body: Body<RequestEmailChange>,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    let new_email = new_address(&me.user, &body.value.new_email)?;
+    if !mailbox::enabled(&state) {
+        return Err(ApiError::EmailDisabled);
+    }
+    state
+        .limit(
+            &req,
+            "request-email-change",
+            Some(("user", me.id().as_str())),
+            state.settings.mail_rate_limit,
+        )
+        .await?;
+    let secret = state.settings.auth.secret.expose().to_owned();
+    let queued = state
+        .db
+        .write(move |conn| {
+            if users::find_by_email(conn, &new_email)?.is_some() {
+                return Ok::<_, ApiError>(false);
+            }
+            let subject = format!("{}:{new_email}", me.user.id);
+            let name = &me.user.name;
+            mailbox::queue_code(conn, &secret, Kind::ChangeEmail, &subject, &new_email, name)?;
+            Ok(true)
+        })
+        .await?;
+    if queued {
+        mailbox::wake(&state);
+    }
+    Ok(HttpResponse::Ok().json(Success { success: true }))
+}
+
+/// `POST /api/auth/email-otp/change-email` `{newEmail, otp}` → `{success: true}`: the account
+/// moves to the new address, verified, with the code mailed there.
+pub async fn change_email(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    current: MaybeSession,
+    body: Body<ChangeEmailWithCode>,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    let input = body.value;
+    let new_email = new_address(&me.user, &input.new_email)?;
+    state.rate_limit(&req, "change-email-otp", None).await?;
+    let subject = format!("{}:{new_email}", me.user.id);
+    state
+        .codes()
+        .verify(Kind::ChangeEmail, &subject, &input.otp, OnSuccess::Spend)
+        .await?;
+    let in_use = || ApiError::bad_request("EMAIL_ALREADY_IN_USE", "Email already in use");
+    let user_id = me.user.id;
+    state
+        .db
+        .write(move |conn| {
+            users::lock(conn, &user_id)?;
+            if users::find_by_email(conn, &new_email)?.is_some() {
+                return Err(in_use());
+            }
+            users::set_email(conn, &user_id, &new_email, true, Utc::now())?.ok_or_else(in_use)?;
+            // Links mailed to the old address no longer verify anything.
+            links::drop_others(conn, Purpose::Verify, &user_id)?;
+            tracing::info!(%user_id, "address changed with an e-mailed code");
+            Ok::<_, ApiError>(())
+        })
+        .await?;
     Ok(HttpResponse::Ok().json(Success { success: true }))
 }

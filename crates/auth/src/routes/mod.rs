@@ -50,6 +50,11 @@ pub fn config(cfg: &mut web::ServiceConfig) {
             .service(post("/update-user", user::update_user))
             .service(post("/change-password", user::change_password))
             .service(post("/change-email", user::change_email))
+            .service(post(
+                "/email-otp/request-email-change",
+                email_otp::request_email_change,
+            ))
+            .service(post("/email-otp/change-email", email_otp::change_email))
             .service(get("/list-accounts", accounts::list_accounts))
             .service(post("/unlink-account", accounts::unlink_account))
             .service(form_post(

@@ -138,3 +138,82 @@ async fn an_address_in_use_gets_the_same_answer_and_no_mail() {
         .await;
     assert_eq!(anonymous.status_and_code(), (401, Some("UNAUTHORIZED")));
 }
+
+#[tokio::test]
+async fn a_code_mailed_to_the_new_address_moves_the_account_there() {
+    let (app, smtp) = with_mail(&[]).await;
+    app.sign_up("taken@example.com", PASSWORD).await;
+    let (cookie, _) = app.sign_up("coda@example.com", PASSWORD).await;
+    app.sql("UPDATE auth.\"user\" SET email_verified = true");
+    let request = |new_email: &'static str| {
+        let (app, cookie) = (&app, cookie.clone());
+        async move {
+            app.post(
+                "/api/auth/email-otp/request-email-change",
+                json!({ "newEmail": new_email }),
+                Some(&cookie),
+            )
+            .await
+        }
+    };
+    let submit = |new_email: &'static str, otp: String| {
+        let (app, cookie) = (&app, cookie.clone());
+        async move {
+            app.post(
+                "/api/auth/email-otp/change-email",
+                json!({ "newEmail": new_email, "otp": otp }),
+                Some(&cookie),
+            )
+            .await
+        }
+    };
+    // An address in use elsewhere: the same answer, and no mail.
+    let taken = request("taken@example.com").await;
+    assert_eq!(
+        (taken.status, &taken.body),
+        (200, &json!({ "success": true }))
+    );
+    assert!(smtp.wait_for(1, Duration::from_secs(2)).await.is_empty());
+
+    let asked = request("coda.new@example.com").await;
+    assert_eq!(
+        (asked.status, &asked.body),
+        (200, &json!({ "success": true }))
+    );
+    let mail = one_mail(&smtp, 1).await;
+    assert_eq!(mail.rcpt_to, ["coda.new@example.com"]);
+    let text = crate::mail::readable(&mail);
+    let otp = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.len() == 6 && l.bytes().all(|b| b.is_ascii_digit()))
+        .expect("a code")
+        .to_owned();
+    let wrong = format!("{:06}", (otp.parse::<u32>().unwrap() + 1) % 1_000_000);
+    let refused = submit("coda.new@example.com", wrong).await;
+    assert_eq!(refused.status_and_code(), (400, Some("INVALID_OTP")));
+    // The code is bound to the address it was sent to.
+    let elsewhere = submit("other@example.com", otp.clone()).await;
+    assert_eq!(elsewhere.status_and_code(), (400, Some("INVALID_OTP")));
+    let moved = submit("coda.new@example.com", otp.clone()).await;
+    assert_eq!(
+        (moved.status, &moved.body),
+        (200, &json!({ "success": true })),
+        "{}",
+        moved.text
+    );
+    assert_eq!(
+        email_of(&app, &cookie).await,
+        ("coda.new@example.com".into(), true)
+    );
+    let again = submit("coda.new@example.com", otp).await;
+    assert!(again.status >= 400, "{}", again.text);
+    let anonymous = app
+        .post(
+            "/api/auth/email-otp/request-email-change",
+            json!({ "newEmail": "x@example.com" }),
+            None,
+        )
+        .await;
+    assert_eq!(anonymous.status_and_code(), (401, Some("UNAUTHORIZED")));
+}
