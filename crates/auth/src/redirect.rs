@@ -64,16 +64,21 @@ pub fn signed_in(
         .json(body)
 }
 
+/// `page` (which may carry a query already) with each of `params` that is `Some`, in order.
+pub fn page_with(page: &str, params: &[(&str, Option<&str>)]) -> String {
+    params
+        .iter()
+        .fold(page.to_owned(), |location, (name, value)| match value {
+            Some(v) => crate::links::with_param(&location, name, v),
+            None => location,
+        })
+}
+
 /// 303 back to `page` with `error=code` and the given fields (those that are `Some`), so that the
 /// page shows the error next to the form and keeps what was typed.
 pub fn back_to_page(page: &str, code: &str, fields: &[(&str, Option<&str>)]) -> HttpResponse {
-    let mut location = format!("{page}?error={}", q(code));
-    for (name, value) in fields {
-        if let Some(v) = value {
-            location.push_str(&format!("&{name}={}", q(v)));
-        }
-    }
-    see_other(&location)
+    let with_error = page_with(page, &[("error", Some(code))]);
+    see_other(&page_with(&with_error, fields))
 }
 
 /// A credential route's answer: as it is to a JSON client; to the page's form post, a failure

@@ -20,7 +20,9 @@ use crate::repo::users::{self, NewUser};
 use crate::repo::{QueryResult, Tx, accounts, sessions};
 use crate::routes::reset::MAIL_ROUTE_MIN_TIME;
 use crate::routes::sessions::signed_in;
-use crate::routes::user::{check_length, valid_image, valid_name};
+use crate::routes::user::{
+    check_length, move_address, new_address, valid_email, valid_image, valid_name,
+};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -59,31 +61,24 @@ pub async fn send_verification_otp(
     let callback = input.callback_url.as_deref();
     Ok(match outcome {
         Ok(_) => redirect::see_other(&code_page(email, callback, None)),
-        Err(e) => redirect::see_other(&format!(
-            "/sign-in?with=code&error={}&email={}{}",
-            redirect::q(e.code()),
-            redirect::q(email),
-            callback_param(callback)
-        )),
+        Err(e) => redirect::back_to_page(
+            "/sign-in?with=code",
+            e.code(),
+            &[("email", Some(email)), ("callbackURL", callback)],
+        ),
     })
 }
 
 /// The sign-in page's form for the code mailed to `email`.
 fn code_page(email: &str, callback: Option<&str>, error: Option<&str>) -> String {
-    format!(
-        "/sign-in?with=code&sent=1&email={}{}{}",
-        redirect::q(email),
-        callback_param(callback),
-        error
-            .map(|e| format!("&error={}", redirect::q(e)))
-            .unwrap_or_default()
+    redirect::page_with(
+        "/sign-in?with=code&sent=1",
+        &[
+            ("email", Some(email)),
+            ("callbackURL", callback),
+            ("error", error),
+        ],
     )
-}
-
-fn callback_param(callback: Option<&str>) -> String {
-    callback
-        .map(|c| format!("&callbackURL={}", redirect::q(c)))
-        .unwrap_or_default()
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -120,7 +115,7 @@ async fn send_code(
     if !mailbox::enabled(state) {
         return Err(ApiError::EmailDisabled);
     }
-    let email = domain::email::normalise(email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    let email = valid_email(email)?;
     // The client's own budget only: a count per address would let anyone stop someone else's
     // codes. The address's daily mail budget is counted whoever asks and refuses nothing.
     state
@@ -196,8 +191,7 @@ async fn sign_in_with_code(
     form: bool,
 ) -> Result<HttpResponse, ApiError> {
     let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
-    let email =
-        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    let email = valid_email(&input.email)?;
     let name = valid_name(input.name.as_deref().unwrap_or(""))?;
     let image = valid_image(input.image.as_deref())?;
     state.rate_limit(req, "sign-in-email-otp", None).await?;
@@ -269,8 +263,7 @@ pub async fn verify_email(
     body: Body<VerifyWithCode>,
 ) -> Result<HttpResponse, ApiError> {
     let input = body.value;
-    let email =
-        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    let email = valid_email(&input.email)?;
     state.rate_limit(&req, "verify-email-otp", None).await?;
     state
         .codes()
@@ -321,8 +314,7 @@ pub async fn check_verification_otp(
     body: Body<CheckCode>,
 ) -> Result<HttpResponse, ApiError> {
     let input = body.value;
-    let email =
-        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    let email = valid_email(&input.email)?;
     state
         .rate_limit(&req, "check-verification-otp", None)
         .await?;
@@ -364,10 +356,9 @@ pub async fn reset_password(
     // The forgotten-password page's form: on to sign-in, or back with the error.
     Ok(match outcome {
         Ok(_) => redirect::see_other("/sign-in?reset=1"),
-        Err(e) => redirect::see_other(&format!(
-            "/forgot-password?sent=1&email={}&error={}",
-            redirect::q(&typed),
-            redirect::q(e.code())
+        Err(e) => redirect::see_other(&redirect::page_with(
+            "/forgot-password?sent=1",
+            &[("email", Some(&typed)), ("error", Some(e.code()))],
         )),
     })
 }
@@ -378,8 +369,7 @@ async fn reset_with_code(
     input: ResetWithCode,
 ) -> Result<HttpResponse, ApiError> {
     check_length(&input.password)?;
-    let email =
-        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    let email = valid_email(&input.email)?;
     state.rate_limit(req, "reset-password-otp", None).await?;
     // The code is checked (and a wrong one counted) before the slow hash, so that guesses cost
     // no hash; a right one stays usable until the hash is done.
@@ -429,20 +419,6 @@ pub struct ChangeEmailWithCode {
     new_email: String,
     /// The six digits mailed to the new address.
     otp: String,
-}
-
-/// The new address of a change, checked as `change-email` checks it.
-fn new_address(current: &User, raw: &str) -> Result<String, ApiError> {
-    let new_email = domain::email::normalise(raw).ok_or_else(|| {
-        ApiError::bad_request("VALIDATION_ERROR", "newEmail: not an e-mail address")
-    })?;
-    if new_email == current.email {
-        return Err(ApiError::bad_request(
-            "EMAIL_IS_THE_SAME",
-            "Email is the same",
-        ));
-    }
-    Ok(new_email)
 }
 
 /// `POST /api/auth/email-otp/request-email-change` `{newEmail}` → `{success: true}`: a code to
@@ -512,9 +488,7 @@ pub async fn change_email(
             if users::find_by_email(conn, &new_email)?.is_some() {
                 return Err(in_use());
             }
-            users::set_email(conn, &user_id, &new_email, true, Utc::now())?.ok_or_else(in_use)?;
-            // Links mailed to the old address no longer verify anything.
-            links::drop_others(conn, Purpose::Verify, &user_id)?;
+            move_address(conn, &user_id, &new_email, true, Utc::now())?.ok_or_else(in_use)?;
             tracing::info!(%user_id, "address changed with an e-mailed code");
             Ok::<_, ApiError>(())
         })

@@ -100,6 +100,14 @@ pub fn alert(code: Option<&str>) -> String {
     .unwrap_or_default()
 }
 
+/// `callbackURL` as one more parameter of a link in the page (after `?` or `&`), escaped for
+/// the attribute; nothing without a callback.
+fn callback_query(separator: char, callback: Option<&str>) -> String {
+    callback
+        .map(|c| esc(&format!("{separator}callbackURL={}", q(c))))
+        .unwrap_or_default()
+}
+
 /// The query's `callbackURL` when the API would accept it, and the hidden field that carries it
 /// on through the form.
 fn carried_callback(auth: &session::AuthSettings, query: &PageQuery) -> (Option<String>, String) {
@@ -137,10 +145,7 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
             "Accedi",
             format!(
                 r#"Non hai un account? <a href="/sign-up{}">Registrati</a>"#,
-                callback
-                    .as_deref()
-                    .map(|c| format!("?callbackURL={}", esc(&q(c))))
-                    .unwrap_or_default()
+                callback_query('?', callback.as_deref())
             ),
         ),
         Page::SignUp => (
@@ -159,10 +164,7 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
             "Registrati",
             format!(
                 r#"Hai già un account? <a href="/sign-in{}">Accedi</a>"#,
-                callback
-                    .as_deref()
-                    .map(|c| format!("?callbackURL={}", esc(&q(c))))
-                    .unwrap_or_default()
+                callback_query('?', callback.as_deref())
             ),
         ),
     };
@@ -172,10 +174,7 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
             r#"
     <p class="forgot"><a href="/sign-in?with=code{}">Accedi con un codice via e-mail</a></p>
     <p class="forgot"><a href="/forgot-password">Password dimenticata?</a></p>"#,
-            callback
-                .as_deref()
-                .map(|c| format!("&amp;callbackURL={}", esc(&q(c))))
-                .unwrap_or_default()
+            callback_query('&', callback.as_deref())
         )
     } else {
         String::new()
@@ -220,10 +219,7 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
 /// The sign-in page's way by code: first the address, then the code mailed to it.
 fn render_code(state: &AppState, query: &PageQuery) -> HttpResponse {
     let (callback, hidden_callback) = carried_callback(&state.settings.auth, query);
-    let back = callback
-        .as_deref()
-        .map(|c| format!("?callbackURL={}", esc(&q(c))))
-        .unwrap_or_default();
+    let back = callback_query('?', callback.as_deref());
     let error = alert(query.error.as_deref());
     let email = query.email.as_deref().unwrap_or_default();
     let inner = if query.sent.is_some() && !email.is_empty() {
@@ -241,10 +237,7 @@ fn render_code(state: &AppState, query: &PageQuery) -> HttpResponse {
     <p><a href="/sign-in{back}">Accedi con la password</a></p>"#,
             shown = esc(email),
             again = esc(&q(email)),
-            callback_amp = callback
-                .as_deref()
-                .map(|c| format!("&amp;callbackURL={}", esc(&q(c))))
-                .unwrap_or_default(),
+            callback_amp = callback_query('&', callback.as_deref()),
         )
     } else {
         format!(

@@ -16,7 +16,7 @@ use crate::mailbox::{self, LinkMail};
 use crate::otp;
 use crate::redirect;
 use crate::repo::{accounts, sessions, users};
-use crate::routes::user::check_length;
+use crate::routes::user::{check_length, valid_email};
 use crate::state::AppState;
 
 /// The least time `request-password-reset` and the anonymous `send-verification-email` take,
@@ -50,9 +50,9 @@ pub async fn request_password_reset(
     }
     Ok(match outcome {
         // On to the page that also takes the mailed code.
-        Ok(_) => redirect::see_other(&format!(
-            "/forgot-password?sent=1&email={}",
-            redirect::q(&typed)
+        Ok(_) => redirect::see_other(&redirect::page_with(
+            "/forgot-password?sent=1",
+            &[("email", Some(&typed))],
         )),
         Err(e) => redirect::back_to_page("/forgot-password", e.code(), &[]),
     })
@@ -66,8 +66,7 @@ async fn request_reset(
     if !mailbox::enabled(state) {
         return Err(ApiError::EmailDisabled);
     }
-    let email =
-        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    let email = valid_email(&input.email)?;
     let callback = redirect::callback(&state.settings.auth, input.redirect_to.as_deref())
         .map_err(|_| ApiError::Forbidden("INVALID_REDIRECT_URL"))?
         .unwrap_or_else(|| DEFAULT_RESET_PAGE.to_owned());

@@ -12,6 +12,7 @@ use crate::error::ApiError;
 use crate::mailbox;
 use crate::redirect;
 use crate::repo::{accounts, users};
+use crate::routes::user::valid_email;
 use crate::routes::verify::send_verification;
 use crate::state::AppState;
 
@@ -53,8 +54,7 @@ async fn handle(
     form: bool,
 ) -> Result<HttpResponse, ApiError> {
     let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
-    let email =
-        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    let email = valid_email(&input.email)?;
     let lookup_email = email.clone();
     let (failure_keys, found) = state
         .sign_in_gate(req, &email, move |conn| {

@@ -11,7 +11,7 @@ use crate::mailbox;
 use crate::redirect;
 use crate::repo::accounts::{self, NewAccount};
 use crate::repo::users::{self, NewUser};
-use crate::routes::user::{check_length, valid_image, valid_name};
+use crate::routes::user::{check_length, valid_email, valid_image, valid_name};
 use crate::routes::verify::send_verification;
 use crate::state::AppState;
 
@@ -54,8 +54,7 @@ async fn handle(
     input: &SignUp,
     form: bool,
 ) -> Result<HttpResponse, ApiError> {
-    let email =
-        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    let email = valid_email(&input.email)?;
     check_length(&input.password)?;
     let name = valid_name(&input.name)?;
     let image = valid_image(input.image.as_deref())?;

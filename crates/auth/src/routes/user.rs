@@ -2,15 +2,16 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer};
-use session::MaybeSession;
+use session::{MaybeSession, UserId};
 use utoipa::ToSchema;
 
 use crate::answers::{PasswordChanged, Status};
 use crate::body::Body;
 use crate::error::ApiError;
-use crate::repo::{accounts, sessions, users};
+use crate::links::{self, Purpose};
+use crate::repo::{QueryResult, Tx, accounts, sessions, users};
 use crate::routes::sessions::signed_in;
 use crate::state::AppState;
 use crate::{client, password};
@@ -33,6 +34,42 @@ pub struct UpdateUser {
     image: Option<Option<String>>,
     /// Accepted only to be refused with better-auth's own error.
     email: Option<serde_json::Value>,
+}
+
+/// An e-mail address as stored, or better-auth's `INVALID_EMAIL`.
+pub fn valid_email(raw: &str) -> Result<String, ApiError> {
+    domain::email::normalise(raw).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))
+}
+
+/// The address a change moves `current` to: an address, and not the one it has.
+pub fn new_address(current: &session::User, raw: &str) -> Result<String, ApiError> {
+    let new_email = domain::email::normalise(raw).ok_or_else(|| {
+        ApiError::bad_request("VALIDATION_ERROR", "newEmail: not an e-mail address")
+    })?;
+    if new_email == current.email {
+        return Err(ApiError::bad_request(
+            "EMAIL_IS_THE_SAME",
+            "Email is the same",
+        ));
+    }
+    Ok(new_email)
+}
+
+/// Moves the user to `email`, verified or not. Links mailed to the old address stop working, so
+/// that none of them verifies the new one. `Ok(None)` when the address is taken: the statement
+/// failed, and the caller's transaction must end.
+pub fn move_address(
+    conn: &mut Tx,
+    user_id: &UserId,
+    email: &str,
+    verified: bool,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<session::User>> {
+    let moved = users::set_email(conn, user_id, email, verified, now)?;
+    if moved.is_some() {
+        links::drop_others(conn, Purpose::Verify, user_id)?;
+    }
+    Ok(moved)
 }
 
 /// A display name as stored: trimmed, bounded, printable.
@@ -209,15 +246,7 @@ pub async fn change_email(
 ) -> Result<HttpResponse, ApiError> {
     let me = signed_in(current)?;
     let input = body.value;
-    let new_email = domain::email::normalise(&input.new_email).ok_or_else(|| {
-        ApiError::bad_request("VALIDATION_ERROR", "newEmail: not an e-mail address")
-    })?;
-    if new_email == me.user.email {
-        return Err(ApiError::bad_request(
-            "EMAIL_IS_THE_SAME",
-            "Email is the same",
-        ));
-    }
+    let new_email = new_address(&me.user, &input.new_email)?;
     let callback = crate::redirect::callback(&state.settings.auth, input.callback_url.as_deref())?
         .unwrap_or_else(|| "/".to_owned());
     if !crate::mailbox::enabled(&state) {
@@ -243,16 +272,14 @@ pub async fn change_email(
             }
             if !user.email_verified {
                 // Taken meanwhile by a sign-up: the statement failed, so the transaction ends.
-                let moved = users::set_email(conn, &user.id, &new_email, false, now)?
+                let moved = move_address(conn, &user.id, &new_email, false, now)?
                     .ok_or(ApiError::UserExists)?;
-                // A link mailed to the old address must not verify the new one.
-                crate::links::drop_others(conn, crate::links::Purpose::Verify, &user.id)?;
                 crate::routes::verify::send_verification(conn, &auth, &moved, &callback)?;
                 tracing::info!(user_id = %user.id, "unverified address changed");
                 return Ok(true);
             }
-            let token = crate::links::issue_change(conn, &user.id, &new_email, now)?;
-            let link = crate::links::verify_link(&auth.base_url, &token, &callback);
+            let token = links::issue_change(conn, &user.id, &new_email, now)?;
+            let link = links::verify_link(&auth.base_url, &token, &callback);
             crate::mailbox::queue(
                 conn,
                 auth.secret.expose(),

@@ -16,6 +16,7 @@ use crate::otp;
 use crate::redirect;
 use crate::repo::{Tx, users};
 use crate::routes::reset::MAIL_ROUTE_MIN_TIME;
+use crate::routes::user::{move_address, valid_email};
 use crate::state::AppState;
 
 /// Issues a verification token for `user` and queues its mail, in the caller's transaction.
@@ -59,8 +60,7 @@ pub async fn send_verification_email(
         return Err(ApiError::EmailDisabled);
     }
     let input = body.value;
-    let email =
-        domain::email::normalise(&input.email).ok_or_else(|| ApiError::bad("INVALID_EMAIL"))?;
+    let email = valid_email(&input.email)?;
     let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?
         .unwrap_or_else(|| "/".to_owned());
     let limit = state.settings.mail_rate_limit;
@@ -132,7 +132,7 @@ pub async fn verify_email(
                 };
                 // Taken meanwhile by a sign-up: the statement failed, so the transaction ends
                 // and the link stays as it was.
-                users::set_email(conn, &user_id, &email, true, now)?
+                move_address(conn, &user_id, &email, true, now)?
                     .ok_or(ApiError::Unauthorized("INVALID_TOKEN"))?;
                 tracing::info!(%user_id, "address changed through the mailed link");
                 return Ok(true);

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::email_otp::{code, wrong};
 use crate::helpers::{BASE_URL, TestApp};
 use crate::mail::{link, one_mail, with_mail};
 
@@ -182,15 +183,8 @@ async fn a_code_mailed_to_the_new_address_moves_the_account_there() {
     );
     let mail = one_mail(&smtp, 1).await;
     assert_eq!(mail.rcpt_to, ["coda.new@example.com"]);
-    let text = crate::mail::readable(&mail);
-    let otp = text
-        .lines()
-        .map(str::trim)
-        .find(|l| l.len() == 6 && l.bytes().all(|b| b.is_ascii_digit()))
-        .expect("a code")
-        .to_owned();
-    let wrong = format!("{:06}", (otp.parse::<u32>().unwrap() + 1) % 1_000_000);
-    let refused = submit("coda.new@example.com", wrong).await;
+    let otp = code(&mail);
+    let refused = submit("coda.new@example.com", wrong(&otp, 0)).await;
     assert_eq!(refused.status_and_code(), (400, Some("INVALID_OTP")));
     // The code is bound to the address it was sent to.
     let elsewhere = submit("other@example.com", otp.clone()).await;

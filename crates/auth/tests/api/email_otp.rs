@@ -11,7 +11,7 @@ use crate::mail::{link, one_mail, readable, with_mail};
 const PASSWORD: &str = "password-123";
 
 /// The code in `msg`: the line of six digits alone.
-fn code(msg: &Received) -> String {
+pub(crate) fn code(msg: &Received) -> String {
     readable(msg)
         .lines()
         .map(str::trim)
@@ -21,7 +21,7 @@ fn code(msg: &Received) -> String {
 }
 
 /// A code of the same length that is not `right`.
-fn wrong(right: &str, n: u32) -> String {
+pub(crate) fn wrong(right: &str, n: u32) -> String {
     let guess = format!("{:06}", (right.parse::<u32>().unwrap() + 1 + n) % 1_000_000);
     assert_ne!(guess, right);
     guess
