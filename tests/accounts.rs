@@ -178,12 +178,7 @@ async fn better_auth_client_manages_the_account_through_nginx() {
         .await
         .expect("GET");
     assert_eq!(opened.status(), 302);
-    let page = opened
-        .headers()
-        .get("location")
-        .and_then(|v| v.to_str().ok())
-        .expect("location")
-        .to_owned();
+    let page = testkit::http::header(&opened, "location").expect("location");
     let reset = page
         .strip_prefix("/reset-password?token=")
         .unwrap_or_else(|| panic!("{page}"))

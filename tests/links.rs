@@ -182,10 +182,7 @@ async fn every_address_the_product_hands_out_opens_a_page_through_the_proxy() {
             .send()
     };
     let location = |r: &reqwest::Response| {
-        r.headers()
-            .get("location")
-            .and_then(|l| l.to_str().ok())
-            .map(str::to_owned)
+        testkit::http::header(r, "location")
             .unwrap_or_else(|| panic!("a redirect, got {}", r.status()))
     };
     // (where it comes from, the address)

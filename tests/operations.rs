@@ -48,7 +48,12 @@ fn licence_env<'a>(keys: &'a str, download: &'a str, webhook: &'a str) -> Vec<(&
 #[test]
 fn placeholder_secrets_are_refused_at_start_up() {
     let placeholder = "change-me-auth-secret-replace-with-openssl-rand-hex-32";
-    config_rejected(&bin("auth"), &auth_env(placeholder, OTHER), "AUTH_SECRET");
+    config_rejected(
+        &bin("auth"),
+        &auth_env(placeholder, OTHER),
+        &[],
+        "AUTH_SECRET",
+    );
     config_rejected(
         &bin("nutrition-api"),
         &[
@@ -56,6 +61,7 @@ fn placeholder_secrets_are_refused_at_start_up() {
             ("AUTH_SECRET", placeholder),
             ("AUTH_BASE_URL", "http://127.0.0.1:8080"),
         ],
+        &[],
         "AUTH_SECRET",
     );
     config_rejected(
@@ -64,12 +70,14 @@ fn placeholder_secrets_are_refused_at_start_up() {
             "DATABASE_URL",
             "postgres://app:change-me-postgres-password@127.0.0.1:5432/nutrition",
         )],
+        &[],
         "DATABASE_URL",
     );
     let keys = "k1:change-me-licence-jwt-secret-replace-with-openssl-rand";
     config_rejected(
         &bin("licence-server"),
         &licence_env(keys, OTHER, THIRD),
+        &[],
         "LICENCE_JWT_KEYS",
     );
 }
@@ -79,17 +87,20 @@ fn one_value_in_two_secret_variables_is_refused_at_start_up() {
     config_rejected(
         &bin("auth"),
         &auth_env(SECRET, SECRET),
+        &[],
         "GOOGLE_CLIENT_SECRET",
     );
     let keys = format!("k1:{SECRET}");
     config_rejected(
         &bin("licence-server"),
         &licence_env(&keys, SECRET, THIRD),
+        &[],
         "DOWNLOAD_SIGNING_SECRET",
     );
     config_rejected(
         &bin("licence-server"),
         &licence_env(&keys, OTHER, OTHER),
+        &[],
         "PAYMENT_WEBHOOK_SECRET",
     );
     let reused = format!("postgres://app:{SECRET}@127.0.0.1:5432/nutrition");
@@ -100,6 +111,7 @@ fn one_value_in_two_secret_variables_is_refused_at_start_up() {
             ("AUTH_SECRET", SECRET),
             ("AUTH_BASE_URL", "http://127.0.0.1:8080"),
         ],
+        &[],
         "AUTH_SECRET",
     );
 }
@@ -158,12 +170,7 @@ async fn scrape(port: u16) -> (String, HashMap<String, f64>) {
         .await
         .expect("scrape");
     assert_eq!(resp.status(), 200);
-    let ctype = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let ctype = testkit::http::header(&resp, "content-type").unwrap_or_default();
     assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
     let text = resp.text().await.expect("body");
     let parsed = parse_exposition(&text);
@@ -418,10 +425,15 @@ fn limits_are_checked_at_start_up() {
     let keys = format!("k1:{SECRET}");
     let mut env = licence_env(&keys, OTHER, THIRD);
     env.push(("REQUEST_BODY_TIMEOUT_SECS", "0"));
-    config_rejected(&bin("licence-server"), &env, "REQUEST_BODY_TIMEOUT_SECS");
+    config_rejected(
+        &bin("licence-server"),
+        &env,
+        &[],
+        "REQUEST_BODY_TIMEOUT_SECS",
+    );
     let mut env = licence_env(&keys, OTHER, THIRD);
     env.push(("MAX_CONNECTIONS", "many"));
-    config_rejected(&bin("licence-server"), &env, "MAX_CONNECTIONS");
+    config_rejected(&bin("licence-server"), &env, &[], "MAX_CONNECTIONS");
 }
 
 /// A refused validation (a bad token) sent as part of the caller's trace `traceparent`.

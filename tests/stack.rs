@@ -100,12 +100,7 @@ async fn sign_up_through_nginx_then_me_with_the_browsers_cookie() {
         .await
         .expect("sign up");
     assert_eq!(resp.status(), 200);
-    let set_cookie = resp
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .expect("cookie")
-        .to_owned();
+    let set_cookie = testkit::http::header(&resp, "set-cookie").expect("cookie");
     assert!(
         set_cookie.starts_with("digiuno.session_token="),
         "{set_cookie}"
@@ -157,13 +152,9 @@ async fn dinner_through_nginx_starts_the_preferred_fast() {
         .send()
         .await
         .expect("sign up");
-    let cookie = resp
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|c| c.split(';').next())
-        .expect("cookie")
-        .to_owned();
+    let cookie = testkit::http::header(&resp, "set-cookie")
+        .and_then(|c| c.split(';').next().map(str::to_owned))
+        .expect("cookie");
     let send = |method: reqwest::Method, path: &str, body: Option<serde_json::Value>| {
         let mut req = http
             .request(method, format!("{base}{path}"))

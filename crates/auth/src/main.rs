@@ -1,8 +1,8 @@
 use std::process::ExitCode;
 
-use auth::{Application, Settings};
+use auth::Application;
 use clap::{Parser, Subcommand};
-use service_kit::{Env, cli};
+use service_kit::cli::{self, Common};
 
 /// Sign-up, sign-in and sessions for the nutrition product.
 #[derive(Parser)]
@@ -14,12 +14,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve HTTP until SIGTERM (the default).
-    Serve,
-    /// Apply pending database migrations and exit.
-    Migrate,
-    /// Exit 0 when the running service answers /ready.
-    Healthcheck,
+    #[command(flatten)]
+    Common(Common),
     /// Copy users, accounts and live sessions from a better-auth 1.x database (its scrypt
     /// passwords keep working and become argon2id at the next sign-in); safe to run again.
     ImportBetterAuth {
@@ -27,42 +23,20 @@ enum Command {
         #[arg(long = "from", value_name = "POSTGRES_URL")]
         from: String,
     },
-    /// Print the OpenAPI 3.1 document (the one `/openapi.json` serves) and exit; needs no
-    /// configuration and no database.
-    Openapi,
 }
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    cli::process_init();
-    let cli = Cli::parse();
-    let env = Env::load();
-    if let Err(err) = service_kit::telemetry::init(&env) {
-        return cli::config_failure(&err);
-    }
-    match cli.command.unwrap_or(Command::Serve) {
-        Command::Openapi => cli::print_openapi(&auth::openapi::document()),
-        Command::Healthcheck => cli::healthcheck(
-            env.listen_addr(auth::settings::DEFAULT_LISTEN_ADDR),
-            "/ready",
-        ),
-        Command::Migrate => match auth::settings::database_url(&env) {
-            Err(err) => cli::config_failure(&err),
-            Ok(url) => cli::migration_report(pg_store::connect_and_migrate(
-                &url,
-                auth::startup::DATABASE_WAIT,
-            )),
-        },
-        Command::ImportBetterAuth { from } => match auth::settings::database_url(&env) {
-            Err(err) => cli::config_failure(&err),
+    let command = Cli::parse().command;
+    let env = match cli::start() {
+        Ok(env) => env,
+        Err(code) => return code,
+    };
+    match command.unwrap_or(Command::Common(Common::Serve)) {
+        Command::Common(common) => cli::run::<Application>(common, &env).await,
+        Command::ImportBetterAuth { from } => match cli::database_url::<Application>(&env) {
             Ok(url) => import(&url, &from),
-        },
-        Command::Serve => match Settings::from_env(&env) {
-            Err(err) => cli::config_failure(&err),
-            Ok(settings) => match Application::build(settings).await {
-                Ok(app) => cli::served(app.run_until_stopped().await),
-                Err(err) => cli::startup_failure(&err),
-            },
+            Err(code) => code,
         },
     }
 }

@@ -166,12 +166,7 @@ fn cores() -> u32 {
         .unwrap_or(1)
 }
 
-pub fn database_url(env: &Env) -> Result<Secret, ConfigError> {
-    env.database_url(
-        &["postgres", "postgresql"],
-        "postgres://app:password@127.0.0.1:5432/nutrition",
-    )
-}
+pub use pg_store::database_url;
 
 fn google(env: &Env) -> Result<Option<GoogleSettings>, ConfigError> {
     match (env.get(GOOGLE_CLIENT_ID)?, env.get(GOOGLE_CLIENT_SECRET)?) {
@@ -234,26 +229,25 @@ fn trusted_proxies(env: &Env) -> Result<Vec<IpNet>, ConfigError> {
 mod tests {
     use super::*;
 
-    fn base() -> Vec<(&'static str, &'static str)> {
-        vec![
+    fn with(extra: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let base = [
             (
                 "DATABASE_URL",
                 "postgres://app:app@127.0.0.1:5432/nutrition",
             ),
             ("AUTH_SECRET", "0123456789abcdef0123456789abcdef"),
             ("AUTH_BASE_URL", "http://localhost:8080"),
-        ]
+        ];
+        Settings::from_env(&Env::overriding(&base, extra))
     }
 
-    fn with(extra: &[(&'static str, &'static str)]) -> Result<Settings, ConfigError> {
-        let mut pairs = base();
-        pairs.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
-        pairs.extend_from_slice(extra);
-        Settings::from_env(&Env::from_pairs(pairs))
-    }
-
-    fn failing(extra: &[(&'static str, &'static str)]) -> String {
+    fn failing(extra: &[(&str, &str)]) -> String {
         with(extra).expect_err("must be rejected").var
+    }
+
+    #[test]
+    fn shared_rules() {
+        testkit::checks::shared_settings_rules(failing, "mysql://root@127.0.0.1/x");
     }
 
     #[test]
@@ -263,28 +257,6 @@ mod tests {
         assert_eq!(s.pool_size, 10);
         assert!(s.google.is_none());
         assert!(s.trusted_proxies.is_empty());
-    }
-
-    #[test]
-    fn listen_addr_must_be_ip_and_port() {
-        assert_eq!(failing(&[("LISTEN_ADDR", "8081")]), "LISTEN_ADDR");
-    }
-
-    #[test]
-    fn database_url_is_required_and_postgres() {
-        assert_eq!(failing(&[("DATABASE_URL", "")]), "DATABASE_URL");
-        assert_eq!(
-            failing(&[("DATABASE_URL", "mysql://root@127.0.0.1/x")]),
-            "DATABASE_URL"
-        );
-    }
-
-    #[test]
-    fn pool_size_range() {
-        assert_eq!(
-            failing(&[("DATABASE_POOL_SIZE", "0")]),
-            "DATABASE_POOL_SIZE"
-        );
     }
 
     #[test]

@@ -47,6 +47,13 @@ impl Default for Options {
     }
 }
 
+service_kit::service!(
+    Application,
+    settings: crate::settings,
+    document: crate::openapi::document,
+    migrate: |url| crate::db::connect_and_migrate(url, DATABASE_WAIT),
+);
+
 impl Application {
     /// Migrates the database, binds `settings.listen_addr` and prepares the server.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {

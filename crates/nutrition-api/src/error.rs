@@ -93,7 +93,10 @@ impl ResponseError for ApiError {
 impl From<DbError> for ApiError {
     fn from(e: DbError) -> Self {
         match e {
-            DbError::Unavailable(_) => Self::Unavailable,
+            DbError::Unavailable(reason) => {
+                tracing::warn!(%reason, "database unavailable");
+                Self::Unavailable
+            }
             DbError::Query(e) => e.into(),
             other => Self::internal(other),
         }
@@ -105,7 +108,10 @@ impl From<diesel::result::Error> for ApiError {
         match e {
             diesel::result::Error::NotFound => Self::NotFound,
             // The connection has been discarded; the next attempt gets a working one.
-            e if service_kit::db::is_connection_lost(&e) => Self::Unavailable,
+            e if service_kit::db::is_connection_lost(&e) => {
+                tracing::warn!(error = %e, "database connection lost");
+                Self::Unavailable
+            }
             other => Self::internal(other),
         }
     }

@@ -41,12 +41,7 @@ impl Settings {
     }
 }
 
-pub fn database_url(env: &Env) -> Result<Secret, ConfigError> {
-    env.database_url(
-        &["postgres", "postgresql"],
-        "postgres://app:password@127.0.0.1:5432/nutrition",
-    )
-}
+pub use pg_store::database_url;
 
 #[cfg(test)]
 mod tests {
@@ -54,28 +49,24 @@ mod tests {
     use push::VapidKeyPair;
 
     fn with(extra: &[(&str, &str)]) -> Result<Settings, ConfigError> {
-        let mut pairs: Vec<(String, String)> = [
+        let base = [
             (
                 "DATABASE_URL",
                 "postgres://app:app@127.0.0.1:5432/nutrition",
             ),
             ("AUTH_SECRET", "0123456789abcdef0123456789abcdef"),
             ("AUTH_BASE_URL", "http://localhost:8080"),
-        ]
-        .iter()
-        .filter(|(k, _)| !extra.iter().any(|(e, _)| e == k))
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-        pairs.extend(
-            extra
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-        );
-        Settings::from_env(&Env::from_pairs(pairs))
+        ];
+        Settings::from_env(&Env::overriding(&base, extra))
     }
 
     fn failing(extra: &[(&str, &str)]) -> String {
         with(extra).expect_err("must be rejected").var
+    }
+
+    #[test]
+    fn shared_rules() {
+        testkit::checks::shared_settings_rules(failing, "mysql://root@127.0.0.1/x");
     }
 
     #[test]
@@ -101,25 +92,6 @@ mod tests {
                 .expect("valid")
                 .push_endpoints,
             push::EndpointPolicy::any_public_host()
-        );
-    }
-
-    #[test]
-    fn listen_addr_must_be_ip_and_port() {
-        assert_eq!(failing(&[("LISTEN_ADDR", "nowhere")]), "LISTEN_ADDR");
-    }
-
-    #[test]
-    fn database_url_is_required_and_postgres() {
-        assert_eq!(failing(&[("DATABASE_URL", " ")]), "DATABASE_URL");
-        assert_eq!(failing(&[("DATABASE_URL", "http://x/y")]), "DATABASE_URL");
-    }
-
-    #[test]
-    fn pool_size_range() {
-        assert_eq!(
-            failing(&[("DATABASE_POOL_SIZE", "1000")]),
-            "DATABASE_POOL_SIZE"
         );
     }
 

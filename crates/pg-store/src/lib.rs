@@ -26,6 +26,14 @@ pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations-p
 const MIGRATION_LOCK_KEY: i64 = 0x6e75_7472_4d49_4752;
 
 /// A pool for `url`; connections are made lazily.
+/// DATABASE_URL of a service on this database.
+pub fn database_url(env: &service_kit::Env) -> Result<Secret, service_kit::ConfigError> {
+    env.database_url(
+        &["postgres", "postgresql"],
+        "postgres://app:password@127.0.0.1:5432/nutrition",
+    )
+}
+
 pub fn pool(url: &Secret, size: u32) -> PgPool {
     service_kit::db::build_pool(url, size)
 }

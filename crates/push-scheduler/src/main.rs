@@ -5,7 +5,8 @@ use clap::{Parser, Subcommand};
 use push::VapidKeyPair;
 use push_scheduler::jobs::Job;
 use push_scheduler::{Application, Settings};
-use service_kit::{Env, cli};
+use service_kit::Env;
+use service_kit::cli::{self, Common};
 
 /// The scheduled Web Push notifications of the nutrition product.
 #[derive(Parser)]
@@ -17,17 +18,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the scheduler and its health endpoints until SIGTERM (the default).
-    Serve,
-    /// Apply pending database migrations and exit.
-    Migrate,
-    /// Exit 0 when the running scheduler answers /ready.
-    Healthcheck,
+    #[command(flatten)]
+    Common(Common),
     /// Print a fresh VAPID key pair as environment lines.
     VapidKeys,
-    /// Print the OpenAPI 3.1 document (the one `/openapi.json` serves) and exit; needs no
-    /// configuration and no database.
-    Openapi,
     /// Run one job once, as if the time were --at, deliver what it queued, print a JSON line.
     Fire {
         /// weekly-weigh-in, meal-lunch, meal-snack, meal-dinner or milestones.
@@ -43,45 +37,31 @@ enum Command {
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    cli::process_init();
-    let cli = Cli::parse();
-    let env = Env::load();
-    if let Err(err) = service_kit::telemetry::init(&env) {
-        return cli::config_failure(&err);
-    }
-    match cli.command.unwrap_or(Command::Serve) {
-        Command::Openapi => cli::print_openapi(&push_scheduler::openapi::document()),
-        Command::VapidKeys => {
-            let pair = VapidKeyPair::generate();
-            let lines = format!(
-                "VAPID_PUBLIC_KEY={}\nVAPID_PRIVATE_KEY={}\n",
-                pair.public_key,
-                pair.private_key.expose()
-            );
-            match std::io::stdout().write_all(lines.as_bytes()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(_) => ExitCode::FAILURE,
-            }
-        }
+    let command = Cli::parse().command;
+    let env = match cli::start() {
+        Ok(env) => env,
+        Err(code) => return code,
+    };
+    match command.unwrap_or(Command::Common(Common::Serve)) {
+        Command::Common(common) => cli::run::<Application>(common, &env).await,
+        Command::VapidKeys => vapid_keys(),
         Command::Fire { job, at, wait } => fire(&env, &job, at.as_deref(), wait).await,
-        Command::Healthcheck => cli::healthcheck(
-            env.listen_addr(push_scheduler::settings::DEFAULT_LISTEN_ADDR),
-            "/ready",
-        ),
-        Command::Migrate => match push_scheduler::settings::database_url(&env) {
-            Err(err) => cli::config_failure(&err),
-            Ok(url) => cli::migration_report(pg_store::connect_and_migrate(
-                &url,
-                push_scheduler::startup::DATABASE_WAIT,
-            )),
-        },
-        Command::Serve => match Settings::from_env(&env) {
-            Err(err) => cli::config_failure(&err),
-            Ok(settings) => match Application::build(settings).await {
-                Ok(app) => cli::served(app.run_until_stopped().await),
-                Err(err) => cli::startup_failure(&err),
-            },
-        },
+    }
+}
+
+/// Prints a fresh key pair as environment lines.
+fn vapid_keys() -> ExitCode {
+    let pair = VapidKeyPair::generate();
+    let lines = format!(
+        "VAPID_PUBLIC_KEY={}
+VAPID_PRIVATE_KEY={}
+",
+        pair.public_key,
+        pair.private_key.expose()
+    );
+    match std::io::stdout().write_all(lines.as_bytes()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
     }
 }
 

@@ -37,12 +37,7 @@ impl Settings {
     }
 }
 
-pub fn database_url(env: &Env) -> Result<Secret, ConfigError> {
-    env.database_url(
-        &["postgres", "postgresql"],
-        "postgres://app:password@127.0.0.1:5432/nutrition",
-    )
-}
+pub use pg_store::database_url;
 
 #[cfg(test)]
 mod tests {
@@ -50,17 +45,11 @@ mod tests {
     use push::VapidKeyPair;
 
     fn with(extra: &[(&str, &str)]) -> Result<Settings, ConfigError> {
-        let mut pairs = vec![(
-            "DATABASE_URL".to_owned(),
-            "postgres://app:app@127.0.0.1:5432/nutrition".to_owned(),
+        let base = [(
+            "DATABASE_URL",
+            "postgres://app:app@127.0.0.1:5432/nutrition",
         )];
-        pairs.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
-        pairs.extend(
-            extra
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-        );
-        Settings::from_env(&Env::from_pairs(pairs))
+        Settings::from_env(&Env::overriding(&base, extra))
     }
 
     fn failing(extra: &[(&str, &str)]) -> String {
@@ -68,32 +57,15 @@ mod tests {
     }
 
     #[test]
+    fn shared_rules() {
+        testkit::checks::shared_settings_rules(failing, "mysql://root@127.0.0.1/x");
+    }
+
+    #[test]
     fn defaults() {
         let s = with(&[]).expect("valid");
         assert_eq!(s.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
         assert!(s.vapid.is_none());
-    }
-
-    #[test]
-    fn listen_addr_must_be_ip_and_port() {
-        assert_eq!(failing(&[("LISTEN_ADDR", "0.0.0.0")]), "LISTEN_ADDR");
-    }
-
-    #[test]
-    fn database_url_is_required_and_postgres() {
-        assert_eq!(failing(&[("DATABASE_URL", "")]), "DATABASE_URL");
-        assert_eq!(
-            failing(&[("DATABASE_URL", "mysql://a@b/c")]),
-            "DATABASE_URL"
-        );
-    }
-
-    #[test]
-    fn pool_size_range() {
-        assert_eq!(
-            failing(&[("DATABASE_POOL_SIZE", "-1")]),
-            "DATABASE_POOL_SIZE"
-        );
     }
 
     #[test]

@@ -1,10 +1,112 @@
-//! What the binaries' `main` functions share: how a bad setting ends the process, the
-//! `healthcheck` subcommand and the report of the `migrate` subcommand.
+//! What the binaries' `main` functions share: the subcommands every service has, how a bad
+//! setting ends the process, the `healthcheck` subcommand and the report of `migrate`.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, Env, Secret};
+
+/// The subcommands of every service's binary; a binary adds its own beside them with
+/// `#[command(flatten)]`.
+#[derive(clap::Subcommand, Clone, Copy, Debug, Default)]
+pub enum Common {
+    /// Serve HTTP until SIGTERM (the default).
+    #[default]
+    Serve,
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Exit 0 when the running service answers /ready.
+    Healthcheck,
+    /// Print the OpenAPI 3.1 document (the one `/openapi.json` serves) and exit; needs no
+    /// configuration and no database.
+    Openapi,
+}
+
+/// What [`run`] needs to know of a service.
+#[allow(async_fn_in_trait)]
+pub trait Service {
+    /// Where `serve` listens unless LISTEN_ADDR says otherwise.
+    const DEFAULT_LISTEN_ADDR: &'static str;
+    type Settings;
+    /// The OpenAPI document it serves.
+    fn document() -> Document;
+    /// DATABASE_URL alone, for the subcommands that need nothing else.
+    fn database_url(env: &Env) -> Result<Secret, ConfigError>;
+    /// Applies the pending migrations; returns their versions.
+    fn migrate(url: &Secret) -> anyhow::Result<Vec<String>>;
+    fn settings(env: &Env) -> Result<Self::Settings, ConfigError>;
+    /// Starts the service and serves until it is stopped; `Err` when it could not start.
+    async fn serve(settings: Self::Settings) -> anyhow::Result<std::io::Result<()>>;
+}
+
+/// Implements [`Service`] for a service's `Application` (with its `build` and
+/// `run_until_stopped`), from its settings module (`Settings` with `from_env`,
+/// `DEFAULT_LISTEN_ADDR`, `database_url`), its OpenAPI document and its migration.
+#[macro_export]
+macro_rules! service {
+    ($app:ty, settings: $($settings:ident)::+, document: $document:path, migrate: $migrate:expr $(,)?) => {
+        impl $crate::cli::Service for $app {
+            const DEFAULT_LISTEN_ADDR: &'static str = $($settings)::+::DEFAULT_LISTEN_ADDR;
+            type Settings = $($settings)::+::Settings;
+
+            fn document() -> $crate::cli::Document {
+                $document()
+            }
+
+            fn database_url(env: &$crate::Env) -> Result<$crate::Secret, $crate::ConfigError> {
+                $($settings)::+::database_url(env)
+            }
+
+            fn migrate(url: &$crate::Secret) -> anyhow::Result<Vec<String>> {
+                ($migrate)(url)
+            }
+
+            fn settings(env: &$crate::Env) -> Result<Self::Settings, $crate::ConfigError> {
+                Self::Settings::from_env(env)
+            }
+
+            async fn serve(settings: Self::Settings) -> anyhow::Result<std::io::Result<()>> {
+                Ok(Self::build(settings).await?.run_until_stopped().await)
+            }
+        }
+    };
+}
+
+/// A service's OpenAPI document.
+pub type Document = utoipa::openapi::OpenApi;
+
+/// The start of every `main`: process set-up, the environment, tracing. `Err` is the exit
+/// status of a bad tracing setting.
+pub fn start() -> Result<Env, ExitCode> {
+    process_init();
+    let env = Env::load();
+    crate::telemetry::init(&env).map_err(|err| config_failure(&err))?;
+    Ok(env)
+}
+
+/// Runs one of the [`Common`] subcommands of service `S`.
+pub async fn run<S: Service>(command: Common, env: &Env) -> ExitCode {
+    match command {
+        Common::Openapi => print_openapi(&S::document()),
+        Common::Healthcheck => healthcheck(env.listen_addr(S::DEFAULT_LISTEN_ADDR), "/ready"),
+        Common::Migrate => match database_url::<S>(env) {
+            Ok(url) => migration_report(S::migrate(&url)),
+            Err(code) => code,
+        },
+        Common::Serve => match S::settings(env) {
+            Err(err) => config_failure(&err),
+            Ok(settings) => match S::serve(settings).await {
+                Ok(outcome) => served(outcome),
+                Err(err) => startup_failure(&err),
+            },
+        },
+    }
+}
+
+/// DATABASE_URL for a subcommand that needs nothing else, or the exit status of its error.
+pub fn database_url<S: Service>(env: &Env) -> Result<Secret, ExitCode> {
+    S::database_url(env).map_err(|err| config_failure(&err))
+}
 
 /// Process-wide set-up, first thing in `main`. OpenSSL (used by libpq, the MariaDB client, TLS
 /// and Web Push encryption) otherwise frees its global state in an `atexit` handler while other

@@ -118,6 +118,15 @@ impl Env {
         }
     }
 
+    /// `base` with each variable of `overrides` set to its value there instead: the
+    /// environment a test of a service's settings varies.
+    pub fn overriding(base: &[(&str, &str)], overrides: &[(&str, &str)]) -> Self {
+        let kept = base
+            .iter()
+            .filter(|(k, _)| !overrides.iter().any(|(o, _)| o == k));
+        Self::from_pairs(kept.chain(overrides).map(|&(k, v)| (k, v)))
+    }
+
     pub fn from_pairs<I, K, V>(pairs: I) -> Self
     where
         I: IntoIterator<Item = (K, V)>,

@@ -139,7 +139,10 @@ impl ResponseError for SessionError {
 impl From<DbError> for SessionError {
     fn from(e: DbError) -> Self {
         match e {
-            DbError::Unavailable(_) => Self::Unavailable,
+            DbError::Unavailable(reason) => {
+                tracing::warn!(%reason, "database unavailable");
+                Self::Unavailable
+            }
             DbError::Query(e) => e.into(),
             other => Self::Internal(other.to_string()),
         }
@@ -150,6 +153,7 @@ impl From<diesel::result::Error> for SessionError {
     fn from(e: diesel::result::Error) -> Self {
         // The connection has been discarded; the next attempt gets a working one.
         if service_kit::db::is_connection_lost(&e) {
+            tracing::warn!(error = %e, "database connection lost");
             Self::Unavailable
         } else {
             Self::Internal(e.to_string())

@@ -41,10 +41,17 @@ pub async fn unknown_route_is_json_404(base: &str) {
     assert!(body["message"].is_string(), "{body}");
 }
 
-/// Starting `bin` with `env` fails before serving: non-zero exit and exactly one line on stderr
+/// Starting `bin` with the variables of `base`, each of `overrides` set to its value there
+/// instead (empty: unset), fails before serving: non-zero exit and exactly one line on stderr
 /// that names `var`.
-pub fn config_rejected(bin: &Path, env: &[(&str, &str)], var: &str) {
-    let out = process::run(bin, &["serve"], env);
+pub fn config_rejected(bin: &Path, base: &[(&str, &str)], overrides: &[(&str, &str)], var: &str) {
+    let env: Vec<(&str, &str)> = base
+        .iter()
+        .filter(|(k, _)| !overrides.iter().any(|(o, _)| o == k))
+        .chain(overrides.iter().filter(|(_, v)| !v.is_empty()))
+        .copied()
+        .collect();
+    let out = process::run(bin, &["serve"], &env);
     assert!(
         !out.status.success(),
         "{} started with a bad {var}",
@@ -62,6 +69,24 @@ pub fn config_rejected(bin: &Path, env: &[(&str, &str)], var: &str) {
         "the line must name {var}: {lines:?}"
     );
     assert!(out.stdout.is_empty());
+}
+
+/// The rules every service's settings share, checked through the service's `failing` (the
+/// variable its settings refuse with these variables set): LISTEN_ADDR an address with a port,
+/// DATABASE_URL required and of the service's own database (`foreign_database` is another
+/// kind's), DATABASE_POOL_SIZE within 1..=256.
+pub fn shared_settings_rules(failing: impl Fn(&[(&str, &str)]) -> String, foreign_database: &str) {
+    for (var, value) in [
+        ("LISTEN_ADDR", "8081"),
+        ("LISTEN_ADDR", "nowhere:80"),
+        ("DATABASE_URL", ""),
+        ("DATABASE_URL", foreign_database),
+        ("DATABASE_POOL_SIZE", "0"),
+        ("DATABASE_POOL_SIZE", "-1"),
+        ("DATABASE_POOL_SIZE", "1000"),
+    ] {
+        assert_eq!(failing(&[(var, value)]), var, "{var}={value}");
+    }
 }
 
 /// `bin migrate` run twice at the same instant on an empty database: both succeed, the schema

@@ -12,6 +12,14 @@ pub fn client() -> reqwest::Client {
 }
 
 /// Status and JSON body of a GET.
+/// The value of the response's header `name`, when it has one that is text.
+pub fn header(resp: &reqwest::Response, name: &str) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
 pub async fn get_json(url: &str) -> (u16, serde_json::Value) {
     let resp = client().get(url).send().await.expect("GET");
     let status = resp.status().as_u16();

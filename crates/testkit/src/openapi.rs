@@ -87,7 +87,7 @@ async fn probe(http: &reqwest::Client, base: &str, method: &str, path: &str) -> 
 
 /// Fetches `/openapi.json` from the running service at `base` and asserts that it is an
 /// OpenAPI 3.1 document identical to `expected` (what the binary's `openapi` subcommand prints).
-pub async fn served_document(http: &reqwest::Client, base: &str, expected: Value) -> Value {
+async fn served_document(http: &reqwest::Client, base: &str, expected: Value) -> Value {
     let resp = http
         .get(format!("{base}/openapi.json"))
         .send()
@@ -106,7 +106,7 @@ pub async fn served_document(http: &reqwest::Client, base: &str, expected: Value
 /// Asserts that the running service at `base` mounts every operation of `doc`, and that every
 /// route pattern in `mounted` (from the same router, see `service_kit::openapi::mounted_routes`)
 /// is documented with exactly the methods it answers.
-pub async fn assert_document_matches_routes(
+async fn assert_document_matches_routes(
     http: &reqwest::Client,
     base: &str,
     doc: &Value,
@@ -135,6 +135,38 @@ pub async fn assert_document_matches_routes(
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert!(!documented.is_empty(), "the document has no operation");
+}
+
+/// The service at `base` serves `document` at `/openapi.json`; the document lists exactly the
+/// routes and methods that `routes` mounts beside the docs; `/docs` renders it under a policy
+/// that allows nothing else. Returns the mounted routes.
+pub async fn assert_documents_its_routes(
+    http: &reqwest::Client,
+    base: &str,
+    document: utoipa::openapi::OpenApi,
+    routes: impl FnOnce(&mut actix_web::web::ServiceConfig),
+) -> Vec<String> {
+    let expected = serde_json::to_value(&document).expect("the document serialises");
+    let doc = served_document(http, base, expected).await;
+    let mounted = service_kit::openapi::mounted_routes(|cfg| {
+        cfg.configure(service_kit::openapi::mount(
+            service_kit::openapi::Docs::new(&document),
+        ));
+        routes(cfg);
+    })
+    .await;
+    assert_document_matches_routes(http, base, &doc, &mounted).await;
+    let page = http
+        .get(format!("{base}/docs"))
+        .send()
+        .await
+        .expect("GET /docs");
+    assert_eq!(page.status(), 200);
+    let policy = crate::http::header(&page, "content-security-policy").unwrap_or_default();
+    assert!(policy.contains("default-src 'none'"), "{policy}");
+    let html = page.text().await.expect("the docs page");
+    assert!(html.contains("fetch(\"openapi.json\""), "{html}");
+    mounted
 }
 
 #[cfg(test)]

@@ -442,11 +442,7 @@ async fn deactivate(
         .send()
         .await
         .expect("POST");
-    let retry = resp
-        .headers()
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let retry = testkit::http::header(&resp, "retry-after");
     let (s, b) = answer(resp).await;
     (s, b, retry)
 }

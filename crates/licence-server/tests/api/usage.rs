@@ -28,11 +28,7 @@ async fn consume_at(
         .send()
         .await
         .expect("POST");
-    let retry_after = resp
-        .headers()
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let retry_after = testkit::http::header(&resp, "retry-after");
     let (s, b) = crate::helpers::answer(resp).await;
     (s, b, retry_after)
 }

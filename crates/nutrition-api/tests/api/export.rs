@@ -227,10 +227,7 @@ async fn the_csv_holds_the_fasts_quoted_and_formula_free() {
     assert_eq!(rows[2][5], "", "no end yet");
 
     let bad = app.get("/me/export?format=xml", &u).await;
-    assert_eq!(
-        (bad.status, bad.body["code"].as_str()),
-        (400, Some("VALIDATION_ERROR"))
-    );
+    bad.assert_code(400, "VALIDATION_ERROR");
     let anonymous = app.call(Method::GET, "/me/export", None, None).await;
     assert_eq!(anonymous.status, 401);
 }

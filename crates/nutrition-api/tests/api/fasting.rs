@@ -56,20 +56,7 @@ async fn preferences_default_set_and_clear() {
         (json!({ "theme": "dark" }), "theme"),
     ] {
         let r = app.patch("/me/preferences", &u, body).await;
-        assert_eq!(
-            (r.status, r.body["code"].as_str()),
-            (400, Some("VALIDATION_ERROR")),
-            "{}",
-            r.text
-        );
-        assert!(
-            r.body["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains(field),
-            "{}",
-            r.text
-        );
+        r.assert_error(400, "VALIDATION_ERROR", field);
     }
     assert_eq!(
         app.get("/me/preferences", &u).await.body["fastingMilestones"],
@@ -124,10 +111,7 @@ async fn start_and_end_a_fast() {
     let again = app
         .post("/me/fast-events", &u, json!({ "protocol": "12:12" }))
         .await;
-    assert_eq!(
-        (again.status, again.body["code"].as_str()),
-        (409, Some("FAST_ALREADY_RUNNING"))
-    );
+    again.assert_code(409, "FAST_ALREADY_RUNNING");
     let current = app.get("/me/fast-events/current", &u).await;
     assert_eq!(current.body["id"], fast["id"]);
 
@@ -146,10 +130,7 @@ async fn start_and_end_a_fast() {
     let twice = app
         .post(&format!("/me/fast-events/{id}/end"), &u, json!({}))
         .await;
-    assert_eq!(
-        (twice.status, twice.body["code"].as_str()),
-        (409, Some("FAST_NOT_RUNNING"))
-    );
+    twice.assert_code(409, "FAST_NOT_RUNNING");
     assert_eq!(app.get("/me/fast-events/current", &u).await.status, 404);
 }
 
@@ -204,12 +185,7 @@ async fn started_at_rules() {
         json!({ "protocol": "16:8", "extra": 1 }),
     ] {
         let r = app.post("/me/fast-events", &u, body.clone()).await;
-        assert_eq!(
-            (r.status, r.body["code"].as_str()),
-            (400, Some("VALIDATION_ERROR")),
-            "{body}: {}",
-            r.text
-        );
+        r.assert_code(400, "VALIDATION_ERROR");
     }
     let malformed = app
         .raw(Method::POST, "/me/fast-events", &u, "{\"protocol\":")
@@ -358,11 +334,7 @@ async fn another_users_fast_is_not_found() {
         (Method::GET, "/me/fast-events/no-such-id".to_owned(), None),
     ] {
         let r = app.call(method, &path, Some(&other), body).await;
-        assert_eq!(
-            (r.status, r.body["code"].as_str()),
-            (404, Some("NOT_FOUND")),
-            "{path}"
-        );
+        r.assert_code(404, "NOT_FOUND");
     }
     assert_eq!(
         app.get(&format!("/me/fast-events/{id}"), &owner).await.body["status"],
@@ -410,11 +382,7 @@ async fn symptom_diary_keeps_the_timer_running() {
         json!({ "status": "COMPLETED" }),
     ] {
         let r = app.patch(&path, &u, bad.clone()).await;
-        assert_eq!(
-            (r.status, r.body["code"].as_str()),
-            (400, Some("VALIDATION_ERROR")),
-            "{bad}"
-        );
+        r.assert_code(400, "VALIDATION_ERROR");
     }
     let now = app.get(&path, &u).await.body;
     assert_eq!(
@@ -641,11 +609,7 @@ async fn pause_default_explicit_and_end() {
         json!({ "from": "now" }),
     ] {
         let r = app.post("/me/fasting/pause", &u, bad.clone()).await;
-        assert_eq!(
-            (r.status, r.body["code"].as_str()),
-            (400, Some("VALIDATION_ERROR")),
-            "{bad}"
-        );
+        r.assert_code(400, "VALIDATION_ERROR");
     }
     assert_eq!(app.get("/me/fasting/pause", &u).await.body["paused"], false);
 }
@@ -665,10 +629,7 @@ async fn break_fast_suggestions_after_24_hours() {
     let r = app
         .get(&format!("/me/fast-events/{id}/break-fast-suggestions"), &u)
         .await;
-    assert_eq!(
-        (r.status, r.body["code"].as_str()),
-        (422, Some("FAST_TOO_SHORT"))
-    );
+    r.assert_code(422, "FAST_TOO_SHORT");
     app.sql(&format!(
         "UPDATE nutrition.fast_event SET started_at = started_at - interval '2 hours', planned_end_at = planned_end_at - interval '2 hours' WHERE id = '{id}'"
     ));

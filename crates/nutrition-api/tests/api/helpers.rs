@@ -115,6 +115,21 @@ impl Resp {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+
+    /// The contract's error body with `status` and `code`.
+    #[track_caller]
+    pub fn assert_code(&self, status: u16, code: &str) {
+        let got = (self.status, self.body["code"].as_str());
+        assert_eq!(got, (status, Some(code)), "{}", self.text);
+    }
+
+    /// [`Self::assert_code`], with a message that says `says` (the field at fault, the limit).
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, code: &str, says: &str) {
+        self.assert_code(status, code);
+        let message = self.body["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{message:?} does not say {says:?}");
+    }
 }
 
 impl TestApp {

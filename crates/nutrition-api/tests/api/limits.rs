@@ -105,12 +105,7 @@ async fn test_push_is_rate_limited_per_user_across_replicas() {
     }
     for base in [&app.base, &other] {
         let r = test_push(&app, base, &u).await;
-        assert_eq!(
-            (r.status, r.body["code"].as_str()),
-            (429, Some("RATE_LIMITED")),
-            "{}",
-            r.text
-        );
+        r.assert_code(429, "RATE_LIMITED");
         let retry: u64 = r
             .header("retry-after")
             .and_then(|v| v.parse().ok())
@@ -197,20 +192,7 @@ async fn meal_plans_are_capped_at_fifty_ended_ones_making_room() {
         assert_eq!(r.status, 201, "plan {i}: {}", r.text);
     }
     let r = app.post("/me/meal-plans", &u, plan_on(tomorrow)).await;
-    assert_eq!(
-        (r.status, r.body["code"].as_str()),
-        (409, Some("MEAL_PLAN_LIMIT_REACHED")),
-        "{}",
-        r.text
-    );
-    assert!(
-        r.body["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("50"),
-        "{}",
-        r.text
-    );
+    r.assert_error(409, "MEAL_PLAN_LIMIT_REACHED", "50");
     assert_eq!(plans_of(&app, &u), 50);
 
     // Plans whose days are all past make room for a new one, the oldest first.

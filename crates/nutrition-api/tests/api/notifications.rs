@@ -94,11 +94,7 @@ async fn config_and_settings() {
         let r = on
             .patch("/me/notifications/settings", &v, bad.clone())
             .await;
-        assert_eq!(
-            (r.status, r.body["code"].as_str()),
-            (400, Some("VALIDATION_ERROR")),
-            "{bad}"
-        );
+        r.assert_code(400, "VALIDATION_ERROR");
     }
     assert_eq!(
         on.get("/me/notifications/settings", &v).await.body,
@@ -196,20 +192,7 @@ async fn endpoints_and_keys_are_checked() {
         "not a url",
     ] {
         let r = register(&app, &u, endpoint, &sub.p256dh, &sub.auth).await;
-        assert_eq!(
-            (r.status, r.body["code"].as_str()),
-            (400, Some("VALIDATION_ERROR")),
-            "{endpoint}: {}",
-            r.text
-        );
-        assert!(
-            r.body["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("endpoint"),
-            "{}",
-            r.text
-        );
+        r.assert_error(400, "VALIDATION_ERROR", "endpoint");
     }
     let short_auth = "AAAAAAAAAAAAAAAAAAAA";
     for (p256dh, auth) in [
@@ -307,10 +290,7 @@ async fn push_off_answers_503() {
     let r = app
         .call(Method::POST, "/me/notifications/test", Some(&u), None)
         .await;
-    assert_eq!(
-        (r.status, r.body["code"].as_str()),
-        (503, Some("PUSH_DISABLED"))
-    );
+    r.assert_code(503, "PUSH_DISABLED");
 }
 
 const KNOWN_SERVICES: [&str; 6] = [
@@ -342,20 +322,7 @@ async fn only_known_push_services_are_accepted_by_default() {
     let u = app.user("hosts@example.com");
     for endpoint in OTHER_HOSTS {
         let r = register(&app, &u, endpoint, &sub.p256dh, &sub.auth).await;
-        assert_eq!(
-            (r.status, r.body["code"].as_str()),
-            (400, Some("VALIDATION_ERROR")),
-            "{endpoint}: {}",
-            r.text
-        );
-        assert!(
-            r.body["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("endpoint"),
-            "{}",
-            r.text
-        );
+        r.assert_error(400, "VALIDATION_ERROR", "endpoint");
     }
     assert_eq!(devices(&app, &u), 0, "nothing stored");
     for endpoint in KNOWN_SERVICES {

@@ -155,12 +155,7 @@ async fn invalid_plans_are_400_and_write_nothing() {
         json!({ "intermittentFasting": "yes", "days": [] }),
     ] {
         let r = app.post("/me/meal-plans", &u, body.clone()).await;
-        assert_eq!(
-            (r.status, r.body["code"].as_str()),
-            (400, Some("VALIDATION_ERROR")),
-            "{body}: {}",
-            r.text
-        );
+        r.assert_code(400, "VALIDATION_ERROR");
     }
     assert_eq!(
         app.count("SELECT count(*) AS n FROM nutrition.meal_plan"),
@@ -453,8 +448,5 @@ async fn the_largest_plan_fits_and_a_larger_body_is_413() {
     assert_eq!(r.status, 201, "{}", &r.text[..r.text.len().min(300)]);
     let huge = format!("{{\"days\":[],\"pad\":\"{}\"}}", "x".repeat(300 * 1024));
     let r = app.raw(Method::POST, "/me/meal-plans", &u, &huge).await;
-    assert_eq!(
-        (r.status, r.body["code"].as_str()),
-        (413, Some("PAYLOAD_TOO_LARGE"))
-    );
+    r.assert_code(413, "PAYLOAD_TOO_LARGE");
 }

@@ -43,20 +43,14 @@ async fn a_fast_ended_by_mistake_resumes_within_ten_minutes() {
     let again = app
         .post(&format!("/me/fast-events/{id}/resume"), &u, json!({}))
         .await;
-    assert_eq!(
-        (again.status, again.body["code"].as_str()),
-        (409, Some("FAST_ALREADY_RUNNING"))
-    );
+    again.assert_code(409, "FAST_ALREADY_RUNNING");
 
     // Another person's fast is unknown here.
     let other = app.user("resume-other@example.com");
     let r = app
         .post(&format!("/me/fast-events/{id}/resume"), &other, json!({}))
         .await;
-    assert_eq!(
-        (r.status, r.body["code"].as_str()),
-        (404, Some("NOT_FOUND"))
-    );
+    r.assert_code(404, "NOT_FOUND");
     let r = app.post("/me/fast-events/nope/resume", &u, json!({})).await;
     assert_eq!(r.status, 404);
 
@@ -68,10 +62,7 @@ async fn a_fast_ended_by_mistake_resumes_within_ten_minutes() {
     let late = app
         .post(&format!("/me/fast-events/{id}/resume"), &u, json!({}))
         .await;
-    assert_eq!(
-        (late.status, late.body["code"].as_str()),
-        (422, Some("TOO_LATE_TO_RESUME"))
-    );
+    late.assert_code(422, "TOO_LATE_TO_RESUME");
     assert_eq!(
         app.get(&format!("/me/fast-events/{id}"), &u).await.body["status"],
         "ENDED_EARLY"
@@ -88,19 +79,13 @@ async fn resuming_is_refused_while_another_fast_runs_or_came_after() {
     let r = app
         .post(&format!("/me/fast-events/{first}/resume"), &u, json!({}))
         .await;
-    assert_eq!(
-        (r.status, r.body["code"].as_str()),
-        (409, Some("FAST_ALREADY_RUNNING"))
-    );
+    r.assert_code(409, "FAST_ALREADY_RUNNING");
     // Once the later fast ended too, the first one cannot run on across it.
     end(&app, &u, &second).await;
     let r = app
         .post(&format!("/me/fast-events/{first}/resume"), &u, json!({}))
         .await;
-    assert_eq!(
-        (r.status, r.body["code"].as_str()),
-        (409, Some("FAST_OVERLAP"))
-    );
+    r.assert_code(409, "FAST_OVERLAP");
     // The later one resumes.
     let r = app
         .post(&format!("/me/fast-events/{second}/resume"), &u, json!({}))
@@ -197,18 +182,7 @@ async fn a_fast_cannot_end_at_the_instant_it_started() {
             json!({ "endedAt": started }),
         )
         .await;
-    assert_eq!(
-        (r.status, r.body["code"].as_str()),
-        (400, Some("VALIDATION_ERROR")),
-        "{}",
-        r.text
-    );
-    assert!(
-        r.body["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("endedAt")
-    );
+    r.assert_error(400, "VALIDATION_ERROR", "endedAt");
 }
 
 /// Fasts started on one day are bounded per person, so that one account cannot grow its history
