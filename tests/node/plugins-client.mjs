@@ -151,6 +151,7 @@ const subjects = {
   "sign-in": [/codice di accesso/],
   "email-verification": [/codice di verifica/, /Conferma il tuo indirizzo/],
   "forget-password": [/reimpostare la password/, /Reimposta la tua password/],
+  "two-factor": [/verifica in due passaggi/],
 };
 const read = new Map();
 async function fromCatcher(catcher, email, type, wait) {

@@ -33,6 +33,19 @@ pub fn message(code: &str) -> &'static str {
         "INVALID_OTP" => "Invalid OTP",
         "OTP_EXPIRED" => "OTP expired",
         "TOO_MANY_ATTEMPTS" => "Too many attempts",
+        "OTP_NOT_CONFIGURED" => "OTP is not available",
+        "TOTP_ALREADY_ENABLED" => "TOTP is already enabled",
+        "TOTP_NOT_ENABLED" => "TOTP not enabled",
+        "TWO_FACTOR_NOT_ENABLED" => "Two factor isn't enabled",
+        "BACKUP_CODES_NOT_ENABLED" => "Backup codes aren't enabled",
+        "INVALID_BACKUP_CODE" => "Invalid backup code",
+        "INVALID_CODE" => "Invalid code",
+        "OTP_HAS_EXPIRED" => "OTP has expired",
+        "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE" => "Too many attempts. Please request a new code.",
+        "INVALID_TWO_FACTOR_COOKIE" => "Invalid two factor cookie",
+        "ACCOUNT_TEMPORARILY_LOCKED" => {
+            "Too many failed verification attempts. Your account is temporarily locked. Please try again later."
+        }
         _ => "Bad request",
     }
 }

@@ -36,6 +36,10 @@ pub enum ApiError {
     /// 401: `UNAUTHORIZED` without a session, or a code such as `INVALID_TOKEN`.
     #[error("{}", if *.0 == "UNAUTHORIZED" { "Unauthorized" } else { codes::message(.0) })]
     Unauthorized(&'static str),
+    /// 429 with one of better-auth's codes (`ACCOUNT_TEMPORARILY_LOCKED`): refused for a while
+    /// whoever asks, unlike a client's rate limit.
+    #[error("{}", codes::message(.0))]
+    Locked(&'static str),
     #[error("Sending e-mail isn't enabled on this server")]
     EmailDisabled,
     #[error("request body is larger than {0} bytes")]
@@ -78,6 +82,7 @@ impl ApiError {
             Self::InvalidCallbackUrl => "INVALID_CALLBACK_URL",
             Self::Forbidden(code) => code,
             Self::Unauthorized(code) => code,
+            Self::Locked(code) => code,
             Self::EmailDisabled => "EMAIL_DISABLED",
             Self::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             Self::Unavailable => "SERVICE_UNAVAILABLE",
@@ -93,7 +98,7 @@ impl ResponseError for ApiError {
             Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
             Self::UserExists => StatusCode::UNPROCESSABLE_ENTITY,
             Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
-            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::RateLimited { .. } | Self::Locked(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::ProviderNotFound => StatusCode::NOT_FOUND,
             Self::InvalidCallbackUrl | Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,

@@ -1,6 +1,8 @@
 //! Values derived from `AUTH_SECRET` with HMAC-SHA256, one sub-key per purpose, so that none of
 //! them can be turned into another (a session handle is never a valid cookie signature).
 
+use aes_gcm::aead::{Aead, AeadCore, KeyInit as _, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
@@ -9,7 +11,7 @@ use sha2::{Digest, Sha256};
 type HmacSha256 = Hmac<Sha256>;
 
 fn mac(key: &[u8], data: &[u8]) -> [u8; 32] {
-    let mut m = HmacSha256::new_from_slice(key).expect("HMAC accepts keys of any length");
+    let mut m = <HmacSha256 as Mac>::new_from_slice(key).expect("HMAC accepts keys of any length");
     m.update(data);
     m.finalize().into_bytes().into()
 }
@@ -63,6 +65,55 @@ pub fn code_digest(secret: &str, identifier: &str, code: &str) -> String {
     ))
 }
 
+/// How a backup code is stored: keyed and bound to its user, like an e-mailed code, so that a
+/// copy of the table gives away none of the codes.
+pub fn backup_code_digest(secret: &str, user_id: &str, code: &str) -> String {
+    URL_SAFE_NO_PAD.encode(mac(
+        &derive(secret, "backup-code"),
+        format!("{user_id}\n{code}").as_bytes(),
+    ))
+}
+
+/// The cipher that seals the two-factor secrets, keyed by a sub-key of `AUTH_SECRET`.
+fn two_factor_cipher(secret: &str) -> Aes256Gcm {
+    Aes256Gcm::new(&derive(secret, "two-factor-secret").into())
+}
+
+/// `plain` sealed with AES-256-GCM under a fresh nonce: base64url(nonce ‖ ciphertext), bound
+/// to `owner` (the user id) so that a sealed value moved to another row does not open.
+pub fn seal(secret: &str, owner: &str, plain: &str) -> String {
+    let nonce = Aes256Gcm::generate_nonce(&mut aes_gcm::aead::OsRng);
+    let payload = Payload {
+        msg: plain.as_bytes(),
+        aad: owner.as_bytes(),
+    };
+    let sealed = two_factor_cipher(secret)
+        .encrypt(&nonce, payload)
+        .expect("AES-GCM encrypts any message of this size");
+    let mut out = nonce.to_vec();
+    out.extend_from_slice(&sealed);
+    URL_SAFE_NO_PAD.encode(out)
+}
+
+/// What [`seal`] sealed for `owner`; `None` when it was sealed under another key, for another
+/// owner, or altered.
+pub fn open(secret: &str, owner: &str, sealed: &str) -> Option<String> {
+    let bytes = URL_SAFE_NO_PAD.decode(sealed).ok()?;
+    if bytes.len() < 12 {
+        return None;
+    }
+    let (nonce, ciphertext) = bytes.split_at(12);
+    let nonce: [u8; 12] = nonce.try_into().ok()?;
+    let payload = Payload {
+        msg: ciphertext,
+        aad: owner.as_bytes(),
+    };
+    let plain = two_factor_cipher(secret)
+        .decrypt(&Nonce::from(nonce), payload)
+        .ok()?;
+    String::from_utf8(plain).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +139,32 @@ mod tests {
         assert_eq!(c, code_digest(SECRET, "sign-in-otp-a@b.co", "123456"));
         assert_ne!(c, code_digest(SECRET, "sign-in-otp-b@b.co", "123456"));
         assert!(!c.contains("123456"));
+    }
+
+    #[test]
+    fn sealed_secrets_open_only_with_their_key_and_owner() {
+        let sealed = seal(SECRET, "user-1", "JBSWY3DPEHPK3PXP");
+        assert_ne!(
+            sealed,
+            seal(SECRET, "user-1", "JBSWY3DPEHPK3PXP"),
+            "a fresh nonce each time"
+        );
+        assert!(!sealed.contains("JBSWY3DPEHPK3PXP"));
+        assert_eq!(
+            open(SECRET, "user-1", &sealed).as_deref(),
+            Some("JBSWY3DPEHPK3PXP")
+        );
+        assert_eq!(open(SECRET, "user-2", &sealed), None);
+        assert_eq!(
+            open("another-secret-0123456789abcdef0", "user-1", &sealed),
+            None
+        );
+        let mut altered = sealed.clone().into_bytes();
+        altered[20] = if altered[20] == b'A' { b'B' } else { b'A' };
+        assert_eq!(
+            open(SECRET, "user-1", &String::from_utf8(altered).unwrap()),
+            None
+        );
+        assert_eq!(open(SECRET, "user-1", "short"), None);
     }
 }

@@ -22,6 +22,7 @@ pub mod routes;
 pub mod settings;
 pub mod startup;
 pub mod state;
+pub mod two_factor;
 
 pub use settings::Settings;
 pub use startup::Application;

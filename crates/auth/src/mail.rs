@@ -5,11 +5,13 @@ use mailer::message::escape_html;
 use crate::otp::Kind;
 use crate::repo::outbox::{
     KIND_CHANGE_EMAIL, KIND_CHANGE_EMAIL_CODE, KIND_EMAIL_VERIFICATION, KIND_PASSWORD_RESET,
-    KIND_RESET_CODE, KIND_SIGN_IN_CODE, KIND_VERIFICATION_CODE, NewMail,
+    KIND_RESET_CODE, KIND_SIGN_IN_CODE, KIND_TWO_FACTOR_CODE, KIND_VERIFICATION_CODE, NewMail,
 };
 
 /// Shown with every code: a code opens an account, so the mail says not to pass it on.
 const CODE_NOTE: &str = "Il codice vale 5 minuti. Non comunicarlo a nessuno.";
+/// The same for the second factor of a sign-in, whose code lives shorter.
+const TWO_FACTOR_NOTE: &str = "Il codice vale 3 minuti. Non comunicarlo a nessuno.";
 
 /// The mail with a password reset link and the same reset as a code; address it with
 /// `.to(&email)`.
@@ -76,6 +78,12 @@ pub fn code(kind: Kind, code: &str, name: &str) -> NewMail {
             "ecco il codice per usare questo indirizzo per il tuo account:",
             "Se non sei stato tu, ignora questa e-mail: il tuo account resta com'era.",
         ),
+        Kind::TwoFactor => (
+            KIND_TWO_FACTOR_CODE,
+            "Il tuo codice di verifica in due passaggi",
+            "ecco il codice per completare l'accesso al tuo account:",
+            "Se non stai accedendo tu, qualcuno conosce la tua password: cambiala subito.",
+        ),
         Kind::ForgetPassword => (
             KIND_RESET_CODE,
             "Il tuo codice per reimpostare la password",
@@ -117,18 +125,23 @@ fn compose(
         ));
     }
     if let Some(code) = code {
+        let note = if kind == KIND_TWO_FACTOR_CODE {
+            TWO_FACTOR_NOTE
+        } else {
+            CODE_NOTE
+        };
         let before = if link.is_some() {
             "Oppure inserisci questo codice nell'app:\n\n"
         } else {
             ""
         };
-        text.push_str(&format!("{before}    {code}\n\n{CODE_NOTE}\n\n"));
+        text.push_str(&format!("{before}    {code}\n\n{note}\n\n"));
         html.push_str(&format!(
             "<p>{}</p>\n<p style=\"font-size: 2em; letter-spacing: 0.2em\"><strong>{}</strong></p>\n\
              <p>{}</p>\n",
             escape_html(before.trim_end()),
             escape_html(code),
-            escape_html(CODE_NOTE),
+            escape_html(note),
         ));
     }
     text.push_str(&format!("{footer}\n"));

@@ -19,6 +19,9 @@ use crate::routes::sessions::RevokeSession;
 use crate::routes::sign_in::SignIn;
 use crate::routes::sign_up::SignUp;
 use crate::routes::social::SignInSocial;
+use crate::routes::two_factor::{
+    BackupCodes, Enable, Enabled, Password, SendOtp, TotpUri, TwoFactorRedirect, VerifyCode,
+};
 use crate::routes::user::{ChangeEmail, ChangePassword, UpdateUser};
 use crate::routes::verify::SendVerification;
 use serde_json::json;
@@ -32,7 +35,8 @@ use utoipa::{Modify, OpenApi, ToSchema};
 
 fn user_example() -> serde_json::Value {
     json!({"id": "usr_1", "name": "Giulia", "email": "giulia@example.com", "emailVerified": false,
-        "image": null, "createdAt": "2026-11-01T08:00:00Z", "updatedAt": "2026-11-01T08:00:00Z"})
+        "image": null, "createdAt": "2026-11-01T08:00:00Z", "updatedAt": "2026-11-01T08:00:00Z",
+        "twoFactorEnabled": false})
 }
 
 const SESSION_COOKIE: &str = "The session cookie `digiuno.session_token` (`__Secure-` in front on https), HttpOnly, SameSite=Lax.";
@@ -62,8 +66,9 @@ fn sign_up() {}
     request_body(content = SignIn, description = "JSON, or the sign-in page's form (then the answer is a 303 redirect).",
         example = json!({"email": "giulia@example.com", "password": "correct horse battery", "rememberMe": true})),
     responses(
-        (status = 200, description = "Signed in.", body = SignedIn,
-            headers(("Set-Cookie" = String, description = "The session cookie (see the `session` security scheme).")),
+        (status = 200, description = "Signed in; or, for a user with two-factor on whose device is not trusted, \
+            `{twoFactorRedirect: true, twoFactorMethods}` with the `two_factor` cookie and no session.", body = SignInAnswer,
+            headers(("Set-Cookie" = String, description = "The session cookie (see the `session` security scheme), or the two-factor challenge's.")),
             example = json!({"redirect": false, "token": "Xq3...", "user": user_example()})),
         (status = 400, description = "A malformed address.", body = ErrorBody,
             example = json!({"code": "INVALID_EMAIL", "message": "Invalid email"})),
@@ -216,6 +221,109 @@ fn request_email_change_otp() {}
     ))]
 fn change_email_otp() {}
 
+/// What a password sign-in answers.
+#[derive(ToSchema)]
+#[serde(untagged)]
+enum SignInAnswer {
+    SignedIn(SignedIn),
+    SecondFactor(TwoFactorRedirect),
+}
+
+/// `POST /api/auth/two-factor/enable`: a new authenticator secret and backup codes; two-factor
+/// is on once `verify-totp` proves a first code.
+#[utoipa::path(post, path = "/api/auth/two-factor/enable", tag = "two-factor",
+    request_body(content = Enable, example = json!({"password": "correct horse battery"})),
+    responses(
+        (status = 200, description = "The secret's URI and ten backup codes, shown this once.", body = Enabled,
+            example = json!({"method": "totp", "totpURI": "otpauth://totp/Digiuno:giulia%40example.com?secret=GEZD...&issuer=Digiuno", "backupCodes": ["a1B2c-3D4e5"]})),
+        (status = 400, description = "A wrong password, or two-factor is on already.", body = ErrorBody,
+            example = json!({"code": "INVALID_PASSWORD", "message": "Invalid password"})),
+    ))]
+fn two_factor_enable() {}
+
+/// `POST /api/auth/two-factor/verify-totp`: a code of the authenticator app. Signed in, it
+/// finishes the set-up (the session is renewed); with the `two_factor` cookie of a password
+/// sign-in, it opens the session.
+#[utoipa::path(post, path = "/api/auth/two-factor/verify-totp", tag = "two-factor",
+    request_body(content = VerifyCode, example = json!({"code": "123456", "trustDevice": true})),
+    responses(
+        (status = 200, description = "Right.", body = TokenAndUser,
+            headers(("Set-Cookie" = String, description = "The session cookie; `trust_device` when asked."))),
+        (status = 400, description = "Two-factor is not set up, or the challenge took its 5 codes.", body = ErrorBody,
+            example = json!({"code": "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE", "message": "Too many attempts. Please request a new code."})),
+        (status = 401, description = "A wrong code, or no valid challenge cookie.", body = ErrorBody,
+            example = json!({"code": "INVALID_CODE", "message": "Invalid code"})),
+        (status = 429, description = "Ten wrong codes in a row lock the account's sign-in for 15 minutes.", body = ErrorBody,
+            example = json!({"code": "ACCOUNT_TEMPORARILY_LOCKED", "message": "Too many failed verification attempts. Your account is temporarily locked. Please try again later."})),
+    ))]
+fn two_factor_verify_totp() {}
+
+/// `POST /api/auth/two-factor/verify-backup-code`: a backup code instead of the app's; spent.
+#[utoipa::path(post, path = "/api/auth/two-factor/verify-backup-code", tag = "two-factor",
+    request_body(content = VerifyCode, example = json!({"code": "a1B2c-3D4e5"})),
+    responses(
+        (status = 200, description = "Right.", body = TokenAndUser),
+        (status = 401, description = "Unknown or used, or no valid challenge cookie.", body = ErrorBody,
+            example = json!({"code": "INVALID_BACKUP_CODE", "message": "Invalid backup code"})),
+    ))]
+fn two_factor_verify_backup_code() {}
+
+/// `POST /api/auth/two-factor/send-otp`: mails a code (6 digits, 3 minutes, 5 tries) to the
+/// signed-in user, or to the user of the sign-in waiting for its second factor.
+#[utoipa::path(post, path = "/api/auth/two-factor/send-otp", tag = "two-factor",
+    request_body(content = Option<SendOtp>, example = json!({})),
+    responses(
+        (status = 200, description = "Sent.", body = Status, example = json!({"status": true})),
+        (status = 400, description = "No mail server.", body = ErrorBody,
+            example = json!({"code": "OTP_NOT_CONFIGURED", "message": "OTP is not available"})),
+        (status = 401, description = "Neither a session nor a sign-in's challenge cookie.", body = ErrorBody,
+            example = json!({"code": "INVALID_TWO_FACTOR_COOKIE", "message": "Invalid two factor cookie"})),
+    ))]
+fn two_factor_send_otp() {}
+
+/// `POST /api/auth/two-factor/verify-otp`: the mailed code. Signed in with two-factor off, it
+/// turns it on (the session is renewed); with a sign-in's challenge cookie, it opens the session.
+#[utoipa::path(post, path = "/api/auth/two-factor/verify-otp", tag = "two-factor",
+    request_body(content = VerifyCode, example = json!({"code": "123456"})),
+    responses(
+        (status = 200, description = "Right.", body = TokenAndUser),
+        (status = 400, description = "No code (never sent, used or expired), or its 5 tries were used.", body = ErrorBody,
+            example = json!({"code": "OTP_HAS_EXPIRED", "message": "OTP has expired"})),
+        (status = 401, description = "A wrong code, or no valid challenge cookie.", body = ErrorBody,
+            example = json!({"code": "INVALID_CODE", "message": "Invalid code"})),
+    ))]
+fn two_factor_verify_otp() {}
+
+/// `POST /api/auth/two-factor/get-totp-uri`.
+#[utoipa::path(post, path = "/api/auth/two-factor/get-totp-uri", tag = "two-factor",
+    request_body(content = Password, example = json!({"password": "correct horse battery"})),
+    responses(
+        (status = 200, description = "The URI for another authenticator app.", body = TotpUri),
+        (status = 400, description = "A wrong password, or no secret.", body = ErrorBody,
+            example = json!({"code": "TOTP_NOT_ENABLED", "message": "TOTP not enabled"})),
+    ))]
+fn two_factor_get_totp_uri() {}
+
+/// `POST /api/auth/two-factor/generate-backup-codes`: ten new codes; the old ones stop working.
+#[utoipa::path(post, path = "/api/auth/two-factor/generate-backup-codes", tag = "two-factor",
+    request_body(content = Password, example = json!({"password": "correct horse battery"})),
+    responses(
+        (status = 200, description = "The new codes, shown this once.", body = BackupCodes),
+        (status = 400, description = "A wrong password, or two-factor is off.", body = ErrorBody,
+            example = json!({"code": "TWO_FACTOR_NOT_ENABLED", "message": "Two factor isn't enabled"})),
+    ))]
+fn two_factor_generate_backup_codes() {}
+
+/// `POST /api/auth/two-factor/disable`: the secret, the codes and every trusted device go.
+#[utoipa::path(post, path = "/api/auth/two-factor/disable", tag = "two-factor",
+    request_body(content = Password, example = json!({"password": "correct horse battery"})),
+    responses(
+        (status = 200, description = "Off; the session is renewed.", body = Status, example = json!({"status": true})),
+        (status = 400, description = "A wrong password.", body = ErrorBody,
+            example = json!({"code": "INVALID_PASSWORD", "message": "Invalid password"})),
+    ))]
+fn two_factor_disable() {}
+
 /// `GET /api/auth/list-accounts`.
 #[utoipa::path(get, path = "/api/auth/list-accounts", tag = "account",
     responses((status = 200, description = "The ways this user signs in, without secrets.", body = Vec<Account>)))]
@@ -357,6 +465,13 @@ fn sign_in_page() {}
     responses((status = 200, description = "HTML page.", content_type = "text/html", body = String)))]
 fn sign_up_page() {}
 
+/// `GET /two-factor`: the second step of a password sign-in with two-factor on.
+#[utoipa::path(get, path = "/two-factor", tag = "pages",
+    params(("callbackURL" = Option<String>, Query), ("backup" = Option<String>, Query, description = "Ask for a backup code."),
+        ("error" = Option<String>, Query)),
+    responses((status = 200, description = "HTML page.", content_type = "text/html", body = String)))]
+fn two_factor_page() {}
+
 /// `GET /forgot-password`: asks for the address to send a reset link to.
 #[utoipa::path(get, path = "/forgot-password", tag = "pages",
     responses((status = 200, description = "HTML page.", content_type = "text/html", body = String)))]
@@ -369,7 +484,11 @@ fn forgot_password_page() {}
 fn reset_password_page() {}
 
 /// Routes that act for the signed-in user.
-const SESSION_ROUTES: [&str; 13] = [
+const SESSION_ROUTES: [&str; 17] = [
+    "/api/auth/two-factor/enable",
+    "/api/auth/two-factor/get-totp-uri",
+    "/api/auth/two-factor/generate-backup-codes",
+    "/api/auth/two-factor/disable",
     "/api/auth/email-otp/change-email",
     "/api/auth/email-otp/request-email-change",
     "/api/auth/change-email",
@@ -387,7 +506,15 @@ const SESSION_ROUTES: [&str; 13] = [
 
 /// Routes that count requests per client (and per address where it applies): 429 with
 /// `Retry-After` and better-auth's `X-Retry-After`.
-const LIMITED_ROUTES: [&str; 12] = [
+const LIMITED_ROUTES: [&str; 20] = [
+    "/api/auth/two-factor/send-otp",
+    "/api/auth/two-factor/verify-otp",
+    "/api/auth/two-factor/enable",
+    "/api/auth/two-factor/verify-totp",
+    "/api/auth/two-factor/verify-backup-code",
+    "/api/auth/two-factor/get-totp-uri",
+    "/api/auth/two-factor/generate-backup-codes",
+    "/api/auth/two-factor/disable",
     "/api/auth/email-otp/change-email",
     "/api/auth/email-otp/request-email-change",
     "/api/auth/change-email",
@@ -549,10 +676,13 @@ impl Modify for Shared {
         list_sessions, revoke_session, revoke_sessions, revoke_other_sessions,
         update_user, change_password, change_email, list_accounts, unlink_account,
         request_email_change_otp, change_email_otp,
+        two_factor_enable, two_factor_verify_totp, two_factor_verify_backup_code,
+        two_factor_send_otp, two_factor_verify_otp,
+        two_factor_get_totp_uri, two_factor_generate_backup_codes, two_factor_disable,
         request_password_reset, reset_link, reset_password, send_verification_email, verify_email,
         send_verification_otp, sign_in_email_otp, verify_email_otp, check_verification_otp,
         request_password_reset_otp, forget_password_otp, reset_password_otp,
-        sign_in_page, sign_up_page, forgot_password_page, reset_password_page,
+        sign_in_page, sign_up_page, two_factor_page, forgot_password_page, reset_password_page,
     ),
     modifiers(&Shared),
     tags(
@@ -561,6 +691,7 @@ impl Modify for Shared {
         (name = "account", description = "The user's profile, password and linked accounts."),
         (name = "passwords", description = "Reset and verification links sent by e-mail."),
         (name = "codes", description = "Six-digit codes sent by e-mail (better-auth's emailOTP): sign-in, verification and reset."),
+        (name = "two-factor", description = "A second factor at sign-in (better-auth's twoFactor): an authenticator app's codes and backup codes."),
         (name = "pages", description = "HTML pages."),
         (name = "operations", description = "Probes and this document."),
     )

@@ -31,6 +31,10 @@ pub enum Kind {
     /// never a `type` a client may name.
     #[serde(skip_deserializing)]
     ChangeEmail,
+    /// The second factor of a sign-in (better-auth's two-factor OTP: 3 minutes, 5 tries), under
+    /// the sign-in's challenge or `<userId>!<sessionId>`; sent by its own route.
+    #[serde(skip_deserializing)]
+    TwoFactor,
 }
 
 impl Kind {
@@ -40,6 +44,23 @@ impl Kind {
             Self::EmailVerification => "email-verification",
             Self::ForgetPassword => "forget-password",
             Self::ChangeEmail => "change-email",
+            Self::TwoFactor => "two-factor",
+        }
+    }
+
+    /// How long a code works.
+    pub fn lifetime(self) -> Duration {
+        match self {
+            Self::TwoFactor => Duration::minutes(3),
+            _ => LIFETIME,
+        }
+    }
+
+    /// Wrong tries a code survives.
+    fn attempts(self) -> u32 {
+        match self {
+            Self::TwoFactor => 5,
+            _ => ATTEMPTS,
         }
     }
 }
@@ -47,7 +68,9 @@ impl Kind {
 /// Why a code was not accepted; each is better-auth's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refused {
-    /// No code, a code used already, voided, or wrong (then counted).
+    /// No code: never sent, used already, or voided.
+    Missing,
+    /// A wrong code (counted).
     Invalid,
     Expired,
     /// The tries were used up: the code is void now.
@@ -57,7 +80,7 @@ pub enum Refused {
 impl From<Refused> for ApiError {
     fn from(refused: Refused) -> Self {
         match refused {
-            Refused::Invalid => ApiError::bad("INVALID_OTP"),
+            Refused::Missing | Refused::Invalid => ApiError::bad("INVALID_OTP"),
             Refused::Expired => ApiError::bad("OTP_EXPIRED"),
             Refused::TooManyAttempts => ApiError::Forbidden("TOO_MANY_ATTEMPTS"),
         }
@@ -102,7 +125,7 @@ pub fn issue(
         conn,
         &id,
         &stored(secret, &id, &code, 0),
-        now + LIFETIME,
+        now + kind.lifetime(),
         now,
     )?;
     Ok(code)
@@ -129,14 +152,14 @@ pub fn check(
 ) -> QueryResult<Result<(), Refused>> {
     let id = identifier(kind, email);
     let Some((value, expires_at)) = verification::take_newest(conn, &id)? else {
-        return Ok(Err(Refused::Invalid));
+        return Ok(Err(Refused::Missing));
     };
     if expires_at <= now {
         return Ok(Err(Refused::Expired));
     }
     let (digest, wrong) = value.rsplit_once(':').unwrap_or((value.as_str(), ""));
-    let wrong: u32 = wrong.parse().unwrap_or(ATTEMPTS);
-    if wrong >= ATTEMPTS {
+    let wrong: u32 = wrong.parse().unwrap_or(kind.attempts());
+    if wrong >= kind.attempts() {
         return Ok(Err(Refused::TooManyAttempts));
     }
     // A code of another shape is never looked at, but is still a try.

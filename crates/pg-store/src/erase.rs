@@ -9,7 +9,7 @@
 use diesel::prelude::*;
 use diesel::sql_types::Text;
 
-use crate::schema::auth::{account, mail_outbox, rate_limit, session, user};
+use crate::schema::auth::{account, mail_outbox, rate_limit, session, two_factor, user};
 use crate::schema::nutrition::{
     device_token, fast_event, meal_plan, meal_slot, pause_period, profile, test_push_limit,
 };
@@ -165,6 +165,11 @@ pub fn erase_user(
         note(
             "auth.session",
             diesel::delete(session::table.filter(session::user_id.eq(user_id))).execute(conn)?,
+        );
+        note(
+            "auth.two_factor",
+            diesel::delete(two_factor::table.filter(two_factor::user_id.eq(user_id)))
+                .execute(conn)?,
         );
         note(
             "auth.account",

@@ -12,6 +12,7 @@ pub mod auth {
             image -> Nullable<Text>,
             created_at -> Timestamptz,
             updated_at -> Timestamptz,
+            two_factor_enabled -> Bool,
         }
     }
 
@@ -84,15 +85,30 @@ pub mod auth {
         }
     }
 
+    diesel::table! {
+        auth.two_factor (id) {
+            id -> Text,
+            user_id -> Text,
+            secret -> Text,
+            backup_codes -> Array<Text>,
+            verified -> Bool,
+            failed_verification_count -> Int4,
+            locked_until -> Nullable<Timestamptz>,
+            created_at -> Timestamptz,
+        }
+    }
+
     diesel::joinable!(session -> user (user_id));
     diesel::joinable!(account -> user (user_id));
+    diesel::joinable!(two_factor -> user (user_id));
     diesel::allow_tables_to_appear_in_same_query!(
         user,
         session,
         account,
         verification,
         rate_limit,
-        mail_outbox
+        mail_outbox,
+        two_factor
     );
 }
 

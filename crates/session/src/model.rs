@@ -22,6 +22,8 @@ pub struct User {
     pub created_at: DateTime<Utc>,
     #[serde(serialize_with = "service_kit::time::serialize")]
     pub updated_at: DateTime<Utc>,
+    /// Whether signing in with the password also asks for a second factor.
+    pub two_factor_enabled: bool,
 }
 
 /// A session row. The token is the bearer secret: it never appears in JSON.

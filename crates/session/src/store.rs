@@ -252,6 +252,7 @@ mod tests {
             image: None,
             created_at: now,
             updated_at: now,
+            two_factor_enabled: false,
         };
         steady(current.clone(), user, now).is_some_and(|v| !v.refreshed)
     }

@@ -16,6 +16,7 @@ pub mod accounts;
 pub mod outbox;
 pub mod rate_limits;
 pub mod sessions;
+pub mod two_factor;
 pub mod users;
 pub mod verification;
 

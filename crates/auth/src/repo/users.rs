@@ -105,6 +105,30 @@ pub fn set_email(
     }
 }
 
+/// Whether signing in as `id` asks for a second factor.
+pub fn two_factor_on(conn: &mut PgConnection, id: &UserId) -> QueryResult<bool> {
+    Ok(user::table
+        .find(id)
+        .select(user::two_factor_enabled)
+        .first(conn)
+        .optional()?
+        .unwrap_or(false))
+}
+
+pub fn set_two_factor(
+    conn: &mut PgConnection,
+    id: &UserId,
+    enabled: bool,
+    now: DateTime<Utc>,
+) -> QueryResult<usize> {
+    diesel::update(user::table.find(id))
+        .set((
+            user::two_factor_enabled.eq(enabled),
+            user::updated_at.eq(now),
+        ))
+        .execute(conn)
+}
+
 pub fn find_by_id(conn: &mut PgConnection, id: &UserId) -> QueryResult<Option<User>> {
     user::table
         .find(id)

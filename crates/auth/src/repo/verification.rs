@@ -65,6 +65,40 @@ pub fn take(
     .optional()
 }
 
+/// The live row under `identifier` (its id and value), locked until the transaction ends, so
+/// that parallel uses of it are weighed one after the other.
+pub fn lock_live(
+    conn: &mut PgConnection,
+    identifier: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<(String, String)>> {
+    verification::table
+        .filter(verification::identifier.eq(identifier))
+        .filter(verification::expires_at.gt(now))
+        .select((verification::id, verification::value))
+        .for_update()
+        .first(conn)
+        .optional()
+}
+
+pub fn set_value(
+    conn: &mut PgConnection,
+    id: &str,
+    value: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<usize> {
+    diesel::update(verification::table.find(id))
+        .set((
+            verification::value.eq(value),
+            verification::updated_at.eq(now),
+        ))
+        .execute(conn)
+}
+
+pub fn delete_by_id(conn: &mut PgConnection, id: &str) -> QueryResult<usize> {
+    diesel::delete(verification::table.find(id)).execute(conn)
+}
+
 /// Deletes every row whose identifier starts with `prefix` and whose value is `value`: the other
 /// outstanding tokens of one purpose for one user.
 pub fn delete_matching(conn: &mut PgConnection, prefix: &str, value: &str) -> QueryResult<usize> {

@@ -5,6 +5,8 @@ use actix_web::middleware::from_fn;
 use actix_web::{FromRequest, Handler, Responder, web};
 use service_kit::http::method_not_allowed;
 
+use crate::two_factor::Proof;
+
 mod account_pages;
 pub(crate) mod accounts;
 mod callback;
@@ -20,6 +22,7 @@ pub(crate) mod sign_in;
 mod sign_out;
 pub(crate) mod sign_up;
 pub mod social;
+pub mod two_factor;
 pub mod user;
 pub(crate) mod verify;
 
@@ -92,12 +95,42 @@ pub fn config(cfg: &mut web::ServiceConfig) {
             .service(form_post(
                 "/email-otp/reset-password",
                 email_otp::reset_password,
-            )),
+            ))
+            .service(post("/two-factor/enable", two_factor::enable))
+            .service(form_post("/two-factor/verify-totp", verify_as(Proof::Totp)))
+            .service(form_post(
+                "/two-factor/verify-backup-code",
+                verify_as(Proof::Backup),
+            ))
+            .service(form_post("/two-factor/send-otp", two_factor::send_otp))
+            .service(form_post("/two-factor/verify-otp", verify_as(Proof::Otp)))
+            .service(post("/two-factor/get-totp-uri", two_factor::get_totp_uri))
+            .service(post(
+                "/two-factor/generate-backup-codes",
+                two_factor::generate_backup_codes,
+            ))
+            .service(post("/two-factor/disable", two_factor::disable)),
     )
     .service(get("/sign-in", pages::sign_in_page))
     .service(get("/sign-up", pages::sign_up_page))
+    .service(get("/two-factor", pages::two_factor_page))
     .service(get("/forgot-password", account_pages::forgot_password_page))
     .service(get("/reset-password", account_pages::reset_password_page));
+}
+
+/// The handler of a two-factor verification route whose code is read as `kind`.
+fn verify_as(
+    kind: fn(String) -> Proof,
+) -> impl Handler<
+    (
+        actix_web::HttpRequest,
+        web::Data<crate::state::AppState>,
+        session::MaybeSession,
+        crate::body::Body<two_factor::VerifyCode>,
+    ),
+    Output = Result<actix_web::HttpResponse, crate::error::ApiError>,
+> {
+    move |req, state, current, body| two_factor::verify(req, state, current, body, kind)
 }
 
 fn resource(path: &str) -> actix_web::Resource {

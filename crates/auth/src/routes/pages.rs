@@ -24,6 +24,8 @@ pub struct PageQuery {
     with: Option<String>,
     /// Set once the code was sent: the page asks for it.
     sent: Option<String>,
+    /// On the two-factor page: ask for a backup code instead of the app's.
+    backup: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -78,6 +80,14 @@ pub fn message(code: &str) -> &'static str {
         "INVALID_OTP" => "Il codice non è corretto o è già stato usato.",
         "OTP_EXPIRED" => "Il codice è scaduto: fatti inviare un nuovo codice.",
         "TOO_MANY_ATTEMPTS" => "Troppi tentativi con questo codice: fatti inviare un nuovo codice.",
+        "INVALID_CODE" => "Il codice non è corretto. Usa quello che l'app mostra adesso.",
+        "INVALID_BACKUP_CODE" => "Il codice di riserva non è corretto o è già stato usato.",
+        "INVALID_TWO_FACTOR_COOKIE" | "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE" => {
+            "L'accesso è scaduto o ha avuto troppi tentativi: accedi di nuovo con la password."
+        }
+        "ACCOUNT_TEMPORARILY_LOCKED" => {
+            "Troppi codici sbagliati: l'accesso è bloccato per 15 minuti."
+        }
         "INVALID_ORIGIN" | "MISSING_OR_NULL_ORIGIN" => {
             "Richiesta non consentita. Riprova da questa pagina."
         }
@@ -255,6 +265,52 @@ fn render_code(state: &AppState, query: &PageQuery) -> HttpResponse {
         )
     };
     html_page("Accedi con un codice", &inner, "'self'")
+}
+
+/// `GET /two-factor`: the second step of a password sign-in with two-factor on, a code of the
+/// authenticator app or a backup code. The password step left the challenge cookie.
+pub async fn two_factor_page(
+    state: web::Data<AppState>,
+    query: web::Query<PageQuery>,
+) -> HttpResponse {
+    let (callback, hidden_callback) = carried_callback(&state.settings.auth, &query);
+    let error = alert(query.error.as_deref());
+    let here = |backup: bool| {
+        let flag = if backup { "?backup=1" } else { "" };
+        let sep = if backup { '&' } else { '?' };
+        format!(
+            "/two-factor{flag}{}",
+            callback_query(sep, callback.as_deref())
+        )
+    };
+    let (action, field, other) = if query.backup.is_some() {
+        (
+            "/api/auth/two-factor/verify-backup-code",
+            r#"<label for="code">Codice di riserva</label>
+      <input id="code" name="code" type="text" autocomplete="off" autocapitalize="off" spellcheck="false" maxlength="11" required autofocus>"#,
+            format!(r#"<a href="{}">Usa il codice dell'app</a>"#, here(false)),
+        )
+    } else {
+        (
+            "/api/auth/two-factor/verify-totp",
+            r#"<label for="code">Codice di 6 cifre dell'app di autenticazione</label>
+      <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required autofocus>"#,
+            format!(r#"<a href="{}">Usa un codice di riserva</a>"#, here(true)),
+        )
+    };
+    let inner = format!(
+        r#"{error}
+    <form method="post" action="{action}" class="credentials">
+      {field}
+      <label class="check"><input type="checkbox" name="trustDevice" value="true"> Non chiederlo più su questo dispositivo per 30 giorni</label>
+      {hidden_callback}
+      <button type="submit">Verifica</button>
+    </form>
+    <p>{other}</p>
+    <p><a href="/sign-in{back}">Ricomincia l'accesso</a></p>"#,
+        back = callback_query('?', callback.as_deref()),
+    );
+    html_page("Verifica in due passaggi", &inner, "'self'")
 }
 
 /// A complete page around `inner` (already escaped HTML), with the headers every page sends.

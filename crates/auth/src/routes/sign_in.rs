@@ -1,3 +1,4 @@
+use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
@@ -12,6 +13,7 @@ use crate::error::ApiError;
 use crate::mailbox;
 use crate::redirect;
 use crate::repo::{accounts, users};
+use crate::routes::two_factor::{self, Gate};
 use crate::routes::user::valid_email;
 use crate::routes::verify::send_verification;
 use crate::state::AppState;
@@ -82,6 +84,22 @@ async fn handle(
     }
 
     let remember = input.remember_me.unwrap_or(!form);
+    let mut trusted = None;
+    if user.two_factor_enabled {
+        match two_factor::gate(req, state, &user.id, remember).await? {
+            Gate::Trusted(id) => trusted = Some(id),
+            Gate::Challenge(mut resp, _) if form => {
+                return Ok(resp
+                    .status(StatusCode::SEE_OTHER)
+                    .insert_header((
+                        header::LOCATION,
+                        redirect::page_with("/two-factor", &[("callbackURL", callback.as_deref())]),
+                    ))
+                    .finish());
+            }
+            Gate::Challenge(mut resp, answer) => return Ok(resp.json(answer)),
+        }
+    }
     let origin = client::origin(req, &state.settings.trusted_proxies);
     let user_id = user.id.clone();
     let session = state
@@ -90,7 +108,7 @@ async fn handle(
         .await?;
     let cookie = session::cookie::set_session(&state.settings.auth, &session.token, remember);
     let then = callback.clone();
-    Ok(redirect::signed_in(
+    let mut resp = redirect::signed_in(
         form,
         then.as_deref(),
         &cookie,
@@ -100,7 +118,14 @@ async fn handle(
             url: callback,
             user,
         },
-    ))
+    );
+    if let Some(value) = trusted
+        .map(|id| two_factor::trust_cookie(state, &id))
+        .and_then(|c| header::HeaderValue::from_str(&c).ok())
+    {
+        resp.headers_mut().append(header::SET_COOKIE, value);
+    }
+    Ok(resp)
 }
 
 /// Replaces an imported (scrypt) hash with argon2id, now that the password is known to be right.

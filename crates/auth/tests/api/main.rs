@@ -21,3 +21,4 @@ mod robustness;
 mod session;
 mod sign_in;
 mod sign_up;
+mod two_factor;
