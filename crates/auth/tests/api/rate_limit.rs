@@ -348,11 +348,12 @@ async fn delete_user_with_a_password_is_rate_limited() {
     });
     let answers = futures_util::future::join_all(tries).await;
     let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 429).count(),
-        7,
-        "{statuses:?}"
-    );
+    let count = |status: u16| statuses.iter().filter(|s| **s == status).count();
+    // Three tries reach the password; the rest are refused before it. Under the load of the
+    // whole test run a try may also meet a busy server (503) instead, which checks nothing.
+    assert!(count(400) <= 3, "more than 3 password checks: {statuses:?}");
+    assert_eq!(count(400) + count(429) + count(503), 10, "{statuses:?}");
+    assert!(count(429) + count(503) >= 7, "{statuses:?}");
     assert!(
         answers
             .iter()
