@@ -216,11 +216,18 @@ pub async fn verify(
     let (form, input) = (body.form, body.value);
     let _ = input.disable_session;
     let callback = redirect::callback(&state.settings.auth, input.callback_url.as_deref())?;
-    state.rate_limit(&req, "two-factor-verify", None).await?;
     let proof = kind(input.code);
-    let outcome = match current.0 {
-        Some(me) => verify_signed_in(&req, &state, me, proof).await,
-        None => verify_challenge(&req, &state, proof, input.trust_device.unwrap_or(false)).await,
+    // A refusal of the limit too goes back to the page, not to a JSON body in the browser.
+    let outcome = match (
+        state.rate_limit(&req, "two-factor-verify", None).await,
+        current.0,
+    ) {
+        (Err(limited), _) => Err(Refused::from(limited)),
+        (Ok(()), Some(me)) => verify_signed_in(&req, &state, me, proof).await,
+        (Ok(()), None) => {
+            let trust = input.trust_device.unwrap_or(false);
+            verify_challenge(&req, &state, proof, trust).await
+        }
     };
     Ok(match (outcome, form) {
         (Ok(resp), false) => resp,

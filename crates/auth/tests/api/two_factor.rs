@@ -425,3 +425,29 @@ async fn a_mailed_code_is_the_second_factor_once() {
         (401, Some("INVALID_TWO_FACTOR_COOKIE"))
     );
 }
+
+#[tokio::test]
+async fn a_limited_form_try_goes_back_to_the_page() {
+    let limit = [("AUTH_RATE_LIMIT_MAX".to_owned(), "2".to_owned())];
+    let app = crate::helpers::spawn_with(&limit).await;
+    let (_, uri, _) = enabled(&app, "limited@example.com").await;
+    let challenge = challenged(&app, "limited@example.com", None).await;
+    let form = |code: String| {
+        crate::helpers::send(
+            app.http
+                .post(app.url("/api/auth/two-factor/verify-totp"))
+                .header("origin", crate::helpers::BASE_URL)
+                .header("cookie", &challenge)
+                .form(&[("code", code)]),
+        )
+    };
+    // The set-up's code was the first try of the window; this is the second, the third is over.
+    assert_eq!(form(wrong_code(&uri)).await.status, 303);
+    let limited = form(app_code(&uri)).await;
+    assert_eq!(
+        (limited.status, limited.header("location").as_deref()),
+        (303, Some("/two-factor?error=RATE_LIMITED"))
+    );
+    let page = app.get("/two-factor?error=RATE_LIMITED", None).await;
+    assert!(page.text.contains("Troppi tentativi"), "{}", page.text);
+}
