@@ -17,16 +17,19 @@ fn root() -> PathBuf {
 }
 
 async fn stack_with_mail() -> (Stack, MailCatcher) {
+    stack_with_mail_and(&[]).await
+}
+
+/// [`stack_with_mail`] with more of auth's settings.
+async fn stack_with_mail_and(auth: &[(&str, &str)]) -> (Stack, MailCatcher) {
     let mail = MailCatcher::start().await;
     let smtp = mail.smtp_url();
-    let stack = start_stack_configured(
-        &[
-            ("SMTP_URL", smtp.as_str()),
-            ("MAIL_FROM", "Digiuno <noreply@example.com>"),
-        ],
-        &[],
-    )
-    .await;
+    let mut settings = vec![
+        ("SMTP_URL", smtp.as_str()),
+        ("MAIL_FROM", "Digiuno <noreply@example.com>"),
+    ];
+    settings.extend_from_slice(auth);
+    let stack = start_stack_configured(&settings, &[]).await;
     (stack, mail)
 }
 
@@ -382,10 +385,10 @@ async fn every_address_the_product_hands_out_opens_a_page_through_the_proxy() {
     println!("{} addresses opened", opened.len());
 }
 
-/// Runs the Chromium journey `script` (web/tests) against a stack with its mail catcher; the
-/// script prints `done` once every step passed.
-async fn mail_journey(script: &'static str, done: &str) {
-    let (stack, mail) = stack_with_mail().await;
+/// Runs the Chromium journey `script` (web/tests) against a stack with its mail catcher and
+/// `auth`'s settings; the script prints `done` once every step passed.
+async fn mail_journey(script: &'static str, done: &str, auth: &[(&str, &str)]) {
+    let (stack, mail) = stack_with_mail_and(auth).await;
     let base = stack.base();
     let web = mail.web();
     let out = tokio::task::spawn_blocking(move || {
@@ -401,10 +404,18 @@ async fn mail_journey(script: &'static str, done: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_who_forgot_the_password_gets_back_in_through_the_mail() {
-    mail_journey("reset.mjs", "reset: all steps passed").await;
+    mail_journey("reset.mjs", "reset: all steps passed", &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_signs_in_with_a_code_from_the_mail() {
-    mail_journey("code-sign-in.mjs", "code sign-in: all steps passed").await;
+    mail_journey("code-sign-in.mjs", "code sign-in: all steps passed", &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_turns_two_factor_on_and_signs_in_with_the_app_and_a_backup_code() {
+    // Four codes in a few seconds from one address: more than the test stack's limit of 3 per
+    // 10 s lets through, and more than a person types.
+    let limit = [("AUTH_RATE_LIMIT_MAX", "20")];
+    mail_journey("two-factor.mjs", "two-factor: all steps passed", &limit).await;
 }

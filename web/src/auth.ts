@@ -1,7 +1,8 @@
 import { createAuthClient } from 'better-auth/client';
+import { twoFactorClient } from 'better-auth/client/plugins';
 
 /** better-auth's own client, on the app's origin (auth is routed at /api/auth by nginx). */
-export const authClient = createAuthClient({ baseURL: location.origin });
+export const authClient = createAuthClient({ baseURL: location.origin, plugins: [twoFactorClient()] });
 
 export interface AuthFailure {
   code?: string | undefined;
@@ -16,6 +17,8 @@ const TEXTS: Record<string, string> = {
   EMAIL_DISABLED: "L'invio di e-mail non è attivo su questo server.",
   SESSION_EXPIRED: 'Per sicurezza inserisci la password.',
   RATE_LIMITED: 'Troppi tentativi: riprova tra poco.',
+  INVALID_CODE: "Il codice non è corretto: usa quello che l'app mostra adesso.",
+  TOTP_ALREADY_ENABLED: 'La verifica in due passaggi è già attiva.',
 };
 
 /** Turns better-auth's `{data, error}` into a value or an Italian error. */

@@ -37,6 +37,7 @@ export function Settings() {
           <Account user={res.data.user} />
           <Sessions />
           <Password />
+          <TwoFactor enabled={res.data.user.twoFactorEnabled} />
           <Data />
           <SignOut />
           <DeleteAccount />
@@ -399,6 +400,128 @@ function Password() {
       </button>
       <Notice message={action.message} />
     </form>
+  );
+}
+
+/** An `otpauth://` URI as a QR code an authenticator app can scan, drawn as one SVG path. */
+function QrCode({ text }: { text: string }) {
+  const [matrix, setMatrix] = useState<boolean[][] | null>(null);
+  useEffect(() => {
+    void import('uqr').then(({ encode }) => {
+      setMatrix(encode(text, { border: 4 }).data);
+    });
+  }, [text]);
+  if (!matrix) return null;
+  const path = matrix.flatMap((row, y) => row.flatMap((dark, x) => (dark ? [`M${x} ${y}h1v1h-1z`] : []))).join('');
+  return (
+    <svg class="qr" viewBox={`0 0 ${matrix.length} ${matrix.length}`} role="img" aria-label="Codice QR per l'app di autenticazione" shape-rendering="crispEdges">
+      <rect width="100%" height="100%" fill="#fff" />
+      <path d={path} fill="#000" />
+    </svg>
+  );
+}
+
+/** Backup codes, shown once, with a way to keep them. */
+function BackupCodes({ codes }: { codes: string[] }) {
+  return (
+    <>
+      <p>Codici di riserva: ognuno vale una volta, se non hai il telefono. Conservali ora: non li mostreremo più.</p>
+      <ul class="codes" data-testid="backup-codes">
+        {codes.map((c) => (
+          <li key={c}>
+            <code>{c}</code>
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}
+
+/** Two-factor sign-in: set up with an authenticator app, new backup codes, turned off. */
+function TwoFactor({ enabled }: { enabled: boolean }) {
+  const [on, setOn] = useState(enabled);
+  const [password, setPassword] = useState('');
+  const [setup, setSetup] = useState<{ uri: string; codes: string[] } | null>(null);
+  const [codes, setCodes] = useState<string[] | null>(null);
+  const [code, setCode] = useState('');
+  const action = useAction();
+  const begin = action.submit(async () => {
+    const { authClient, unwrap } = await auth();
+    const started = unwrap(await authClient.twoFactor.enable({ password }));
+    if (started.method !== 'totp') throw new Error("Il server non ha dato la chiave per l'app.");
+    setSetup({ uri: started.totpURI, codes: started.backupCodes });
+    setPassword('');
+    return undefined;
+  });
+  const confirm = action.submit(async () => {
+    const { authClient, unwrap } = await auth();
+    unwrap(await authClient.twoFactor.verifyTotp({ code }));
+    setOn(true);
+    setCodes(setup?.codes ?? null);
+    setSetup(null);
+    setCode('');
+    return 'Verifica in due passaggi attiva.';
+  });
+  const renew = () => {
+    void action.run(async () => {
+      const { authClient, unwrap } = await auth();
+      setCodes(unwrap(await authClient.twoFactor.generateBackupCodes({ password })).backupCodes);
+      setPassword('');
+      return 'Nuovi codici di riserva: i precedenti non valgono più.';
+    });
+  };
+  const disable = () => {
+    void action.run(async () => {
+      const { authClient, unwrap } = await auth();
+      unwrap(await authClient.twoFactor.disable({ password }));
+      setOn(false);
+      setCodes(null);
+      setPassword('');
+      return 'Verifica in due passaggi disattivata.';
+    });
+  };
+  const secret = setup ? (new URL(setup.uri).searchParams.get('secret') ?? '') : '';
+  return (
+    <Card id="tfa-title" title="Verifica in due passaggi">
+      {setup ? (
+        <form onSubmit={confirm} class="stack">
+          <p>Inquadra il codice con un'app di autenticazione (per esempio Google Authenticator o Aegis), poi scrivi il codice di 6 cifre che mostra.</p>
+          <QrCode text={setup.uri} />
+          <p class="muted">
+            Oppure inserisci a mano la chiave: <code data-testid="totp-secret">{secret}</code>
+          </p>
+          <label for="tfa-code">Codice dell'app</label>
+          <input id="tfa-code" inputMode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxLength={6} required value={code} onInput={(e) => { setCode(e.currentTarget.value); }} />
+          <button type="submit" disabled={action.busy}>
+            Attiva
+          </button>
+        </form>
+      ) : (
+        <>
+          <p>{on ? 'Attiva: dopo la password ti chiediamo un codice dell\'app.' : "Dopo la password, ti chiediamo anche un codice dell'app di autenticazione."}</p>
+          <label for="tfa-password">Password</label>
+          <input id="tfa-password" type="password" autocomplete="current-password" value={password} onInput={(e) => { setPassword(e.currentTarget.value); }} />
+          {on ? (
+            <div class="row">
+              <button type="button" class="secondary" disabled={action.busy || !password} onClick={renew}>
+                Nuovi codici di riserva
+              </button>
+              <button type="button" class="secondary" disabled={action.busy || !password} onClick={disable}>
+                Disattiva
+              </button>
+            </div>
+          ) : (
+            <form onSubmit={begin}>
+              <button type="submit" disabled={action.busy || !password}>
+                Configura
+              </button>
+            </form>
+          )}
+        </>
+      )}
+      {codes && <BackupCodes codes={codes} />}
+      <Notice message={action.message} />
+    </Card>
   );
 }
 
