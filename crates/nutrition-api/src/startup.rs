@@ -72,10 +72,10 @@ impl Application {
         );
         let catalogue = domain::recipes::Catalogue::load()
             .map_err(|e| anyhow::anyhow!("recipe catalogue: {e}"))?;
-        let push = match &settings.vapid {
+        let push = match &settings.push.vapid {
             Some(vapid) => Some(push::Sender::with_timeout(
                 vapid.clone(),
-                settings.allow_http_endpoints,
+                settings.push.allow_http_endpoints,
                 TEST_SEND_TIMEOUT,
             )?),
             None => {

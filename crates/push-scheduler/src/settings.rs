@@ -2,7 +2,6 @@
 
 use std::net::SocketAddr;
 
-use push::VapidConfig;
 use service_kit::{ConfigError, Env, Secret};
 
 /// Address of the health and readiness endpoints.
@@ -15,12 +14,9 @@ pub struct Settings {
     pub pool_size: u32,
     /// Slow-client and connection limits of the HTTP server.
     pub http: service_kit::http::Limits,
-    /// `None`: push is off; jobs record what they would send but nothing is delivered.
-    pub vapid: Option<VapidConfig>,
-    pub allow_http_endpoints: bool,
-    /// The push endpoints sent to (`PUSH_ENDPOINT_HOSTS`, default the known Web Push services;
-    /// any host with `PUSH_ALLOW_HTTP_ENDPOINTS`); a message for another is dropped as gone.
-    pub push_endpoints: push::EndpointPolicy,
+    /// VAPID keys (none: push is off, and jobs record what they would send but deliver nothing)
+    /// and the push endpoints sent to (a message for another is dropped as gone).
+    pub push: push::PushSettings,
 }
 
 impl Settings {
@@ -30,9 +26,7 @@ impl Settings {
             database_url: database_url(env)?,
             pool_size: env.pool_size()?,
             http: service_kit::http::Limits::from_env(env)?,
-            vapid: VapidConfig::from_env(env)?,
-            allow_http_endpoints: push::vapid::allow_http_endpoints(env)?,
-            push_endpoints: push::EndpointPolicy::from_env(env)?,
+            push: push::PushSettings::from_env(env)?,
         })
     }
 }
@@ -42,7 +36,6 @@ pub use pg_store::database_url;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use push::VapidKeyPair;
 
     fn with(extra: &[(&str, &str)]) -> Result<Settings, ConfigError> {
         let base = [(
@@ -65,48 +58,6 @@ mod tests {
     fn defaults() {
         let s = with(&[]).expect("valid");
         assert_eq!(s.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
-        assert!(s.vapid.is_none());
-    }
-
-    #[test]
-    fn vapid_subject_and_pairing() {
-        let pair = VapidKeyPair::generate();
-        let other = VapidKeyPair::generate();
-        assert_eq!(
-            failing(&[
-                ("VAPID_PUBLIC_KEY", &other.public_key),
-                ("VAPID_PRIVATE_KEY", pair.private_key.expose()),
-                ("VAPID_SUBJECT", "mailto:a@example.com"),
-            ]),
-            "VAPID_PUBLIC_KEY"
-        );
-        assert_eq!(
-            failing(&[
-                ("VAPID_PUBLIC_KEY", &pair.public_key),
-                ("VAPID_PRIVATE_KEY", pair.private_key.expose()),
-                ("VAPID_SUBJECT", "a@example.com"),
-            ]),
-            "VAPID_SUBJECT"
-        );
-    }
-
-    #[test]
-    fn push_endpoint_hosts_default_to_the_known_push_services() {
-        assert_eq!(
-            with(&[]).expect("valid").push_endpoints,
-            push::EndpointPolicy::known_push_services()
-        );
-        assert_eq!(
-            failing(&[("PUSH_ENDPOINT_HOSTS", "*,fcm.googleapis.com")]),
-            "PUSH_ENDPOINT_HOSTS"
-        );
-    }
-
-    #[test]
-    fn push_allow_http_is_a_flag() {
-        assert_eq!(
-            failing(&[("PUSH_ALLOW_HTTP_ENDPOINTS", "2")]),
-            "PUSH_ALLOW_HTTP_ENDPOINTS"
-        );
+        assert!(s.push.vapid.is_none());
     }
 }

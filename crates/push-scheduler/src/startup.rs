@@ -16,13 +16,13 @@ pub fn scheduler(
     settings: &Settings,
     pool: &pg_store::PgPool,
 ) -> anyhow::Result<Option<crate::Scheduler>> {
-    let Some(vapid) = settings.vapid.clone() else {
+    let Some(vapid) = settings.push.vapid.clone() else {
         return Ok(None);
     };
     let sender = push::Sender::with_options(
         vapid,
         push::SenderOptions {
-            policy: settings.push_endpoints.clone(),
+            policy: settings.push.endpoints.clone(),
             ..push::SenderOptions::default()
         },
     )?;

@@ -5,6 +5,7 @@
 pub mod endpoint;
 mod jwt;
 pub mod sender;
+pub mod settings;
 pub mod subscription;
 pub mod vapid;
 
@@ -16,5 +17,6 @@ pub use jwt::{REFRESH_BEFORE, TOKEN_LIFETIME};
 pub use sender::{
     MAX_PAYLOAD, Options, Outcome, Reached, SendSetupError, Sender, SenderOptions, Topic, Urgency,
 };
+pub use settings::PushSettings;
 pub use subscription::{KeyError, Subscription, check_keys};
 pub use vapid::{VapidConfig, VapidKeyPair};

@@ -65,6 +65,24 @@ async fn enabled(app: &TestApp, email: &str) -> (String, String, Vec<String>) {
     (renewed, uri, codes)
 }
 
+/// A form of the pages posted from the site, with `cookie`.
+async fn form_post(
+    app: &TestApp,
+    path: &str,
+    cookie: Option<&str>,
+    fields: &[(&str, &str)],
+) -> Resp {
+    let mut req = app
+        .http
+        .post(app.url(path))
+        .header("origin", crate::helpers::BASE_URL)
+        .form(fields);
+    if let Some(c) = cookie {
+        req = req.header("cookie", c);
+    }
+    crate::helpers::send(req).await
+}
+
 /// `POST /api/auth/two-factor/<route>` with the account's password.
 async fn with_password(app: &TestApp, route: &str, cookie: Option<&str>) -> Resp {
     let body = json!({ "password": PASSWORD });
@@ -317,17 +335,12 @@ async fn set_up_rules_and_turning_it_off() {
 async fn the_pages_form_signs_in_with_a_code() {
     let app = spawn_app().await;
     let (_, uri, _) = enabled(&app, "form@example.com").await;
-    let signed = crate::helpers::send(
-        app.http
-            .post(app.url("/api/auth/sign-in/email"))
-            .header("origin", crate::helpers::BASE_URL)
-            .form(&[
-                ("email", "form@example.com"),
-                ("password", PASSWORD),
-                ("callbackURL", "/plan"),
-            ]),
-    )
-    .await;
+    let fields = [
+        ("email", "form@example.com"),
+        ("password", PASSWORD),
+        ("callbackURL", "/plan"),
+    ];
+    let signed = form_post(&app, "/api/auth/sign-in/email", None, &fields).await;
     assert_eq!(signed.status, 303, "{}", signed.text);
     assert_eq!(
         signed.header("location").as_deref(),
@@ -341,22 +354,23 @@ async fn the_pages_form_signs_in_with_a_code() {
         "{}",
         page.text
     );
-    let post = |code: String| {
-        crate::helpers::send(
-            app.http
-                .post(app.url("/api/auth/two-factor/verify-totp"))
-                .header("origin", crate::helpers::BASE_URL)
-                .header("cookie", &challenge)
-                .form(&[("code", code.as_str()), ("callbackURL", "/plan")]),
+    let post = async |code: &str| {
+        let fields = [("code", code), ("callbackURL", "/plan")];
+        form_post(
+            &app,
+            "/api/auth/two-factor/verify-totp",
+            Some(&challenge),
+            &fields,
         )
+        .await
     };
-    let wrong = post(wrong_code(&uri)).await;
+    let wrong = post(&wrong_code(&uri)).await;
     assert_eq!(wrong.status, 303);
     assert_eq!(
         wrong.header("location").as_deref(),
         Some("/two-factor?error=INVALID_CODE&callbackURL=%2Fplan")
     );
-    let right = post(app_code(&uri)).await;
+    let right = post(&app_code(&uri)).await;
     assert_eq!(
         (right.status, right.header("location").as_deref()),
         (303, Some("/plan"))
@@ -432,18 +446,19 @@ async fn a_limited_form_try_goes_back_to_the_page() {
     let app = crate::helpers::spawn_with(&limit).await;
     let (_, uri, _) = enabled(&app, "limited@example.com").await;
     let challenge = challenged(&app, "limited@example.com", None).await;
-    let form = |code: String| {
-        crate::helpers::send(
-            app.http
-                .post(app.url("/api/auth/two-factor/verify-totp"))
-                .header("origin", crate::helpers::BASE_URL)
-                .header("cookie", &challenge)
-                .form(&[("code", code)]),
+    let form = async |code: &str| {
+        let fields = [("code", code)];
+        form_post(
+            &app,
+            "/api/auth/two-factor/verify-totp",
+            Some(&challenge),
+            &fields,
         )
+        .await
     };
     // The set-up's code was the first try of the window; this is the second, the third is over.
-    assert_eq!(form(wrong_code(&uri)).await.status, 303);
-    let limited = form(app_code(&uri)).await;
+    assert_eq!(form(&wrong_code(&uri)).await.status, 303);
+    let limited = form(&app_code(&uri)).await;
     assert_eq!(
         (limited.status, limited.header("location").as_deref()),
         (303, Some("/two-factor?error=RATE_LIMITED"))

@@ -24,7 +24,12 @@ const MAX_USER_AGENT: usize = 512;
 
 /// `GET /me/notifications/config`: what the client needs to subscribe.
 pub async fn config(_me: CurrentUser, state: web::Data<AppState>) -> HttpResponse {
-    let key = state.settings.vapid.as_ref().map(|v| v.public_key.clone());
+    let key = state
+        .settings
+        .push
+        .vapid
+        .as_ref()
+        .map(|v| v.public_key.clone());
     HttpResponse::Ok()
         .json(serde_json::json!({ "pushEnabled": key.is_some(), "vapidPublicKey": key }))
 }
@@ -152,7 +157,8 @@ pub async fn register(
     }
     let endpoint = state
         .settings
-        .push_endpoints
+        .push
+        .endpoints
         .check(body.endpoint.trim())
         .map_err(|e| invalid("endpoint", e))?
         .to_string();
@@ -260,7 +266,7 @@ pub async fn test(
     let work = &state.test_pushes;
     // A device registered under a wider host rule is never sent to; it is removed as if its push
     // service had answered 410, as the scheduler does.
-    let policy = &state.settings.push_endpoints;
+    let policy = &state.settings.push.endpoints;
     let outcomes: Vec<(&DeviceRow, Option<push::Outcome>)> = stream::iter(&devices)
         .map(|d| {
             let refused = policy.check(&d.endpoint).is_err();
