@@ -100,6 +100,60 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["sent"], 1, "{body}");
 
+    // Two-factor set up and used through nginx: its secret, its codes and the challenge cookie
+    // each open the account as well.
+    let enabled = send(
+        me(reqwest::Method::POST, "/api/auth/two-factor/enable")
+            .json(&json!({ "password": PASSWORD })),
+    )
+    .await;
+    assert_eq!(enabled.0, 200, "{}", enabled.1);
+    let uri = enabled.1["totpURI"].as_str().expect("totpURI").to_owned();
+    let app = totp_rs::TOTP::from_url_unchecked(&uri).expect("an otpauth URI");
+    let totp_secret = app.get_secret_base32();
+    // The key as auth keeps it: 32 characters whose bytes the URI carries in base32.
+    let totp_key = String::from_utf8(app.secret.clone()).expect("a text key");
+    let backup_code = enabled.1["backupCodes"][0]
+        .as_str()
+        .expect("codes")
+        .to_owned();
+    let first_code = app.generate_current().expect("clock");
+    let (status, body, cookies) = send(
+        me(reqwest::Method::POST, "/api/auth/two-factor/verify-totp")
+            .json(&json!({ "code": first_code })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        cookies.iter().any(|c| c.contains("session_token=")),
+        "renewed"
+    );
+    let (status, body, cookies) = send(
+        http.post(format!("{base}/api/auth/sign-in/email"))
+            .header("origin", &base)
+            .json(&json!({ "email": EMAIL, "password": PASSWORD })),
+    )
+    .await;
+    assert_eq!(body["twoFactorRedirect"], true, "{status} {body}");
+    let challenge = cookies
+        .iter()
+        .find(|c| c.contains("two_factor="))
+        .and_then(|c| c.split(';').next())
+        .expect("challenge cookie")
+        .to_owned();
+    let (status, body, _) = send(
+        http.post(format!("{base}/api/auth/two-factor/verify-backup-code"))
+            .header("origin", &base)
+            .header("cookie", &challenge)
+            .json(&json!({ "code": backup_code })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let challenge_value = challenge
+        .split_once('=')
+        .map(|(_, v)| v.to_owned())
+        .unwrap_or_default();
+
     // A reset link followed through nginx: its token opens the account, so it must appear in no
     // log, nginx's access log included.
     let reset_token = {
@@ -189,6 +243,10 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
         sub.auth.as_str(),
         licence_key.as_str(),
         reset_token.as_str(),
+        totp_secret.as_str(),
+        totp_key.as_str(),
+        backup_code.as_str(),
+        challenge_value.as_str(),
     ];
     let access = stack.nginx.access_log();
     assert!(access.contains("/api/auth/reset-password/"), "{access}");
@@ -216,15 +274,14 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
                 process.name()
             );
         }
-        let leaks: Vec<&str> = log
-            .lines()
-            .filter(|l| names_number(l, &sign_in_code))
-            .collect();
-        assert!(
-            leaks.is_empty(),
-            "{} logs the sign-in code: {leaks:#?}",
-            process.name()
-        );
+        for code in [&sign_in_code, &first_code] {
+            let leaks: Vec<&str> = log.lines().filter(|l| names_number(l, code)).collect();
+            assert!(
+                leaks.is_empty(),
+                "{} logs the code {code}: {leaks:#?}",
+                process.name()
+            );
+        }
     }
 }
 
