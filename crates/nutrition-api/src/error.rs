@@ -93,10 +93,7 @@ impl ResponseError for ApiError {
 impl From<DbError> for ApiError {
     fn from(e: DbError) -> Self {
         match e {
-            DbError::Unavailable(reason) => {
-                tracing::warn!(%reason, "database unavailable");
-                Self::Unavailable
-            }
+            DbError::Unavailable(_) => Self::Unavailable,
             DbError::Query(e) => e.into(),
             other => Self::internal(other),
         }

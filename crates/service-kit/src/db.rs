@@ -242,6 +242,7 @@ where
         crate::metrics::POOL_WAITING.dec();
         let mut conn = conn.map_err(|e| {
             crate::metrics::POOL_TIMEOUTS.inc();
+            tracing::warn!(error = %e, "no database connection");
             E::from(DbError::Unavailable(e.to_string()))
         })?;
         f(&mut conn)

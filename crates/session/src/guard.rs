@@ -139,10 +139,7 @@ impl ResponseError for SessionError {
 impl From<DbError> for SessionError {
     fn from(e: DbError) -> Self {
         match e {
-            DbError::Unavailable(reason) => {
-                tracing::warn!(%reason, "database unavailable");
-                Self::Unavailable
-            }
+            DbError::Unavailable(_) => Self::Unavailable,
             DbError::Query(e) => e.into(),
             other => Self::Internal(other.to_string()),
         }

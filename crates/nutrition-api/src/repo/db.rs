@@ -564,6 +564,7 @@ impl Pool {
         service_kit::metrics::POOL_WAITING.dec();
         woken.map_err(|_| {
             service_kit::metrics::POOL_TIMEOUTS.inc();
+            tracing::warn!(timeout = ?CHECKOUT_TIMEOUT, "no database connection came free");
             DbError::Unavailable(format!("no connection within {CHECKOUT_TIMEOUT:?}"))
         })
     }
