@@ -32,6 +32,24 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// Whether `plain` is the password of `user_id`; `None` when the account has none (one that
+    /// signs in with Google or by code only). Costs a hash on the bounded pool.
+    pub async fn password_matches(
+        &self,
+        user_id: &session::UserId,
+        plain: String,
+    ) -> Result<Option<bool>, ApiError> {
+        let lookup = user_id.clone();
+        let stored = self
+            .db
+            .read(move |conn| crate::repo::accounts::password_of(conn, &lookup))
+            .await?;
+        let Some(Some(stored)) = stored else {
+            return Ok(None);
+        };
+        Ok(Some(self.hashes.verify(plain, stored.into()).await?))
+    }
+
     /// The e-mailed codes, checked against this service's database with its secret.
     pub fn codes(&self) -> crate::otp::Codes<'_> {
         crate::otp::Codes {

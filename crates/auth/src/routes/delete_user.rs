@@ -7,7 +7,7 @@ use session::CurrentUser;
 use crate::answers::SuccessMessage;
 use crate::error::ApiError;
 use crate::redirect;
-use crate::repo::{rate_limits, users};
+use crate::repo::rate_limits;
 use crate::state::AppState;
 
 /// Without the password, a session created this long ago or more cannot delete its user
@@ -57,22 +57,10 @@ pub async fn delete_user(
                     state.settings.rate_limit,
                 )
                 .await?;
-            let lookup = verified.user.email.clone();
-            let found = state
-                .db
-                .read(move |conn| users::find_with_password(conn, &lookup))
-                .await?;
-            let Some((_, Some(hash))) = found else {
-                return Err(ApiError::bad_request(
-                    "CREDENTIAL_ACCOUNT_NOT_FOUND",
-                    "Credential account not found",
-                ));
-            };
-            if !state.hashes.verify(plain, hash.into()).await? {
-                return Err(ApiError::bad_request(
-                    "INVALID_PASSWORD",
-                    "Invalid password",
-                ));
+            match state.password_matches(&user_id, plain).await? {
+                None => return Err(ApiError::bad("CREDENTIAL_ACCOUNT_NOT_FOUND")),
+                Some(false) => return Err(ApiError::bad("INVALID_PASSWORD")),
+                Some(true) => {}
             }
         }
         None => {

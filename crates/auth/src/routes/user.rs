@@ -177,17 +177,14 @@ pub async fn change_password(
             limit,
         )
         .await?;
-    let user_id = me.user.id.clone();
-    let stored = state
-        .db
-        .read(move |conn| accounts::password_of(conn, &user_id))
-        .await?;
-    let Some(Some(stored)) = stored else {
-        return Err(ApiError::bad("CREDENTIAL_ACCOUNT_NOT_FOUND"));
-    };
     let (current_password, new_password) = (input.current_password, input.new_password);
-    if !state.hashes.verify(current_password, stored.into()).await? {
-        return Err(ApiError::bad("INVALID_PASSWORD"));
+    match state
+        .password_matches(&me.user.id, current_password)
+        .await?
+    {
+        None => return Err(ApiError::bad("CREDENTIAL_ACCOUNT_NOT_FOUND")),
+        Some(false) => return Err(ApiError::bad("INVALID_PASSWORD")),
+        Some(true) => {}
     }
     let hash = state
         .hashes
