@@ -179,10 +179,7 @@ pub fn challenge_user(
     now: DateTime<Utc>,
 ) -> QueryResult<Option<UserId>> {
     let value = verification::find_live(conn, &challenge_identifier(challenge_id), now)?;
-    Ok(value
-        .as_deref()
-        .and_then(|v| v.split(':').next())
-        .map(|id| UserId::from(id.to_owned())))
+    Ok(value.as_deref().and_then(Pending::parse).map(|p| p.user_id))
 }
 
 /// The ways `user_id` can give a second factor: `totp` once an app is set up, `otp` when mail
@@ -223,7 +220,8 @@ fn weigh_mailed(
 }
 
 /// Checks `proof` against the two-factor row of `user_id` (locked for the transaction), spending
-/// a right backup code, or against the code mailed for `subject`. `Ok(Err(_))` is a refusal the
+/// a right backup code, or against the code mailed for `subject`. When right, answers whether
+/// the row weighed was verified (`None` for a mailed code). `Ok(Err(_))` is a refusal the
 /// caller's transaction must still commit.
 fn weigh(
     conn: &mut Tx,
@@ -232,14 +230,16 @@ fn weigh(
     proof: &Proof,
     subject: &str,
     now: DateTime<Utc>,
-) -> Result<Result<(), ApiError>, ApiError> {
+) -> Result<Result<Option<bool>, ApiError>, ApiError> {
     let row = two_factor::find_for_update(conn, user_id)?;
     let row = match (proof, row) {
         (Proof::Totp(_), Some(row)) if row.verified || !users::two_factor_on(conn, user_id)? => row,
         (Proof::Totp(_), _) => return Ok(Err(ApiError::bad("TOTP_NOT_ENABLED"))),
         (Proof::Backup(_), Some(row)) => row,
         (Proof::Backup(_), None) => return Ok(Err(ApiError::bad("BACKUP_CODES_NOT_ENABLED"))),
-        (Proof::Otp(code), _) => return weigh_mailed(conn, key, subject, code, now),
+        (Proof::Otp(code), _) => {
+            return Ok(weigh_mailed(conn, key, subject, code, now)?.map(|()| None));
+        }
     };
     let right = match proof {
         Proof::Totp(code) => {
@@ -265,7 +265,11 @@ fn weigh(
         // Weighed against the mailed code above.
         Proof::Otp(_) => false,
     };
-    Ok(if right { Ok(()) } else { Err(proof.wrong()) })
+    Ok(if right {
+        Ok(Some(row.verified))
+    } else {
+        Err(proof.wrong())
+    })
 }
 
 /// A second factor offered by someone signed in (setting up, or spending a backup code), in
@@ -279,13 +283,13 @@ pub fn verify_signed_in(
     proof: &Proof,
     now: DateTime<Utc>,
 ) -> Result<Result<bool, ApiError>, ApiError> {
-    let unverified = two_factor::find(conn, user_id)?.is_some_and(|row| !row.verified);
     let subject = session_subject(user_id, session_id);
-    if let Err(refused) = weigh(conn, key, user_id, proof, &subject, now)? {
-        return Ok(Err(refused));
-    }
+    let verified = match weigh(conn, key, user_id, proof, &subject, now)? {
+        Ok(verified) => verified,
+        Err(refused) => return Ok(Err(refused)),
+    };
     let was_on = users::two_factor_on(conn, user_id)?;
-    let app_set_up = matches!(proof, Proof::Totp(_)) && unverified;
+    let app_set_up = matches!(proof, Proof::Totp(_)) && verified == Some(false);
     if app_set_up {
         two_factor::mark_verified(conn, user_id)?;
     }
@@ -318,15 +322,43 @@ pub fn challenge(
     now: DateTime<Utc>,
 ) -> QueryResult<String> {
     let id = keys::link_token();
-    let value = format!("{}:{}:0", user_id.as_str(), u8::from(remember));
+    let pending = Pending {
+        user_id: user_id.clone(),
+        remember,
+        tries: 0,
+    };
     verification::insert(
         conn,
         &challenge_identifier(&id),
-        &value,
+        &pending.value(),
         now + CHALLENGE_LIFETIME,
         now,
     )?;
     Ok(id)
+}
+
+/// What a challenge's row holds, as `<userId>:<remember 0|1>:<wrong codes>`.
+struct Pending {
+    user_id: UserId,
+    remember: bool,
+    tries: u32,
+}
+
+impl Pending {
+    fn parse(value: &str) -> Option<Self> {
+        let mut parts = value.splitn(3, ':');
+        let (user_id, remember, tries) = (parts.next()?, parts.next()?, parts.next()?);
+        Some(Self {
+            user_id: UserId::from(user_id.to_owned()),
+            remember: remember == "1",
+            tries: tries.parse().unwrap_or(CHALLENGE_ATTEMPTS),
+        })
+    }
+
+    fn value(&self) -> String {
+        let remember = u8::from(self.remember);
+        format!("{}:{remember}:{}", self.user_id.as_str(), self.tries)
+    }
 }
 
 /// A sign-in whose second factor was right.
@@ -362,35 +394,32 @@ pub fn verify_challenge(
     let Some((row_id, value)) = verification::lock_live(conn, &identifier, now)? else {
         return refuse(ApiError::Unauthorized("INVALID_TWO_FACTOR_COOKIE"), true);
     };
-    let mut parts = value.splitn(3, ':');
-    let (Some(user_id), Some(remember), Some(tries)) = (parts.next(), parts.next(), parts.next())
-    else {
+    let Some(mut pending) = Pending::parse(&value) else {
         verification::delete_by_id(conn, &row_id)?;
         return refuse(ApiError::Unauthorized("INVALID_TWO_FACTOR_COOKIE"), true);
     };
-    let user_id = UserId::from(user_id.to_owned());
-    let tries: u32 = tries.parse().unwrap_or(CHALLENGE_ATTEMPTS);
-    if tries >= CHALLENGE_ATTEMPTS {
+    if pending.tries >= CHALLENGE_ATTEMPTS {
         verification::delete_by_id(conn, &row_id)?;
         return refuse(ApiError::bad("TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE"), true);
     }
+    let user_id = pending.user_id.clone();
     if two_factor::locked_until(conn, &user_id)?.is_some_and(|until| until > now) {
         return refuse(ApiError::Locked("ACCOUNT_TEMPORARILY_LOCKED"), false);
     }
     match weigh(conn, key, &user_id, proof, &identifier, now)? {
-        Ok(()) => {
+        Ok(_) => {
             verification::delete_by_id(conn, &row_id)?;
             two_factor::clear_failures(conn, &user_id)?;
             Ok(Ok(Passed {
                 user_id,
-                remember: remember == "1",
+                remember: pending.remember,
             }))
         }
         Err(error) => {
             if matches!(error, ApiError::Unauthorized(_)) {
                 two_factor::record_failure(conn, &user_id, LOCKOUT_FAILURES, now + LOCKOUT)?;
-                let counted = format!("{}:{remember}:{}", user_id.as_str(), tries + 1);
-                verification::set_value(conn, &row_id, &counted, now)?;
+                pending.tries += 1;
+                verification::set_value(conn, &row_id, &pending.value(), now)?;
             }
             refuse(error, false)
         }

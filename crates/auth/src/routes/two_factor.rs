@@ -12,7 +12,7 @@ use crate::answers::{Status, TokenAndUser};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::otp::Kind;
-use crate::repo::{QueryResult, Tx, accounts, users};
+use crate::repo::{QueryResult, Tx, users};
 use crate::routes::sessions::signed_in;
 use crate::state::AppState;
 use crate::two_factor::{self, CHALLENGE_COOKIE, Passed, Proof, TRUST_COOKIE};
@@ -309,17 +309,17 @@ async fn verify_signed_in(
         })
         .await?;
     outcome?;
-    let user = current_user(state, me.user.id.clone()).await?;
     let mut resp = HttpResponse::Ok();
-    let token = match renewed {
+    // Only a set-up changed the user (its flag and `updatedAt`); a spent backup code did not.
+    let (token, user) = match renewed {
         Some(s) => {
             resp.insert_header((
                 header::SET_COOKIE,
                 session::cookie::set_session(&state.settings.auth, &s.token, true),
             ));
-            s.token
+            (s.token, current_user(state, me.user.id.clone()).await?)
         }
-        None => me.session.token,
+        None => (me.session.token, me.user),
     };
     Ok(resp.json(TokenAndUser { token, user }))
 }
@@ -612,17 +612,8 @@ async fn check_password(
             limit,
         )
         .await?;
-    let lookup = user_id.clone();
-    let stored = state
-        .db
-        .read(move |conn| accounts::password_of(conn, &lookup))
-        .await?;
-    let Some(Some(stored)) = stored else {
-        return Err(ApiError::bad("INVALID_PASSWORD"));
-    };
-    if state.hashes.verify(plain, stored.into()).await? {
-        Ok(())
-    } else {
-        Err(ApiError::bad("INVALID_PASSWORD"))
+    match state.password_matches(user_id, plain).await? {
+        Some(true) => Ok(()),
+        _ => Err(ApiError::bad("INVALID_PASSWORD")),
     }
 }
