@@ -27,18 +27,17 @@ enum Command {
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    let command = Cli::parse().command;
-    let env = match cli::start() {
-        Ok(env) => env,
-        Err(code) => return code,
-    };
-    match command.unwrap_or(Command::Common(Common::Serve)) {
+    let command = Cli::parse()
+        .command
+        .unwrap_or(Command::Common(Common::Serve));
+    cli::with_env(async |env| match command {
         Command::Common(common) => cli::run::<Application>(common, &env).await,
         Command::ImportBetterAuth { from } => match cli::database_url::<Application>(&env) {
             Ok(url) => import(&url, &from),
             Err(code) => code,
         },
-    }
+    })
+    .await
 }
 
 /// Migrates the target, copies, and prints the report as one JSON line.

@@ -24,16 +24,15 @@ enum Command {
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    let command = Cli::parse().command;
-    let env = match cli::start() {
-        Ok(env) => env,
-        Err(code) => return code,
-    };
-    match command.unwrap_or(Command::Common(Common::Serve)) {
+    let command = Cli::parse()
+        .command
+        .unwrap_or(Command::Common(Common::Serve));
+    cli::with_env(async |env| match command {
         Command::Common(common) => cli::run::<Application>(common, &env).await,
         Command::Admin(command) => match cli::database_url::<Application>(&env) {
             Ok(url) => admin::run(&url, command).await,
             Err(code) => code,
         },
-    }
+    })
+    .await
 }

@@ -14,8 +14,5 @@ struct Cli {
 #[actix_web::main]
 async fn main() -> ExitCode {
     let command = Cli::parse().command.unwrap_or_default();
-    match cli::start() {
-        Ok(env) => cli::run::<nutrition_api::Application>(command, &env).await,
-        Err(code) => code,
-    }
+    cli::with_env(async |env| cli::run::<nutrition_api::Application>(command, &env).await).await
 }

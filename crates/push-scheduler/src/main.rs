@@ -37,16 +37,15 @@ enum Command {
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    let command = Cli::parse().command;
-    let env = match cli::start() {
-        Ok(env) => env,
-        Err(code) => return code,
-    };
-    match command.unwrap_or(Command::Common(Common::Serve)) {
+    let command = Cli::parse()
+        .command
+        .unwrap_or(Command::Common(Common::Serve));
+    cli::with_env(async |env| match command {
         Command::Common(common) => cli::run::<Application>(common, &env).await,
         Command::VapidKeys => vapid_keys(),
         Command::Fire { job, at, wait } => fire(&env, &job, at.as_deref(), wait).await,
-    }
+    })
+    .await
 }
 
 /// Prints a fresh key pair as environment lines.

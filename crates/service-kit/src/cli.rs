@@ -75,13 +75,15 @@ macro_rules! service {
 /// A service's OpenAPI document.
 pub type Document = utoipa::openapi::OpenApi;
 
-/// The start of every `main`: process set-up, the environment, tracing. `Err` is the exit
-/// status of a bad tracing setting.
-pub fn start() -> Result<Env, ExitCode> {
+/// The start of every `main`: process set-up, the environment, tracing; then `main` with the
+/// environment, or the exit status of a bad tracing setting.
+pub async fn with_env(main: impl AsyncFnOnce(Env) -> ExitCode) -> ExitCode {
     process_init();
     let env = Env::load();
-    crate::telemetry::init(&env).map_err(|err| config_failure(&err))?;
-    Ok(env)
+    match crate::telemetry::init(&env) {
+        Ok(()) => main(env).await,
+        Err(err) => config_failure(&err),
+    }
 }
 
 /// Runs one of the [`Common`] subcommands of service `S`.
