@@ -1,6 +1,7 @@
 //! The auth service: sign-up, sign-in and sessions for the nutrition product, served at
 //! `/api/auth/*` for the better-auth client, plus the sign-in and sign-up pages.
 
+pub mod activity;
 pub mod answers;
 pub mod body;
 pub mod client;

@@ -15,11 +15,15 @@ use crate::repo::verification;
 pub const RESET_LIFETIME: Duration = Duration::hours(1);
 /// A verification link works for a day.
 pub const VERIFY_LIFETIME: Duration = Duration::hours(24);
+/// The "this was not me" link of a new-device mail works for a week.
+pub const NOT_ME_LIFETIME: Duration = Duration::days(7);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Purpose {
     Reset,
     Verify,
+    /// "This was not me": ends every session of the user and leads to a new password.
+    NotMe,
 }
 
 impl Purpose {
@@ -27,6 +31,7 @@ impl Purpose {
         match self {
             Self::Reset => "reset-password:",
             Self::Verify => "verify-email:",
+            Self::NotMe => "not-me:",
         }
     }
 
@@ -34,6 +39,7 @@ impl Purpose {
         match self {
             Self::Reset => RESET_LIFETIME,
             Self::Verify => VERIFY_LIFETIME,
+            Self::NotMe => NOT_ME_LIFETIME,
         }
     }
 
@@ -220,6 +226,12 @@ pub fn verify_link(base_url: &Url, token: &str, callback: &str) -> String {
         base(base_url),
         q(callback)
     )
+}
+
+/// The "this was not me" link of a new-device mail: a page that asks before it acts, since mail
+/// scanners open links. The token is in the query, which no access log of ours keeps.
+pub fn not_me_link(base_url: &Url, token: &str) -> String {
+    format!("{}/api/auth/not-me?token={token}", base(base_url))
 }
 
 /// `target` with one more query parameter.

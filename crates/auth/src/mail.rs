@@ -4,8 +4,9 @@ use mailer::message::escape_html;
 
 use crate::otp::Kind;
 use crate::repo::outbox::{
-    KIND_CHANGE_EMAIL, KIND_CHANGE_EMAIL_CODE, KIND_EMAIL_VERIFICATION, KIND_PASSWORD_RESET,
-    KIND_RESET_CODE, KIND_SIGN_IN_CODE, KIND_TWO_FACTOR_CODE, KIND_VERIFICATION_CODE, NewMail,
+    KIND_CHANGE_EMAIL, KIND_CHANGE_EMAIL_CODE, KIND_EMAIL_VERIFICATION, KIND_NEW_DEVICE,
+    KIND_PASSWORD_RESET, KIND_RESET_CODE, KIND_SIGN_IN_CODE, KIND_TWO_FACTOR_CODE,
+    KIND_VERIFICATION_CODE, NewMail,
 };
 
 /// Shown with every code: a code opens an account, so the mail says not to pass it on.
@@ -54,6 +55,27 @@ pub fn change_email(link: &str, name: &str) -> NewMail {
         Some(("Conferma il nuovo indirizzo", link)),
         None,
         "Se non sei stato tu, ignora questa e-mail: il tuo account resta com'era.",
+    )
+}
+
+/// The mail after a sign-in from a browser and network the account has not used before, with
+/// the link that ends every session and asks for a new password; address it with
+/// `.to(&email)`. `device` and `network` are as the activity keeps them.
+pub fn new_device(link: &str, name: &str, device: &str, network: &str) -> NewMail {
+    let lead = format!(
+        "qualcuno ha appena effettuato l'accesso al tuo account da un browser e una rete che non \
+         avevamo mai visto: {device}, rete {network}. Se sei stato tu, non devi fare nulla. Se non \
+         sei stato tu, apri questo link entro 7 giorni: chiuderemo tutte le sessioni e ti \
+         chiederemo una nuova password."
+    );
+    compose(
+        KIND_NEW_DEVICE,
+        name,
+        "Nuovo accesso al tuo account",
+        &lead,
+        Some(("Non sono stato io", link)),
+        None,
+        "Puoi vedere gli accessi recenti nelle impostazioni dell'app, alla voce Attività.",
     )
 }
 

@@ -150,6 +150,38 @@ fn ok() {}
     responses((status = 200, description = "The sessions.", body = Vec<ListedSession>)))]
 fn list_sessions() {}
 
+/// `GET /api/auth/activity`: the account's security events of the last 90 days, newest first;
+/// addresses as their /24 (IPv4) or /48 (IPv6).
+#[utoipa::path(get, path = "/api/auth/activity", tag = "sessions",
+    responses(
+        (status = 200, description = "The events.", body = crate::activity::Activity,
+            example = json!({"items": [{"kind": "sign_in", "at": "2026-11-28T08:15:00.000Z",
+                "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X)", "ip": "203.0.113.0/24"}]})),
+        (status = 401, description = "Not signed in.", body = ErrorBody),
+    ))]
+fn activity() {}
+
+/// `GET /api/auth/not-me?token=`: the "this was not me" link of the new-device mail; a page
+/// that asks before anything happens.
+#[utoipa::path(get, path = "/api/auth/not-me", tag = "pages",
+    params(("token" = Option<String>, Query)),
+    responses((status = 200, description = "HTML page: the button, or why the link no longer works.",
+        content_type = "text/html", body = String)))]
+fn not_me_page() {}
+
+/// `POST /api/auth/not-me/confirm` `{token}`: ends every session of the account. The page's form goes on
+/// to `/reset-password?token=…`; JSON gets `{status: true}`.
+#[utoipa::path(post, path = "/api/auth/not-me/confirm", tag = "sessions",
+    request_body(content = crate::routes::not_me::NotMe, example = json!({"token": "Qm3x..."})),
+    responses(
+        (status = 200, description = "Every session ended.", body = Status, example = json!({"status": true})),
+        (status = 303, description = "From the form: on to the new-password page.", headers(("Location" = String))),
+        (status = 400, description = "An unknown, used or expired token.", body = ErrorBody,
+            example = json!({"code": "INVALID_TOKEN", "message": "Invalid token"})),
+        (status = 429, description = "Too many requests from this client.", body = ErrorBody),
+    ))]
+fn not_me() {}
+
 /// `POST /api/auth/revoke-session`: ends one session in every service at once.
 #[utoipa::path(post, path = "/api/auth/revoke-session", tag = "sessions",
     request_body(content = RevokeSession, example = json!({"token": "h_2b7c..."})),
@@ -673,7 +705,7 @@ impl Modify for Shared {
     ),
     paths(
         sign_up, sign_in, sign_out, delete_user, get_session, providers, sign_in_social, callback_google, ok,
-        list_sessions, revoke_session, revoke_sessions, revoke_other_sessions,
+        list_sessions, activity, not_me_page, not_me, revoke_session, revoke_sessions, revoke_other_sessions,
         update_user, change_password, change_email, list_accounts, unlink_account,
         request_email_change_otp, change_email_otp,
         two_factor_enable, two_factor_verify_totp, two_factor_verify_backup_code,

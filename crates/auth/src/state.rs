@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use actix_web::HttpRequest;
+use chrono::Utc;
 
 use crate::error::ApiError;
 use crate::password::HashPool;
@@ -48,6 +49,58 @@ impl AppState {
             return Ok(None);
         };
         Ok(Some(self.hashes.verify(plain, stored.into()).await?))
+    }
+
+    /// Opens the session of a sign-in, recorded in the account's activity with the new-device
+    /// mail when one is due ([`crate::activity::signed_in`]).
+    pub async fn open_session(
+        &self,
+        req: &HttpRequest,
+        user: &session::User,
+        remember: bool,
+    ) -> Result<session::Session, ApiError> {
+        let origin = crate::client::origin(req, &self.settings.trusted_proxies);
+        let base_url = self.settings.auth.base_url.clone();
+        let user_id = user.id.clone();
+        let (session, mailed) = self
+            .db
+            .write(move |conn| {
+                crate::activity::signed_in(conn, &user_id, remember, &origin, &base_url, Utc::now())
+            })
+            .await?;
+        if mailed {
+            self.wake_mailer();
+        }
+        Ok(session)
+    }
+
+    /// Records that the owner of session `id` just proved who they are on it (a password or a
+    /// code), which keeps the session fresh for a while ([`session::Session::is_fresh`]).
+    pub async fn prove(&self, id: &session::SessionId) -> Result<(), ApiError> {
+        let id = id.clone();
+        self.db
+            .read(move |conn| session::store::prove(conn, &id, Utc::now()))
+            .await
+            .map(drop)
+    }
+
+    /// Records `kind` in the activity of `user_id`, as done by the client of `req`.
+    pub async fn record(
+        &self,
+        req: &HttpRequest,
+        user_id: &session::UserId,
+        kind: session::activity::Kind,
+    ) -> Result<(), ApiError> {
+        let client = self.activity_client(req);
+        let user_id = user_id.clone();
+        self.db
+            .read(move |conn| crate::activity::record(conn, &user_id, kind, &client, Utc::now()))
+            .await
+    }
+
+    /// The client of `req` as an activity event keeps it.
+    pub fn activity_client(&self, req: &HttpRequest) -> session::activity::Client {
+        session::activity::Client::from(&crate::client::origin(req, &self.settings.trusted_proxies))
     }
 
     /// The e-mailed codes, checked against this service's database with its secret.
@@ -273,13 +326,23 @@ impl AppState {
         Ok((failures, found))
     }
 
-    /// Counts a failed sign-in against the address and the e-mail address.
-    pub async fn sign_in_failed(&self, keys: SignInFailureKeys) -> Result<(), ApiError> {
+    /// Counts a failed sign-in against the address and the e-mail address, and records it in
+    /// the activity of the account with that address, if there is one: with the same
+    /// statements either way, so that the work tells no one which addresses have accounts.
+    pub async fn sign_in_failed(
+        &self,
+        req: &HttpRequest,
+        email: &str,
+        keys: SignInFailureKeys,
+    ) -> Result<(), ApiError> {
+        let client = self.activity_client(req);
+        let email = email.to_owned();
         self.db
             .read(move |conn| {
                 // Counted whatever the counts are: the gate decides on them.
                 let _ = rate_limits::hit(conn, &keys.pair, keys.limits.failures_per_address)?;
                 let _ = rate_limits::hit(conn, &keys.email, keys.limits.failures_per_email)?;
+                crate::activity::failed_sign_in(conn, &email, &client, Utc::now())?;
                 Ok::<_, ApiError>(())
             })
             .await

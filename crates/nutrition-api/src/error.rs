@@ -18,6 +18,12 @@ pub enum ApiError {
         code: &'static str,
         message: &'static str,
     },
+    /// 403 with a specific code (`SESSION_NOT_FRESH`).
+    #[error("{message}")]
+    Forbidden {
+        code: &'static str,
+        message: &'static str,
+    },
     /// 422 with a specific code (`FAST_TOO_SHORT`).
     #[error("{message}")]
     Unprocessable {
@@ -50,6 +56,7 @@ impl ResponseError for ApiError {
             Self::Validation(_) => StatusCode::BAD_REQUEST,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -63,9 +70,9 @@ impl ResponseError for ApiError {
         let (code, message) = match self {
             Self::Validation(m) => ("VALIDATION_ERROR", m.clone()),
             Self::NotFound => ("NOT_FOUND", "no such resource".to_owned()),
-            Self::Conflict { code, message } | Self::Unprocessable { code, message } => {
-                (*code, (*message).to_owned())
-            }
+            Self::Conflict { code, message }
+            | Self::Forbidden { code, message }
+            | Self::Unprocessable { code, message } => (*code, (*message).to_owned()),
             Self::RateLimited {
                 message,
                 retry_after,

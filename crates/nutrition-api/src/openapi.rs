@@ -435,14 +435,16 @@ fn devices_remove() {}
 #[utoipa::path(get, path = "/me/export", tag = "account",
     params(("format" = Option<String>, Query, description = "`json` (default) or `csv` (the fasts only)")),
     responses(
-        (status = 200, description = "An attachment (`Content-Disposition: attachment`): JSON with exportedAt, user, sessions, accounts (no secrets), preferences, pauses, fasts with symptoms, mealPlans, notificationSettings and devices (no keys); or CSV of the fasts.",
+        (status = 200, description = "An attachment (`Content-Disposition: attachment`): JSON with exportedAt, user, sessions, accounts (no secrets), preferences, pauses, fasts with symptoms, mealPlans, notificationSettings, devices (no keys), twoFactor (whether it is set up; never its secret or codes) and the security activity of 90 days; or CSV of the fasts. Each export is itself recorded in the activity.",
             headers(("Content-Disposition" = String)),
             content(
-                (Object = "application/json", example = json!({"exportedAt": "2026-11-23T09:00:00Z", "user": {}, "sessions": [], "accounts": [], "preferences": {}, "pauses": [], "fasts": [], "mealPlans": [], "notificationSettings": {}, "devices": []})),
+                (Object = "application/json", example = json!({"exportedAt": "2026-11-23T09:00:00Z", "user": {}, "sessions": [], "accounts": [], "preferences": {}, "pauses": [], "fasts": [], "mealPlans": [], "notificationSettings": {}, "devices": [], "twoFactor": null, "activity": []})),
                 (String = "text/csv"),
             )),
         (status = 400, description = "An unknown format.", body = ErrorBody,
             example = json!({"code": "VALIDATION_ERROR", "message": "format: must be \"json\" or \"csv\""})),
+        (status = 403, description = "The session is older than a day and no password or code was checked on it in the last 5 minutes: sign in again (or confirm it is you), then export.", body = ErrorBody,
+            example = json!({"code": "SESSION_NOT_FRESH", "message": "Session is not fresh. Sign in again, or confirm it is you, to export."})),
     ))]
 fn export() {}
 

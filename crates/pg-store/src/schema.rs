@@ -26,6 +26,18 @@ pub mod auth {
             updated_at -> Timestamptz,
             ip_address -> Nullable<Text>,
             user_agent -> Nullable<Text>,
+            proven_at -> Nullable<Timestamptz>,
+        }
+    }
+
+    diesel::table! {
+        auth.activity (id) {
+            id -> Text,
+            user_id -> Text,
+            kind -> Text,
+            at -> Timestamptz,
+            user_agent -> Nullable<Text>,
+            ip -> Nullable<Text>,
         }
     }
 
@@ -101,6 +113,7 @@ pub mod auth {
     diesel::joinable!(session -> user (user_id));
     diesel::joinable!(account -> user (user_id));
     diesel::joinable!(two_factor -> user (user_id));
+    diesel::joinable!(activity -> user (user_id));
     diesel::allow_tables_to_appear_in_same_query!(
         user,
         session,
@@ -108,7 +121,8 @@ pub mod auth {
         verification,
         rate_limit,
         mail_outbox,
-        two_factor
+        two_factor,
+        activity
     );
 }
 

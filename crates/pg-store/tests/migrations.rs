@@ -88,6 +88,16 @@ fn schema_rs_names_only_existing_columns() {
         .limit(0)
         .execute(&mut conn)
         .expect("auth.mail_outbox");
+    auth::two_factor::table
+        .select(auth::two_factor::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("auth.two_factor");
+    auth::activity::table
+        .select(auth::activity::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("auth.activity");
     nutrition::profile::table
         .select(nutrition::profile::all_columns)
         .limit(0)
@@ -292,6 +302,26 @@ fn each_service_role_reaches_only_what_its_service_needs() {
         "SELECT id, provider_id FROM auth.account",
     );
     denied("push_scheduler_svc", "SELECT id FROM auth.account");
+    // The two-factor secret and backup codes: auth only; whether it is on: the export too.
+    denied("nutrition_api_svc", "SELECT secret FROM auth.two_factor");
+    denied(
+        "nutrition_api_svc",
+        "SELECT backup_codes FROM auth.two_factor",
+    );
+    allowed(
+        "nutrition_api_svc",
+        "SELECT verified, created_at FROM auth.two_factor",
+    );
+    // The activity log: written by auth, and by nutrition-api for its export; never rewritten.
+    allowed(
+        "nutrition_api_svc",
+        "INSERT INTO auth.activity (id, user_id, kind, at) SELECT 'a', id, 'export', now() FROM auth.\"user\" LIMIT 0",
+    );
+    denied("nutrition_api_svc", "DELETE FROM auth.activity");
+    denied(
+        "nutrition_api_svc",
+        "UPDATE auth.activity SET kind = 'export'",
+    );
     denied("push_scheduler_svc", "SELECT token FROM auth.session");
     // Another service's own tables are not written.
     denied("nutrition_api_svc", "DELETE FROM scheduler.outbox");

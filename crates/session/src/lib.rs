@@ -2,6 +2,7 @@
 //! nutrition-api must share, the signed session cookie, session rows with expiry and rolling
 //! refresh, the request guard that answers 401, and the trusted-origin check that answers 403.
 
+pub mod activity;
 pub mod cookie;
 pub mod guard;
 pub mod ids;

@@ -48,4 +48,23 @@ pub struct Session {
     pub ip_address: Option<String>,
     #[schema(required = true)]
     pub user_agent: Option<String>,
+    /// When the owner last proved who they are on this session without signing in again.
+    #[serde(skip)]
+    pub proven_at: Option<DateTime<Utc>>,
+}
+
+/// A session this young may delete its account or export its data without another check
+/// (better-auth's `session.freshAge`, one day by default).
+pub const FRESH_AGE: chrono::Duration = chrono::Duration::hours(24);
+/// A password or code checked on an older session makes it fresh for this long.
+pub const PROOF_WINDOW: chrono::Duration = chrono::Duration::minutes(5);
+
+impl Session {
+    /// Whether the session may do what needs a recent sign-in (deleting the account, exporting
+    /// its data): created less than a day ago, or its owner proved who they are on it in the
+    /// last five minutes.
+    pub fn is_fresh(&self, now: DateTime<Utc>) -> bool {
+        now - self.created_at < FRESH_AGE
+            || self.proven_at.is_some_and(|at| now - at < PROOF_WINDOW)
+    }
 }

@@ -74,6 +74,14 @@ pub fn create(
     Ok(created)
 }
 
+/// Records that the owner of session `id` proved who they are on it just now (a password or an
+/// e-mailed code), which keeps it fresh for [`crate::model::PROOF_WINDOW`].
+pub fn prove(conn: &mut PgConnection, id: &SessionId, now: DateTime<Utc>) -> QueryResult<usize> {
+    diesel::update(session::table.find(id))
+        .set(session::proven_at.eq(now))
+        .execute(conn)
+}
+
 /// The lookup of a session by its token, joined with its user.
 pub type Lookup<'a> = dsl::Select<
     dsl::Filter<dsl::InnerJoin<session::table, user::table>, dsl::Eq<session::token, &'a str>>,
@@ -267,7 +275,22 @@ mod tests {
             updated_at: now - refreshed_ago,
             ip_address: None,
             user_agent: None,
+            proven_at: None,
         }
+    }
+
+    #[test]
+    fn fresh_is_young_or_recently_proven() {
+        let now = Utc::now();
+        let mut s = session(Duration::days(6), Duration::hours(1), now);
+        s.created_at = now - Duration::hours(23);
+        assert!(s.is_fresh(now), "created 23 h ago");
+        s.created_at = now - Duration::hours(24);
+        assert!(!s.is_fresh(now), "created a day ago");
+        s.proven_at = Some(now - Duration::minutes(4));
+        assert!(s.is_fresh(now), "proven 4 minutes ago");
+        s.proven_at = Some(now - Duration::minutes(5));
+        assert!(!s.is_fresh(now), "proven 5 minutes ago");
     }
 
     /// Steady means exactly what `settle` leaves alone: not expired, not due for a refresh.

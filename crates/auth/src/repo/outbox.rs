@@ -24,6 +24,7 @@ pub const KIND_RESET_CODE: &str = "reset_code";
 pub const KIND_CHANGE_EMAIL: &str = "change_email";
 pub const KIND_CHANGE_EMAIL_CODE: &str = "change_email_code";
 pub const KIND_TWO_FACTOR_CODE: &str = "two_factor_code";
+pub const KIND_NEW_DEVICE: &str = "new_device";
 
 /// A mail to queue. The templates of [`crate::mail`] fill everything but the address:
 /// `mail::password_reset(&link, &name).to(&email)`.

@@ -129,9 +129,20 @@ async fn finish(
         .ok_or_else(|| with_url("EMAIL_NOT_FOUND"))?;
     let origin = client::origin(req, &state.settings.trusted_proxies);
     let require_verified = state.settings.require_email_verification;
+    let base_url = auth.base_url.clone();
     let linked = state
         .db
-        .write(move |conn| link(conn, &profile, &tokens, &email, &origin, require_verified))
+        .write(move |conn| {
+            link(
+                conn,
+                &profile,
+                &tokens,
+                &email,
+                &origin,
+                &base_url,
+                require_verified,
+            )
+        })
         .await
         .map_err(|cause| {
             tracing::error!(%cause, "linking a Google account failed");
@@ -144,6 +155,9 @@ async fn finish(
                 Refused::Raced => "INTERNAL_ERROR",
             })
         })?;
+    if linked.mailed {
+        state.wake_mailer();
+    }
     let cookie = session::cookie::set_session(auth, &linked.token, true);
     let target = if linked.new_user {
         flow.new_user_url.or(flow.callback_url)
@@ -156,6 +170,8 @@ async fn finish(
 struct Linked {
     token: String,
     new_user: bool,
+    /// A new-device mail was queued.
+    mailed: bool,
 }
 
 /// Why a Google account was not linked; nothing was written.
@@ -178,6 +194,7 @@ fn link(
     tokens: &google::Tokens,
     email: &str,
     origin: &session::store::Origin,
+    base_url: &url::Url,
     require_verified: bool,
 ) -> QueryResult<Result<Linked, Refused>> {
     let now = Utc::now();
@@ -237,9 +254,11 @@ fn link(
                 (user, true)
             }
         };
-    let session = session::store::create(conn, &user.id, true, origin, now)?;
+    let (session, mailed) =
+        crate::activity::signed_in(conn, &user.id, true, origin, base_url, now)?;
     Ok(Ok(Linked {
         token: session.token,
         new_user,
+        mailed,
     }))
 }

@@ -1,6 +1,6 @@
 use actix_web::http::header;
 use actix_web::{HttpResponse, web};
-use chrono::{Duration, Utc};
+use chrono::Utc;
 use serde::Deserialize;
 use session::CurrentUser;
 
@@ -9,10 +9,6 @@ use crate::error::ApiError;
 use crate::redirect;
 use crate::repo::rate_limits;
 use crate::state::AppState;
-
-/// Without the password, a session created this long ago or more cannot delete its user
-/// (better-auth's `session.freshAge`, one day by default).
-pub const FRESH_AGE: Duration = Duration::hours(24);
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -24,7 +20,7 @@ pub struct DeleteUser {
 
 /// `POST /api/auth/delete-user`: erases the signed-in user everywhere (auth, nutrition and the
 /// scheduler's queue) in one transaction, after checking the password when one is sent, or else
-/// that the session is fresh; expires the cookie. As in better-auth, an empty password counts as
+/// that the session is fresh ([`session::Session::is_fresh`]); expires the cookie. As in better-auth, an empty password counts as
 /// none.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn delete_user(
@@ -64,7 +60,7 @@ pub async fn delete_user(
             }
         }
         None => {
-            if Utc::now() - verified.session.created_at >= FRESH_AGE {
+            if !verified.session.is_fresh(Utc::now()) {
                 return Err(ApiError::bad_request(
                     "SESSION_EXPIRED",
                     "Session expired. Re-authenticate to perform this action.",

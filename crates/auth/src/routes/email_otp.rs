@@ -200,7 +200,8 @@ async fn sign_in_with_code(
         .verify(Kind::SignIn, &email, &input.otp, OnSuccess::Spend)
         .await?;
     let origin = client::origin(req, &state.settings.trusted_proxies);
-    let (session, user) = state
+    let base_url = state.settings.auth.base_url.clone();
+    let (session, user, mailed) = state
         .db
         .write(move |conn| {
             let now = Utc::now();
@@ -218,10 +219,14 @@ async fn sign_in_with_code(
                     users::insert(conn, &new, now)?.ok_or(ApiError::UserExists)?
                 }
             };
-            let session = session::store::create(conn, &user.id, true, &origin, now)?;
-            Ok::<_, ApiError>((session, user))
+            let (session, mailed) =
+                crate::activity::signed_in(conn, &user.id, true, &origin, &base_url, now)?;
+            Ok::<_, ApiError>((session, user, mailed))
         })
         .await?;
+    if mailed {
+        state.wake_mailer();
+    }
     tracing::info!(user_id = %user.id, "signed in with an e-mailed code");
     let cookie = session::cookie::set_session(&state.settings.auth, &session.token, true);
     Ok(redirect::signed_in(
@@ -392,6 +397,7 @@ async fn reset_with_code(
     codes
         .verify(Kind::ForgetPassword, &email, &input.otp, OnSuccess::Spend)
         .await?;
+    let client = state.activity_client(req);
     let user_id = state
         .db
         .write(move |conn| {
@@ -400,6 +406,8 @@ async fn reset_with_code(
             accounts::set_password(conn, &user.id, &hash, now)?;
             users::mark_verified(conn, &user.id, now)?;
             sessions::delete_all(conn, &user.id)?;
+            let changed = session::activity::Kind::PasswordChanged;
+            crate::activity::record(conn, &user.id, changed, &client, now)?;
             Ok::<_, ApiError>(user.id)
         })
         .await?;
@@ -481,6 +489,7 @@ pub async fn change_email(
         .await?;
     let in_use = || ApiError::bad_request("EMAIL_ALREADY_IN_USE", "Email already in use");
     let user_id = me.user.id;
+    let client = state.activity_client(&req);
     state
         .db
         .write(move |conn| {
@@ -488,7 +497,8 @@ pub async fn change_email(
             if users::find_by_email(conn, &new_email)?.is_some() {
                 return Err(in_use());
             }
-            move_address(conn, &user_id, &new_email, true, Utc::now())?.ok_or_else(in_use)?;
+            move_address(conn, &user_id, &new_email, true, &client, Utc::now())?
+                .ok_or_else(in_use)?;
             tracing::info!(%user_id, "address changed with an e-mailed code");
             Ok::<_, ApiError>(())
         })

@@ -13,6 +13,7 @@ mod callback;
 mod delete_user;
 pub mod email_otp;
 mod get_session;
+pub(crate) mod not_me;
 mod ok;
 mod pages;
 mod providers;
@@ -44,6 +45,9 @@ pub fn config(cfg: &mut web::ServiceConfig) {
             .service(form_post("/sign-in/social", social::sign_in_social))
             .service(get("/callback/google", callback::callback_google))
             .service(get("/list-sessions", sessions::list_sessions))
+            .service(get("/activity", sessions::list_activity))
+            .service(get("/not-me", not_me::page))
+            .service(form_post("/not-me/confirm", not_me::not_me))
             .service(post("/revoke-session", sessions::revoke_session))
             .service(post("/revoke-sessions", sessions::revoke_sessions))
             .service(post(

@@ -8,6 +8,9 @@ use chrono::Utc;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use session::activity::{Client, Kind};
+
+use crate::activity;
 use crate::answers::{Status, StatusMessage};
 use crate::body::Body;
 use crate::error::ApiError;
@@ -160,6 +163,7 @@ pub struct TokenQuery {
 /// `POST /api/auth/reset-password` `{newPassword, token}`: sets the password (creating the
 /// credential account of a Google-only user) and ends every session of the user.
 pub async fn reset_password(
+    req: HttpRequest,
     state: web::Data<AppState>,
     query: web::Query<TokenQuery>,
     body: Body<ResetPassword>,
@@ -171,7 +175,8 @@ pub async fn reset_password(
         .clone()
         .or_else(|| query.into_inner().token)
         .unwrap_or_default();
-    let outcome = reset(&state, &token, input.new_password).await;
+    let client = state.activity_client(&req);
+    let outcome = reset(&state, &token, input.new_password, client).await;
     if !form {
         return outcome;
     }
@@ -188,6 +193,7 @@ async fn reset(
     state: &AppState,
     token: &str,
     new_password: String,
+    client: Client,
 ) -> Result<HttpResponse, ApiError> {
     if token.is_empty() {
         return Err(ApiError::bad("INVALID_TOKEN"));
@@ -228,6 +234,7 @@ async fn reset(
             }
             accounts::set_password(conn, &taken.user_id, &hash, now)?;
             sessions::delete_all(conn, &taken.user_id)?;
+            activity::record(conn, &taken.user_id, Kind::PasswordChanged, &client, now)?;
             Ok::<_, ApiError>(taken.user_id)
         })
         .await?;

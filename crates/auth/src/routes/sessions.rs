@@ -2,14 +2,16 @@
 //! deletes its row, so it stops working in every service at once.
 
 use actix_web::http::header;
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use serde::Deserialize;
 use session::CurrentUser;
 use session::MaybeSession;
+use session::activity::Kind;
 use subtle::ConstantTimeEq;
 use utoipa::ToSchema;
 
+use crate::activity;
 use crate::answers::{ListedSession, Status};
 use crate::body::Body;
 use crate::error::ApiError;
@@ -57,9 +59,26 @@ pub struct RevokeSession {
     token: String,
 }
 
+/// `GET /api/auth/activity` → `{items: [{kind, at, userAgent, ip}]}`: the account's security
+/// events of the last 90 days, newest first.
+pub async fn list_activity(
+    state: web::Data<AppState>,
+    current: MaybeSession,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    let items = state
+        .db
+        .read(move |conn| activity::list(conn, &me.user.id, Utc::now()))
+        .await?;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(activity::Activity { items }))
+}
+
 /// `POST /api/auth/revoke-session`: ends the session with this handle, if it is one of the
 /// user's; like better-auth, an unknown handle is no error.
 pub async fn revoke_session(
+    req: HttpRequest,
     state: web::Data<AppState>,
     current: MaybeSession,
     body: Body<RevokeSession>,
@@ -68,9 +87,10 @@ pub async fn revoke_session(
     let handle = body.value.token;
     let secret = state.settings.auth.secret.clone();
     let user_id = me.user.id.clone();
+    let client = state.activity_client(&req);
     let ended = state
         .db
-        .read(move |conn| {
+        .write(move |conn| {
             let live = sessions::list_live(conn, &user_id, Utc::now())?;
             let Some(target) = live.into_iter().find(|s| {
                 let h = keys::session_handle(secret.expose(), s.id.as_str());
@@ -79,6 +99,7 @@ pub async fn revoke_session(
                 return Ok(None);
             };
             sessions::delete_one(conn, &user_id, &target.id)?;
+            activity::record(conn, &user_id, Kind::SessionsRevoked, &client, Utc::now())?;
             Ok::<_, ApiError>(Some(target.id))
         })
         .await?;
@@ -91,13 +112,24 @@ pub async fn revoke_session(
 
 /// `POST /api/auth/revoke-sessions`: ends every session of the user, this one included.
 pub async fn revoke_sessions(
+    req: HttpRequest,
     state: web::Data<AppState>,
     current: MaybeSession,
 ) -> Result<HttpResponse, ApiError> {
     let me = signed_in(current)?;
+    let client = state.activity_client(&req);
     state
         .db
-        .read(move |conn| sessions::delete_all(conn, &me.user.id))
+        .write(move |conn| {
+            sessions::delete_all(conn, &me.user.id)?;
+            activity::record(
+                conn,
+                &me.user.id,
+                Kind::SessionsRevoked,
+                &client,
+                Utc::now(),
+            )
+        })
         .await?;
     let mut resp = status_true();
     clear_cookie(&state, &mut resp);
@@ -106,13 +138,24 @@ pub async fn revoke_sessions(
 
 /// `POST /api/auth/revoke-other-sessions`: ends every session of the user but this one.
 pub async fn revoke_other_sessions(
+    req: HttpRequest,
     state: web::Data<AppState>,
     current: MaybeSession,
 ) -> Result<HttpResponse, ApiError> {
     let me = signed_in(current)?;
+    let client = state.activity_client(&req);
     state
         .db
-        .read(move |conn| sessions::delete_others(conn, &me.user.id, &me.session.id))
+        .write(move |conn| {
+            sessions::delete_others(conn, &me.user.id, &me.session.id)?;
+            activity::record(
+                conn,
+                &me.user.id,
+                Kind::SessionsRevoked,
+                &client,
+                Utc::now(),
+            )
+        })
         .await?;
     Ok(status_true())
 }

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use crate::answers::SignedIn;
 use crate::body::Body;
-use crate::{client, password};
+use crate::password;
 
 use crate::error::ApiError;
 use crate::mailbox;
@@ -72,7 +72,7 @@ async fn handle(
     let outdated = user.is_some() && !password::is_current(&hash);
     let matches = state.hashes.verify(input.password.clone(), hash).await?;
     let Some(user) = user.filter(|_| matches) else {
-        state.sign_in_failed(failure_keys).await?;
+        state.sign_in_failed(req, &email, failure_keys).await?;
         return Err(ApiError::InvalidCredentials);
     };
     if outdated {
@@ -100,12 +100,7 @@ async fn handle(
             Gate::Challenge(mut resp, answer) => return Ok(resp.json(answer)),
         }
     }
-    let origin = client::origin(req, &state.settings.trusted_proxies);
-    let user_id = user.id.clone();
-    let session = state
-        .db
-        .read(move |conn| session::store::create(conn, &user_id, remember, &origin, Utc::now()))
-        .await?;
+    let session = state.open_session(req, &user, remember).await?;
     let cookie = session::cookie::set_session(&state.settings.auth, &session.token, remember);
     let then = callback.clone();
     let mut resp = redirect::signed_in(

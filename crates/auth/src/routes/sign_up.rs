@@ -94,7 +94,9 @@ async fn handle(
                 }
                 return Ok::<_, ApiError>((user, None));
             }
-            let session = session::store::create(conn, &user.id, remember, &origin, now)?;
+            // An account's first session: recorded, never a new device.
+            let (session, _) =
+                crate::activity::signed_in(conn, &user.id, remember, &origin, &auth.base_url, now)?;
             Ok((user, Some(session)))
         })
         .await?;

@@ -5,6 +5,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use session::activity::{Client, Kind as Event};
 use session::{CurrentUser, MaybeSession, User, UserId};
 use utoipa::ToSchema;
 
@@ -56,7 +57,7 @@ pub async fn enable(
         Some("otp") if mailbox::enabled(&state) => true,
         Some(_) => return Err(ApiError::bad("OTP_NOT_CONFIGURED")),
     };
-    check_password(&req, &state, &me.user.id, input.password).await?;
+    check_password(&req, &state, &me, input.password).await?;
     if mailed {
         return enable_mailed(&req, &state, me).await;
     }
@@ -84,7 +85,14 @@ async fn enable_mailed(
     state: &AppState,
     me: CurrentUser,
 ) -> Result<HttpResponse, ApiError> {
-    let renewed = renewing(req, state, &me, two_factor::enable_mailed).await?;
+    let renewed = renewing(
+        req,
+        state,
+        &me,
+        two_factor::enable_mailed,
+        Some(Event::TwoFactorEnabled),
+    )
+    .await?;
     tracing::info!(user_id = %me.user.id, "two-factor by e-mailed codes turned on");
     Ok(HttpResponse::Ok()
         .append_header((
@@ -291,6 +299,7 @@ async fn verify_signed_in(
     let origin = client::origin(req, &state.settings.trusted_proxies);
     let (user_id, old_token) = (me.user.id.clone(), me.session.token.clone());
     let session_id = me.session.id.as_str().to_owned();
+    let proven = me.session.id.clone();
     let (outcome, renewed) = state
         .db
         .write(move |conn| {
@@ -300,10 +309,17 @@ async fn verify_signed_in(
             // A session that turned two-factor on is replaced by one proven with it.
             let renewed = match outcome {
                 Ok(true) => {
+                    let client = Client::from(&origin);
+                    crate::activity::record(conn, &user_id, Event::TwoFactorEnabled, &client, now)?;
                     session::store::delete_by_token(conn, &old_token)?;
                     Some(session::store::create(conn, &user_id, true, &origin, now)?)
                 }
-                _ => None,
+                // A code checked on this session makes it fresh for a while.
+                Ok(false) => {
+                    session::store::prove(conn, &proven, now)?;
+                    None
+                }
+                Err(_) => None,
             };
             Ok::<_, ApiError>((outcome, renewed))
         })
@@ -339,6 +355,7 @@ async fn verify_challenge(
     };
     let key = auth.secret.expose().to_owned();
     let origin = client::origin(req, &state.settings.trusted_proxies);
+    let base_url = auth.base_url.clone();
     let outcome = state
         .db
         .write(move |conn| {
@@ -349,17 +366,23 @@ async fn verify_challenge(
                 Err(refusal) => return Ok::<_, ApiError>(Err(refusal)),
             };
             let Passed { user_id, remember } = passed;
-            let session = session::store::create(conn, &user_id, remember, &origin, now)?;
+            let (session, mailed) =
+                crate::activity::signed_in(conn, &user_id, remember, &origin, &base_url, now)?;
             let trusted = if trust {
                 Some(two_factor::trust(conn, &user_id, now)?)
             } else {
                 None
             };
-            Ok(Ok((user_id, remember, session, trusted)))
+            Ok(Ok((user_id, remember, session, trusted, mailed)))
         })
         .await?;
     let (user_id, remember, session, trusted) = match outcome {
-        Ok(passed) => passed,
+        Ok((user_id, remember, session, trusted, mailed)) => {
+            if mailed {
+                state.wake_mailer();
+            }
+            (user_id, remember, session, trusted)
+        }
         Err(refusal) => {
             let cookies = if refusal.challenge_void {
                 vec![session::cookie::clear(auth, &named(auth, CHALLENGE_COOKIE))]
@@ -497,7 +520,7 @@ pub async fn get_totp_uri(
         .read(move |conn| two_factor::secret_of(conn, &key, &user_id))
         .await?
         .ok_or_else(|| ApiError::bad("TOTP_NOT_ENABLED"))?;
-    check_password(&req, &state, &me.user.id, body.value.password).await?;
+    check_password(&req, &state, &me, body.value.password).await?;
     Ok(HttpResponse::Ok().json(TotpUri {
         totp_uri: two_factor::uri(&secret, &me.user.email),
     }))
@@ -522,7 +545,7 @@ pub async fn generate_backup_codes(
     if !me.user.two_factor_enabled {
         return Err(ApiError::bad("TWO_FACTOR_NOT_ENABLED"));
     }
-    check_password(&req, &state, &me.user.id, body.value.password).await?;
+    check_password(&req, &state, &me, body.value.password).await?;
     let key = state.settings.auth.secret.expose().to_owned();
     let user_id = me.user.id.clone();
     let codes = state
@@ -544,8 +567,15 @@ pub async fn disable(
     body: Body<Password>,
 ) -> Result<HttpResponse, ApiError> {
     let me = signed_in(current)?;
-    check_password(&req, &state, &me.user.id, body.value.password).await?;
-    let renewed = renewing(&req, &state, &me, two_factor::disable).await?;
+    check_password(&req, &state, &me, body.value.password).await?;
+    let renewed = renewing(
+        &req,
+        &state,
+        &me,
+        two_factor::disable,
+        Some(Event::TwoFactorDisabled),
+    )
+    .await?;
     tracing::info!(user_id = %me.user.id, "two-factor turned off");
     let auth = &state.settings.auth;
     Ok(HttpResponse::Ok()
@@ -567,6 +597,7 @@ async fn renewing(
     state: &AppState,
     me: &CurrentUser,
     change: fn(&mut Tx, &UserId, DateTime<Utc>) -> QueryResult<()>,
+    event: Option<Event>,
 ) -> Result<session::Session, ApiError> {
     let origin = client::origin(req, &state.settings.trusted_proxies);
     let (user_id, old_token) = (me.user.id.clone(), me.session.token.clone());
@@ -575,6 +606,9 @@ async fn renewing(
         .write(move |conn| {
             let now = Utc::now();
             change(conn, &user_id, now)?;
+            if let Some(kind) = event {
+                crate::activity::record(conn, &user_id, kind, &Client::from(&origin), now)?;
+            }
             session::store::delete_by_token(conn, &old_token)?;
             session::store::create(conn, &user_id, true, &origin, now)
         })
@@ -596,11 +630,12 @@ async fn current_user(state: &AppState, user_id: UserId) -> Result<User, ApiErro
 }
 
 /// The account's password is `plain`, or better-auth's 400 `INVALID_PASSWORD` (also for an
-/// account without one). Counted against the user's budget of password checks.
+/// account without one). Counted against the user's budget of password checks; a right one
+/// makes the session fresh for a while ([`session::Session::is_fresh`]).
 async fn check_password(
     req: &HttpRequest,
     state: &AppState,
-    user_id: &UserId,
+    me: &CurrentUser,
     plain: String,
 ) -> Result<(), ApiError> {
     let limit = state.settings.rate_limit;
@@ -608,12 +643,12 @@ async fn check_password(
         .limit(
             req,
             "two-factor-password",
-            Some(("user", user_id.as_str())),
+            Some(("user", me.user.id.as_str())),
             limit,
         )
         .await?;
-    match state.password_matches(user_id, plain).await? {
-        Some(true) => Ok(()),
+    match state.password_matches(&me.user.id, plain).await? {
+        Some(true) => state.prove(&me.session.id).await,
         _ => Err(ApiError::bad("INVALID_PASSWORD")),
     }
 }

@@ -4,6 +4,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer};
+use session::activity::Kind;
 use session::{MaybeSession, UserId};
 use utoipa::ToSchema;
 
@@ -55,19 +56,21 @@ pub fn new_address(current: &session::User, raw: &str) -> Result<String, ApiErro
     Ok(new_email)
 }
 
-/// Moves the user to `email`, verified or not. Links mailed to the old address stop working, so
-/// that none of them verifies the new one. `Ok(None)` when the address is taken: the statement
-/// failed, and the caller's transaction must end.
+/// Moves the user to `email`, verified or not, at the request of `client`. Links mailed to the
+/// old address stop working, so that none of them verifies the new one. `Ok(None)` when the
+/// address is taken: the statement failed, and the caller's transaction must end.
 pub fn move_address(
     conn: &mut Tx,
     user_id: &UserId,
     email: &str,
     verified: bool,
+    client: &session::activity::Client,
     now: DateTime<Utc>,
 ) -> QueryResult<Option<session::User>> {
     let moved = users::set_email(conn, user_id, email, verified, now)?;
     if moved.is_some() {
         links::drop_others(conn, Purpose::Verify, user_id)?;
+        crate::activity::record(conn, user_id, Kind::EmailChanged, client, now)?;
     }
     Ok(moved)
 }
@@ -195,12 +198,17 @@ pub async fn change_password(
     let revoke = input.revoke_other_sessions.unwrap_or(false);
     let origin = client::origin(&req, &state.settings.trusted_proxies);
     let user_id = me.user.id.clone();
+    let session_id = me.session.id.clone();
     let new_session = state
         .db
         .write(move |conn| {
             let now = Utc::now();
             accounts::set_password(conn, &user_id, &hash, now)?;
+            let client = session::activity::Client::from(&origin);
+            crate::activity::record(conn, &user_id, Kind::PasswordChanged, &client, now)?;
             if !revoke {
+                // The password was just checked on this session.
+                session::store::prove(conn, &session_id, now)?;
                 return Ok(None);
             }
             sessions::delete_all(conn, &user_id)?;
@@ -259,6 +267,7 @@ pub async fn change_email(
         .await?;
     let auth = state.settings.auth.clone();
     let user = me.user;
+    let client = state.activity_client(&req);
     let queued = state
         .db
         .write(move |conn| {
@@ -269,7 +278,7 @@ pub async fn change_email(
             }
             if !user.email_verified {
                 // Taken meanwhile by a sign-up: the statement failed, so the transaction ends.
-                let moved = move_address(conn, &user.id, &new_email, false, now)?
+                let moved = move_address(conn, &user.id, &new_email, false, &client, now)?
                     .ok_or(ApiError::UserExists)?;
                 crate::routes::verify::send_verification(conn, &auth, &moved, &callback)?;
                 tracing::info!(user_id = %user.id, "unverified address changed");

@@ -115,12 +115,14 @@ pub struct VerifyQuery {
 /// `callbackURL` (or answers `{status: true}` without one); a bad token goes to
 /// `callbackURL?error=INVALID_TOKEN` (or is a 401).
 pub async fn verify_email(
+    req: actix_web::HttpRequest,
     state: web::Data<AppState>,
     query: web::Query<VerifyQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let query = query.into_inner();
     let callback = redirect::callback(&state.settings.auth, query.callback_url.as_deref())?;
     let token = query.token.unwrap_or_default();
+    let client = state.activity_client(&req);
     let verified = state
         .db
         .write(move |conn| {
@@ -132,7 +134,7 @@ pub async fn verify_email(
                 };
                 // Taken meanwhile by a sign-up: the statement failed, so the transaction ends
                 // and the link stays as it was.
-                move_address(conn, &user_id, &email, true, now)?
+                move_address(conn, &user_id, &email, true, &client, now)?
                     .ok_or(ApiError::Unauthorized("INVALID_TOKEN"))?;
                 tracing::info!(%user_id, "address changed through the mailed link");
                 return Ok(true);

@@ -1,5 +1,6 @@
 //! Black-box tests of the auth service against a real Postgres database.
 
+mod activity;
 mod change_email;
 mod cross_site;
 mod delete_user;

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use pg_store::schema::auth::{account, session as session_table};
+use pg_store::schema::auth::{account, activity, session as session_table, two_factor};
 use pg_store::schema::nutrition::{device_token, fast_event, meal_plan, pause_period};
 use serde::Serialize;
 use service_kit::db::DbError;
@@ -53,6 +53,26 @@ pub struct PauseView {
     pub ends_at: DateTime<Utc>,
 }
 
+/// One event of the account's security activity.
+#[derive(Serialize, Queryable)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivityView {
+    pub kind: String,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    pub at: DateTime<Utc>,
+    pub user_agent: Option<String>,
+    pub ip: Option<String>,
+}
+
+/// Two-factor sign-in as set up, without its secret and codes, which only auth may read.
+#[derive(Serialize, Queryable)]
+#[serde(rename_all = "camelCase")]
+pub struct TwoFactorView {
+    pub verified: bool,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    pub created_at: DateTime<Utc>,
+}
+
 pub struct Gathered {
     pub sessions: Vec<Session>,
     pub accounts: Vec<AccountView>,
@@ -61,6 +81,8 @@ pub struct Gathered {
     pub fasts: Vec<FastRow>,
     pub plans: Vec<plans::Plan>,
     pub devices: Vec<DeviceView>,
+    pub activity: Vec<ActivityView>,
+    pub two_factor: Option<TwoFactorView>,
 }
 
 /// Reads everything in one read-only snapshot, so that the document is consistent even while
@@ -130,7 +152,27 @@ async fn gather_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<Gathered> {
                 ))
                 .load(conn)
                 .await?;
+            let events = activity::table
+                .filter(activity::user_id.eq(user_id))
+                .filter(activity::at.gt(Utc::now() - session::activity::KEEP))
+                .order((activity::at.desc(), activity::id.desc()))
+                .select((
+                    activity::kind,
+                    activity::at,
+                    activity::user_agent,
+                    activity::ip,
+                ))
+                .load(conn)
+                .await?;
+            let two_factor = two_factor::table
+                .filter(two_factor::user_id.eq(user_id))
+                .select((two_factor::verified, two_factor::created_at))
+                .first(conn)
+                .await
+                .optional()?;
             Ok(Gathered {
+                activity: events,
+                two_factor,
                 sessions,
                 accounts,
                 profile: profile::get_in(conn, user_id).await?,
@@ -141,4 +183,29 @@ async fn gather_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<Gathered> {
             })
         })
         .await
+}
+
+/// Records an export in the account's activity, from the session that asked for it (its
+/// address as of its sign-in: nutrition-api does not read client addresses itself).
+pub async fn record(
+    repo: &Repo,
+    current: &Session,
+    user_agent: Option<&str>,
+) -> Result<(), DbError> {
+    let address = current.ip_address.as_deref().and_then(|ip| ip.parse().ok());
+    let client = session::activity::Client::new(address, user_agent);
+    let user_id = current.user_id.clone();
+    repo.with(async |conn| {
+        diesel::insert_into(activity::table)
+            .values(session::activity::Event::new(
+                &user_id,
+                session::activity::Kind::Export,
+                &client,
+                Utc::now(),
+            ))
+            .execute(conn)
+            .await
+            .map(drop)
+    })
+    .await
 }

@@ -9,7 +9,8 @@ use session::CurrentUser;
 
 use crate::error::ApiError;
 use crate::model::{Fast, FastRow};
-use crate::repo::{Repo, export::gather};
+use crate::repo::Repo;
+use crate::repo::export::{gather, record};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -17,9 +18,12 @@ pub struct ExportQuery {
     format: Option<String>,
 }
 
-/// `GET /me/export` (JSON) and `GET /me/export?format=csv` (the fasts).
+/// `GET /me/export` (JSON) and `GET /me/export?format=csv` (the fasts). Like deleting the account,
+/// it needs a fresh session ([`session::Session::is_fresh`]): a phone left unlocked should not
+/// hand a whole health diary to whoever holds it. Each export is recorded in the activity.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn export(
+    req: actix_web::HttpRequest,
     me: CurrentUser,
     repo: web::Data<Repo>,
     state: web::Data<AppState>,
@@ -34,8 +38,19 @@ pub async fn export(
             ));
         }
     };
-    let data = gather(&repo, me.id()).await?;
     let now = Utc::now();
+    if !me.session.is_fresh(now) {
+        return Err(ApiError::Forbidden {
+            code: "SESSION_NOT_FRESH",
+            message: "Session is not fresh. Sign in again, or confirm it is you, to export.",
+        });
+    }
+    let data = gather(&repo, me.id()).await?;
+    let user_agent = req
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok());
+    record(&repo, &me.session, user_agent).await?;
     let day = now.format("%Y-%m-%d");
     if csv {
         return Ok(HttpResponse::Ok()
@@ -81,6 +96,8 @@ pub async fn export(
             "weeklyWeighIn": p.weekly_weigh_in,
         },
         "devices": data.devices,
+        "twoFactor": data.two_factor,
+        "activity": data.activity,
     });
     Ok(HttpResponse::Ok()
         .content_type("application/json")

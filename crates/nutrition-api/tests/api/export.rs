@@ -231,3 +231,83 @@ async fn the_csv_holds_the_fasts_quoted_and_formula_free() {
     let anonymous = app.call(Method::GET, "/me/export", None, None).await;
     assert_eq!(anonymous.status, 401);
 }
+
+/// Exporting a health diary needs a fresh session, as deleting the account does: one made in
+/// the last day, or one its owner proved (password or code) in the last five minutes.
+#[tokio::test]
+async fn a_stale_session_may_not_export_and_a_proven_one_may() {
+    let app = spawn_with(&[]).await;
+    let u = app.user("stale@example.com");
+    let age = |sql: &str| {
+        app.sql(&format!(
+            "UPDATE auth.session SET {sql} WHERE user_id = '{}'",
+            u.id
+        ))
+    };
+    age("created_at = now() - interval '25 hours'");
+    for path in ["/me/export", "/me/export?format=csv"] {
+        let stale = app.get(path, &u).await;
+        assert_eq!(stale.status, 403, "{}", stale.text);
+        assert_eq!(stale.body["code"], "SESSION_NOT_FRESH");
+    }
+    assert_eq!(
+        app.count("SELECT count(*) AS n FROM auth.activity"),
+        0,
+        "a refused export is not recorded"
+    );
+    age("proven_at = now() - interval '6 minutes'");
+    assert_eq!(app.get("/me/export", &u).await.status, 403);
+    age("proven_at = now() - interval '1 minute'");
+    assert_eq!(app.get("/me/export", &u).await.status, 200);
+    age("created_at = now() - interval '23 hours', proven_at = NULL");
+    assert_eq!(app.get("/me/export", &u).await.status, 200);
+}
+
+/// The export carries the account's security activity and whether two-factor is on, never its
+/// secret; each export is itself recorded.
+#[tokio::test]
+async fn the_export_holds_the_activity_and_two_factor_and_is_recorded() {
+    let app = spawn_with(&[]).await;
+    let u = app.user("activity@example.com");
+    app.sql(&format!(
+        "INSERT INTO auth.activity (id, user_id, kind, at, user_agent, ip)
+         VALUES ('a1', '{0}', 'sign_in', now() - interval '1 day', 'Firefox', '203.0.113.0/24'),
+                ('a0', '{0}', 'sign_in', now() - interval '91 days', 'Old', '198.51.100.0/24')",
+        u.id
+    ));
+    app.sql(&format!(
+        "INSERT INTO auth.two_factor (id, user_id, secret, backup_codes, verified)
+         VALUES ('tf1', '{0}', 'sealed-secret-never-exported', ARRAY['backup-digest-never-exported'], true)",
+        u.id
+    ));
+    let first = app.get("/me/export", &u).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    let doc = &first.body;
+    assert_eq!(doc["twoFactor"]["verified"], true);
+    assert!(doc["twoFactor"]["createdAt"].is_string());
+    assert_eq!(
+        doc["activity"].as_array().map(Vec::len),
+        Some(1),
+        "90 days: {doc}"
+    );
+    assert_eq!(doc["activity"][0]["kind"], "sign_in");
+    assert_eq!(doc["activity"][0]["ip"], "203.0.113.0/24");
+    for secret in [
+        "sealed-secret-never-exported",
+        "backup-digest-never-exported",
+    ] {
+        assert!(!first.text.contains(secret), "the export holds {secret}");
+    }
+    let second = app.get("/me/export", &u).await;
+    assert_eq!(
+        second.body["activity"][0]["kind"], "export",
+        "the first export, newest first"
+    );
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) AS n FROM auth.activity WHERE user_id = '{}' AND kind = 'export'",
+            u.id
+        )),
+        2
+    );
+}

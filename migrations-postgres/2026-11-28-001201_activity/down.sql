@@ -1,0 +1,2 @@
+DROP TABLE auth.activity;
+ALTER TABLE auth.session DROP COLUMN proven_at;
