@@ -419,3 +419,9 @@ async fn a_person_turns_two_factor_on_and_signs_in_with_the_app_and_a_backup_cod
     let limit = [("AUTH_RATE_LIMIT_MAX", "20")];
     mail_journey("two-factor.mjs", "two-factor: all steps passed", &limit).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_from_a_new_browser_is_mailed_and_its_link_ends_every_session() {
+    let limit = [("AUTH_RATE_LIMIT_MAX", "20")];
+    mail_journey("new-device.mjs", "new device: all steps passed", &limit).await;
+}

@@ -172,6 +172,28 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
     .await;
     assert!(status < 400, "reset link {status}");
 
+    // A "this was not me" link opened and confirmed through nginx: its token ends every session.
+    let not_me_token = {
+        let mut conn = stack.pg.connect();
+        auth::links::issue(
+            &mut conn,
+            auth::links::Purpose::NotMe,
+            &user_id.clone().into(),
+            chrono::Utc::now(),
+        )
+        .expect("issue a not-me token")
+    };
+    let (status, _, _) =
+        send(http.get(format!("{base}/api/auth/not-me?token={not_me_token}"))).await;
+    assert_eq!(status, 200, "not-me page");
+    let (status, body, _) = send(
+        http.post(format!("{base}/api/auth/not-me/confirm"))
+            .header("origin", &base)
+            .json(&json!({ "token": not_me_token })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
     // An e-mailed sign-in code, used through nginx: it opens the account too.
     let sign_in_code = {
         let mut conn = stack.pg.connect();
@@ -243,6 +265,7 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
         sub.auth.as_str(),
         licence_key.as_str(),
         reset_token.as_str(),
+        not_me_token.as_str(),
         totp_secret.as_str(),
         totp_key.as_str(),
         backup_code.as_str(),

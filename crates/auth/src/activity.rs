@@ -15,7 +15,7 @@ use diesel::expression::IntoSql;
 use diesel::prelude::*;
 use pg_store::schema::auth::activity;
 use serde::Serialize;
-use session::activity::{Client, KEEP, Kind};
+use session::activity::{Client, KEEP, Kind, Listed};
 use session::store::Origin;
 use session::{Session, UserId};
 use url::Url;
@@ -128,40 +128,13 @@ pub fn failed_sign_in(
         .execute(conn)
 }
 
-/// One event as `GET /api/auth/activity` lists it.
-#[derive(Debug, Serialize, Queryable, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Item {
-    /// `sign_in`, `sign_in_failed`, `password_changed`, `email_changed`, `two_factor_enabled`,
-    /// `two_factor_disabled`, `passkey_added`, `passkey_removed`, `sessions_revoked`, `export`.
-    pub kind: String,
-    #[serde(serialize_with = "service_kit::time::serialize")]
-    pub at: DateTime<Utc>,
-    #[schema(required = true)]
-    pub user_agent: Option<String>,
-    /// The network of the address: its /24 (IPv4) or /48 (IPv6).
-    #[schema(required = true)]
-    pub ip: Option<String>,
-}
-
 /// The answer of `GET /api/auth/activity`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Activity {
-    pub items: Vec<Item>,
+    pub items: Vec<Listed>,
 }
 
 /// The user's events of the last 90 days, newest first.
-pub fn list(conn: &mut Tx, user_id: &UserId, now: DateTime<Utc>) -> QueryResult<Vec<Item>> {
-    activity::table
-        .filter(activity::user_id.eq(user_id))
-        .filter(activity::at.gt(now - KEEP))
-        .order((activity::at.desc(), activity::id.desc()))
-        .limit(session::activity::MAX_PER_USER)
-        .select((
-            activity::kind,
-            activity::at,
-            activity::user_agent,
-            activity::ip,
-        ))
-        .load(conn)
+pub fn list(conn: &mut Tx, user_id: &UserId, now: DateTime<Utc>) -> QueryResult<Vec<Listed>> {
+    session::activity::listing(user_id, now).load(conn)
 }

@@ -161,6 +161,19 @@ fn list_sessions() {}
     ))]
 fn activity() {}
 
+/// `POST /api/auth/confirm-password`: the person at this session proves it is them; the session
+/// is then fresh for five minutes (export, account deletion).
+#[utoipa::path(post, path = "/api/auth/confirm-password", tag = "sessions",
+    request_body(content = crate::routes::sessions::ConfirmPassword, example = json!({"password": "correct horse battery staple"})),
+    responses(
+        (status = 200, description = "Confirmed.", body = Status, example = json!({"status": true})),
+        (status = 400, description = "Not the password (also for an account without one).", body = ErrorBody,
+            example = json!({"code": "INVALID_PASSWORD", "message": "Invalid password"})),
+        (status = 401, description = "Not signed in.", body = ErrorBody),
+        (status = 429, description = "Too many password checks for this user.", body = ErrorBody),
+    ))]
+fn confirm_password() {}
+
 /// `GET /api/auth/not-me?token=`: the "this was not me" link of the new-device mail; a page
 /// that asks before anything happens.
 #[utoipa::path(get, path = "/api/auth/not-me", tag = "pages",
@@ -705,7 +718,7 @@ impl Modify for Shared {
     ),
     paths(
         sign_up, sign_in, sign_out, delete_user, get_session, providers, sign_in_social, callback_google, ok,
-        list_sessions, activity, not_me_page, not_me, revoke_session, revoke_sessions, revoke_other_sessions,
+        list_sessions, activity, confirm_password, not_me_page, not_me, revoke_session, revoke_sessions, revoke_other_sessions,
         update_user, change_password, change_email, list_accounts, unlink_account,
         request_email_change_otp, change_email_otp,
         two_factor_enable, two_factor_verify_totp, two_factor_verify_backup_code,

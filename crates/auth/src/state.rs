@@ -74,6 +74,28 @@ impl AppState {
         Ok(session)
     }
 
+    /// The account's password is `plain`, or better-auth's 400 `INVALID_PASSWORD` (also for an
+    /// account without one). Counted against the user's budget of password checks; a right
+    /// one makes the session fresh for a while ([`session::Session::is_fresh`]).
+    pub async fn confirm_password(
+        &self,
+        req: &HttpRequest,
+        me: &session::CurrentUser,
+        plain: String,
+    ) -> Result<(), ApiError> {
+        self.limit(
+            req,
+            "password-check",
+            Some(("user", me.user.id.as_str())),
+            self.settings.rate_limit,
+        )
+        .await?;
+        match self.password_matches(&me.user.id, plain).await? {
+            Some(true) => self.prove(&me.session.id).await,
+            _ => Err(ApiError::bad("INVALID_PASSWORD")),
+        }
+    }
+
     /// Records that the owner of session `id` just proved who they are on it (a password or a
     /// code), which keeps the session fresh for a while ([`session::Session::is_fresh`]).
     pub async fn prove(&self, id: &session::SessionId) -> Result<(), ApiError> {

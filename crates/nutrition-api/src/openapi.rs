@@ -444,7 +444,7 @@ fn devices_remove() {}
         (status = 400, description = "An unknown format.", body = ErrorBody,
             example = json!({"code": "VALIDATION_ERROR", "message": "format: must be \"json\" or \"csv\""})),
         (status = 403, description = "The session is older than a day and no password or code was checked on it in the last 5 minutes: sign in again (or confirm it is you), then export.", body = ErrorBody,
-            example = json!({"code": "SESSION_NOT_FRESH", "message": "Session is not fresh. Sign in again, or confirm it is you, to export."})),
+            example = json!({"code": "SESSION_NOT_FRESH", "message": "Session is not fresh"})),
     ))]
 fn export() {}
 

@@ -120,6 +120,50 @@ impl<'a> Event<'a> {
     }
 }
 
+/// One event as listed (`GET /api/auth/activity`) and exported (`GET /me/export`).
+#[derive(Debug, serde::Serialize, Queryable, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Listed {
+    /// `sign_in`, `sign_in_failed`, `password_changed`, `email_changed`, `two_factor_enabled`,
+    /// `two_factor_disabled`, `passkey_added`, `passkey_removed`, `sessions_revoked`, `export`.
+    pub kind: String,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    pub at: DateTime<Utc>,
+    #[schema(required = true)]
+    pub user_agent: Option<String>,
+    /// The network of the address: its /24 (IPv4) or /48 (IPv6).
+    #[schema(required = true)]
+    pub ip: Option<String>,
+}
+
+/// The columns of [`Listed`].
+type ListedColumns = (
+    diesel::sql_types::Text,
+    diesel::sql_types::Timestamptz,
+    diesel::sql_types::Nullable<diesel::sql_types::Text>,
+    diesel::sql_types::Nullable<diesel::sql_types::Text>,
+);
+
+/// The statement listing a user's events of the last [`KEEP`], newest first, for each service
+/// to run on its own kind of connection.
+pub fn listing(
+    user_id: &UserId,
+    now: DateTime<Utc>,
+) -> activity::BoxedQuery<'static, diesel::pg::Pg, ListedColumns> {
+    activity::table
+        .filter(activity::user_id.eq(user_id.clone()))
+        .filter(activity::at.gt(now - KEEP))
+        .order((activity::at.desc(), activity::id.desc()))
+        .limit(MAX_PER_USER)
+        .select((
+            activity::kind,
+            activity::at,
+            activity::user_agent,
+            activity::ip,
+        ))
+        .into_boxed()
+}
+
 /// Records `kind` for `user_id`, and lets the oldest events of that user go beyond
 /// [`MAX_PER_USER`] and [`KEEP`].
 pub fn record(

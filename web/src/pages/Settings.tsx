@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, errorText } from '../api/client';
+import { ApiError, api, errorText, toSignIn } from '../api/client';
 import type { NotificationConfig, NotificationSettings, Preferences, Protocol, User } from '../api/types';
 import { Card, LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad } from '../hooks';
@@ -36,6 +36,7 @@ export function Settings() {
           <Device config={res.data.config} />
           <Account user={res.data.user} />
           <Sessions />
+          <Activity />
           <Password />
           <TwoFactor enabled={res.data.user.twoFactorEnabled} />
           <Data />
@@ -525,18 +526,129 @@ function TwoFactor({ enabled }: { enabled: boolean }) {
   );
 }
 
+type ExportFormat = 'json' | 'csv';
+
+/**
+ * Fetches the export and hands it to the browser as a file. `false` when the session is too old
+ * to export (SESSION_NOT_FRESH): the person confirms the password first.
+ */
+async function downloadExport(format: ExportFormat): Promise<boolean> {
+  let res: Response;
+  try {
+    res = await fetch(format === 'csv' ? '/me/export?format=csv' : '/me/export', { credentials: 'same-origin' });
+  } catch {
+    throw new ApiError(0, 'OFFLINE', 'Sei offline: riprova quando la connessione torna.');
+  }
+  if (res.status === 401) toSignIn();
+  if (!res.ok) {
+    const body = (await res.json().catch(() => null)) as { code?: string; message?: string } | null;
+    if (res.status === 403 && body?.code === 'SESSION_NOT_FRESH') return false;
+    throw new ApiError(res.status, body?.code ?? 'ERROR', body?.message ?? `HTTP ${res.status}`);
+  }
+  const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? `digiuno-export.${format}`;
+  const url = URL.createObjectURL(await res.blob());
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => { URL.revokeObjectURL(url); }, 60_000);
+  return true;
+}
+
 function Data() {
+  const [pending, setPending] = useState<ExportFormat | null>(null);
+  const [password, setPassword] = useState('');
+  const action = useAction();
+  const download = (format: ExportFormat) => {
+    void action.run(async () => {
+      if (await downloadExport(format)) return 'Download avviato.';
+      setPending(format);
+      return undefined;
+    });
+  };
+  const confirm = action.submit(async () => {
+    const { authClient, unwrap } = await auth();
+    unwrap(await authClient.$fetch('/confirm-password', { method: 'POST', body: { password } }));
+    setPassword('');
+    const format = pending ?? 'json';
+    setPending(null);
+    if (!(await downloadExport(format))) throw new Error('Conferma non riuscita: riprova.');
+    return 'Download avviato.';
+  });
   return (
     <Card id="data-title" title="I tuoi dati">
       <p>Scarica una copia di tutto ciò che conserviamo su di te.</p>
       <div class="row">
-        <a class="button secondary" href="/me/export" download data-testid="export-json">
+        <button type="button" class="secondary" onClick={() => { download('json'); }} disabled={action.busy} data-testid="export-json">
           Esporta (JSON)
-        </a>
-        <a class="button secondary" href="/me/export?format=csv" download>
+        </button>
+        <button type="button" class="secondary" onClick={() => { download('csv'); }} disabled={action.busy}>
           Digiuni (CSV)
-        </a>
+        </button>
       </div>
+      {pending && (
+        <form onSubmit={confirm} aria-labelledby="export-confirm">
+          <p id="export-confirm">Per proteggere i tuoi dati, conferma che sei tu: inserisci la password.</p>
+          <label for="export-password">Password</label>
+          <input id="export-password" type="password" autocomplete="current-password" required value={password} onInput={(e) => { setPassword(e.currentTarget.value); }} />
+          <button type="submit" disabled={action.busy}>
+            Conferma e scarica
+          </button>
+          <p class="muted">Hai effettuato l'accesso senza password? Esci e accedi di nuovo, poi esporta.</p>
+        </form>
+      )}
+      <Notice message={action.message} />
+    </Card>
+  );
+}
+
+interface ActivityItem {
+  kind: string;
+  at: string;
+  userAgent: string | null;
+  ip: string | null;
+}
+
+const ACTIVITY: Record<string, string> = {
+  sign_in: 'Accesso',
+  sign_in_failed: 'Accesso non riuscito',
+  password_changed: 'Password cambiata',
+  email_changed: 'E-mail cambiata',
+  two_factor_enabled: 'Verifica in due passaggi attivata',
+  two_factor_disabled: 'Verifica in due passaggi disattivata',
+  passkey_added: 'Passkey aggiunta',
+  passkey_removed: 'Passkey rimossa',
+  sessions_revoked: 'Sessioni chiuse',
+  export: 'Dati esportati',
+};
+
+/** Where the account was used in the last 90 days: what, when, from which browser and network. */
+function Activity() {
+  const list = useLoad(async () => {
+    const { authClient, unwrap } = await auth();
+    return unwrap(await authClient.$fetch<{ items: ActivityItem[] }>('/activity', { method: 'GET' })).items;
+  });
+  return (
+    <Card id="activity-title" title="Attività dell'account">
+      <Loading when={list.loading && !list.data} />
+      <LoadError error={list.error} retry={list.reload} />
+      <p class="muted">Gli ultimi 90 giorni. Non riconosci qualcosa? Cambia la password e chiudi le altre sessioni.</p>
+      <ul class="sessions" data-testid="activity">
+        {list.data?.slice(0, 50).map((item) => (
+          <li key={`${item.at}-${item.kind}`}>
+            <span>
+              <span>{ACTIVITY[item.kind] ?? item.kind}</span>
+              <br />
+              <span class="muted">
+                {fmtDateTime(new Date(item.at).getTime())} · {device(item.userAgent)}
+                {item.ip ? ` · rete ${item.ip}` : ''}
+              </span>
+            </span>
+          </li>
+        ))}
+      </ul>
     </Card>
   );
 }

@@ -46,6 +46,7 @@ pub fn config(cfg: &mut web::ServiceConfig) {
             .service(get("/callback/google", callback::callback_google))
             .service(get("/list-sessions", sessions::list_sessions))
             .service(get("/activity", sessions::list_activity))
+            .service(post("/confirm-password", sessions::confirm_password))
             .service(get("/not-me", not_me::page))
             .service(form_post("/not-me/confirm", not_me::not_me))
             .service(post("/revoke-session", sessions::revoke_session))

@@ -75,6 +75,28 @@ pub async fn list_activity(
         .json(activity::Activity { items }))
 }
 
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmPassword {
+    password: String,
+}
+
+/// `POST /api/auth/confirm-password` `{password}` → `{status: true}`: the person at this session
+/// proves it is them, which makes the session fresh for five minutes (exporting the data,
+/// deleting the account) without signing in again.
+pub async fn confirm_password(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    current: MaybeSession,
+    body: Body<ConfirmPassword>,
+) -> Result<HttpResponse, ApiError> {
+    let me = signed_in(current)?;
+    state
+        .confirm_password(&req, &me, body.value.password)
+        .await?;
+    Ok(status_true())
+}
+
 /// `POST /api/auth/revoke-session`: ends the session with this handle, if it is one of the
 /// user's; like better-auth, an unknown handle is no error.
 pub async fn revoke_session(
@@ -117,20 +139,7 @@ pub async fn revoke_sessions(
     current: MaybeSession,
 ) -> Result<HttpResponse, ApiError> {
     let me = signed_in(current)?;
-    let client = state.activity_client(&req);
-    state
-        .db
-        .write(move |conn| {
-            sessions::delete_all(conn, &me.user.id)?;
-            activity::record(
-                conn,
-                &me.user.id,
-                Kind::SessionsRevoked,
-                &client,
-                Utc::now(),
-            )
-        })
-        .await?;
+    end_sessions(&req, &state, &me, false).await?;
     let mut resp = status_true();
     clear_cookie(&state, &mut resp);
     Ok(resp)
@@ -143,21 +152,31 @@ pub async fn revoke_other_sessions(
     current: MaybeSession,
 ) -> Result<HttpResponse, ApiError> {
     let me = signed_in(current)?;
-    let client = state.activity_client(&req);
+    end_sessions(&req, &state, &me, true).await?;
+    Ok(status_true())
+}
+
+/// Ends every session of the user, or every one but this when `keep_this`, recorded as
+/// `sessions_revoked` in the same transaction.
+async fn end_sessions(
+    req: &HttpRequest,
+    state: &AppState,
+    me: &CurrentUser,
+    keep_this: bool,
+) -> Result<(), ApiError> {
+    let client = state.activity_client(req);
+    let (user_id, this) = (me.user.id.clone(), me.session.id.clone());
     state
         .db
         .write(move |conn| {
-            sessions::delete_others(conn, &me.user.id, &me.session.id)?;
-            activity::record(
-                conn,
-                &me.user.id,
-                Kind::SessionsRevoked,
-                &client,
-                Utc::now(),
-            )
+            if keep_this {
+                sessions::delete_others(conn, &user_id, &this)?;
+            } else {
+                sessions::delete_all(conn, &user_id)?;
+            }
+            activity::record(conn, &user_id, Kind::SessionsRevoked, &client, Utc::now())
         })
-        .await?;
-    Ok(status_true())
+        .await
 }
 
 fn clear_cookie(state: &AppState, resp: &mut HttpResponse) {

@@ -57,7 +57,7 @@ pub async fn enable(
         Some("otp") if mailbox::enabled(&state) => true,
         Some(_) => return Err(ApiError::bad("OTP_NOT_CONFIGURED")),
     };
-    check_password(&req, &state, &me, input.password).await?;
+    state.confirm_password(&req, &me, input.password).await?;
     if mailed {
         return enable_mailed(&req, &state, me).await;
     }
@@ -520,7 +520,9 @@ pub async fn get_totp_uri(
         .read(move |conn| two_factor::secret_of(conn, &key, &user_id))
         .await?
         .ok_or_else(|| ApiError::bad("TOTP_NOT_ENABLED"))?;
-    check_password(&req, &state, &me, body.value.password).await?;
+    state
+        .confirm_password(&req, &me, body.value.password)
+        .await?;
     Ok(HttpResponse::Ok().json(TotpUri {
         totp_uri: two_factor::uri(&secret, &me.user.email),
     }))
@@ -545,7 +547,9 @@ pub async fn generate_backup_codes(
     if !me.user.two_factor_enabled {
         return Err(ApiError::bad("TWO_FACTOR_NOT_ENABLED"));
     }
-    check_password(&req, &state, &me, body.value.password).await?;
+    state
+        .confirm_password(&req, &me, body.value.password)
+        .await?;
     let key = state.settings.auth.secret.expose().to_owned();
     let user_id = me.user.id.clone();
     let codes = state
@@ -567,7 +571,9 @@ pub async fn disable(
     body: Body<Password>,
 ) -> Result<HttpResponse, ApiError> {
     let me = signed_in(current)?;
-    check_password(&req, &state, &me, body.value.password).await?;
+    state
+        .confirm_password(&req, &me, body.value.password)
+        .await?;
     let renewed = renewing(
         &req,
         &state,
@@ -627,28 +633,4 @@ async fn current_user(state: &AppState, user_id: UserId) -> Result<User, ApiErro
         .read(move |conn| users::find_by_id(conn, &user_id))
         .await?
         .ok_or(ApiError::Unauthorized("UNAUTHORIZED"))
-}
-
-/// The account's password is `plain`, or better-auth's 400 `INVALID_PASSWORD` (also for an
-/// account without one). Counted against the user's budget of password checks; a right one
-/// makes the session fresh for a while ([`session::Session::is_fresh`]).
-async fn check_password(
-    req: &HttpRequest,
-    state: &AppState,
-    me: &CurrentUser,
-    plain: String,
-) -> Result<(), ApiError> {
-    let limit = state.settings.rate_limit;
-    state
-        .limit(
-            req,
-            "two-factor-password",
-            Some(("user", me.user.id.as_str())),
-            limit,
-        )
-        .await?;
-    match state.password_matches(&me.user.id, plain).await? {
-        Some(true) => state.prove(&me.session.id).await,
-        _ => Err(ApiError::bad("INVALID_PASSWORD")),
-    }
 }

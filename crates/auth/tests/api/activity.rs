@@ -282,3 +282,55 @@ async fn a_password_checked_on_an_old_session_makes_it_fresh_for_five_minutes() 
         "the activity goes with the account"
     );
 }
+
+/// The web app's way back to a fresh session: the password confirmed on the session it has.
+#[tokio::test]
+async fn confirming_the_password_lets_a_stale_session_export() {
+    let app = spawn_app().await;
+    let api = crate::helpers::spawn_nutrition(&app).await;
+    let export = format!("{}/me/export", api.base);
+    let (cookie, signed_up) = app.sign_up("ida@example.com", PASSWORD).await;
+    let id = signed_up.body["user"]["id"].as_str().unwrap().to_owned();
+    app.sql(&format!(
+        "UPDATE auth.session SET created_at = now() - interval '3 days' WHERE user_id = '{id}'"
+    ));
+    let stale = crate::helpers::get(&app.http, &export, Some(&cookie)).await;
+    assert_eq!(stale.status_and_code(), (403, Some("SESSION_NOT_FRESH")));
+
+    let wrong = app
+        .post(
+            "/api/auth/confirm-password",
+            json!({ "password": "nope" }),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(wrong.status_and_code(), (400, Some("INVALID_PASSWORD")));
+    assert_eq!(
+        crate::helpers::get(&app.http, &export, Some(&cookie))
+            .await
+            .status,
+        403
+    );
+    assert_eq!(
+        app.post(
+            "/api/auth/confirm-password",
+            json!({ "password": PASSWORD }),
+            None
+        )
+        .await
+        .status,
+        401
+    );
+
+    app.post(
+        "/api/auth/confirm-password",
+        json!({ "password": PASSWORD }),
+        Some(&cookie),
+    )
+    .await
+    .assert_status_true();
+    let fresh = crate::helpers::get(&app.http, &export, Some(&cookie)).await;
+    assert_eq!(fresh.status, 200, "{}", fresh.text);
+    assert_eq!(fresh.body["activity"][0]["kind"], "sign_in");
+    assert_eq!(kinds(&app, &cookie).await[0], "export");
+}

@@ -53,17 +53,6 @@ pub struct PauseView {
     pub ends_at: DateTime<Utc>,
 }
 
-/// One event of the account's security activity.
-#[derive(Serialize, Queryable)]
-#[serde(rename_all = "camelCase")]
-pub struct ActivityView {
-    pub kind: String,
-    #[serde(serialize_with = "service_kit::time::serialize")]
-    pub at: DateTime<Utc>,
-    pub user_agent: Option<String>,
-    pub ip: Option<String>,
-}
-
 /// Two-factor sign-in as set up, without its secret and codes, which only auth may read.
 #[derive(Serialize, Queryable)]
 #[serde(rename_all = "camelCase")]
@@ -81,7 +70,7 @@ pub struct Gathered {
     pub fasts: Vec<FastRow>,
     pub plans: Vec<plans::Plan>,
     pub devices: Vec<DeviceView>,
-    pub activity: Vec<ActivityView>,
+    pub activity: Vec<session::activity::Listed>,
     pub two_factor: Option<TwoFactorView>,
 }
 
@@ -152,16 +141,7 @@ async fn gather_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<Gathered> {
                 ))
                 .load(conn)
                 .await?;
-            let events = activity::table
-                .filter(activity::user_id.eq(user_id))
-                .filter(activity::at.gt(Utc::now() - session::activity::KEEP))
-                .order((activity::at.desc(), activity::id.desc()))
-                .select((
-                    activity::kind,
-                    activity::at,
-                    activity::user_agent,
-                    activity::ip,
-                ))
+            let events = session::activity::listing(user_id, Utc::now())
                 .load(conn)
                 .await?;
             let two_factor = two_factor::table

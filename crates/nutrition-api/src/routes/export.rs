@@ -42,7 +42,7 @@ pub async fn export(
     if !me.session.is_fresh(now) {
         return Err(ApiError::Forbidden {
             code: "SESSION_NOT_FRESH",
-            message: "Session is not fresh. Sign in again, or confirm it is you, to export.",
+            message: "Session is not fresh",
         });
     }
     let data = gather(&repo, me.id()).await?;
