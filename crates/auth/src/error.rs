@@ -3,7 +3,6 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
-use pg_store::DbError;
 use service_kit::http::error_response;
 
 use crate::codes;
@@ -154,15 +153,7 @@ impl From<crate::password::Busy> for ApiError {
     }
 }
 
-impl From<DbError> for ApiError {
-    fn from(e: DbError) -> Self {
-        match e {
-            DbError::Unavailable(_) => Self::Unavailable,
-            DbError::Query(e) => e.into(),
-            other => Self::internal(other),
-        }
-    }
-}
+service_kit::from_db_error!(ApiError, |_| ApiError::Unavailable);
 
 impl From<diesel::result::Error> for ApiError {
     fn from(e: diesel::result::Error) -> Self {

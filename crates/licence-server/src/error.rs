@@ -4,7 +4,6 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
-use service_kit::db::DbError;
 use service_kit::http::RequestError;
 
 use crate::wire::UsageReport;
@@ -79,15 +78,7 @@ impl ApiError {
     }
 }
 
-impl From<DbError> for ApiError {
-    fn from(err: DbError) -> Self {
-        match err {
-            DbError::Unavailable(cause) => Self::DatabaseUnavailable(cause),
-            DbError::Query(e) => e.into(),
-            DbError::Task => Self::internal(DbError::Task),
-        }
-    }
-}
+service_kit::from_db_error!(ApiError, ApiError::DatabaseUnavailable);
 
 impl From<diesel::result::Error> for ApiError {
     fn from(err: diesel::result::Error) -> Self {

@@ -27,7 +27,7 @@ use tokio::sync::{Notify, watch};
 
 use crate::message;
 use crate::settings::SmtpSettings;
-use crate::store::{QueuedMail, Store};
+use crate::store::{Claim, QueuedMail, Store};
 
 /// Timings of the sender. Production uses [`Options::default`]; tests shorten them.
 #[derive(Debug, Clone)]
@@ -369,11 +369,18 @@ async fn work(shared: Arc<Shared>) {
             purge(&shared).await;
         }
         let token = lease_token();
-        let claim_token = token.clone();
-        let until = after(shared.options.lease);
-        let limit = shared.options.batch;
+        let claim = Claim {
+            now: Utc::now(),
+            until: after(shared.options.lease),
+            token: token.clone(),
+            limit: shared.options.batch,
+        };
+        // Due as of the moment the claim runs, after any wait for a blocking thread.
         let claimed = blocking(&shared, move |store| {
-            store.claim(Utc::now(), until, &claim_token, limit)
+            store.claim(&Claim {
+                now: Utc::now(),
+                ..claim
+            })
         })
         .await;
         let batch = match claimed {

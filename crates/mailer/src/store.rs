@@ -22,17 +22,21 @@ pub struct QueuedMail {
     pub attempts: i32,
 }
 
+/// One claim of [`Store::claim`]: up to `limit` messages due at `now`, leased to `token` until
+/// `until`.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub now: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+    pub token: String,
+    pub limit: i64,
+}
+
 pub trait Store: Send + Sync + 'static {
     /// Claims up to `limit` unsent, unparked messages due at `now` (oldest due first), giving them
     /// `token` until `until` and counting an attempt. Rows another sender is claiming at the same
     /// moment are skipped, not waited for.
-    fn claim(
-        &self,
-        now: DateTime<Utc>,
-        until: DateTime<Utc>,
-        token: &str,
-        limit: i64,
-    ) -> anyhow::Result<Vec<QueuedMail>>;
+    fn claim(&self, claim: &Claim) -> anyhow::Result<Vec<QueuedMail>>;
 
     /// Moves the lease of `id` to `until` if it is still `token`'s and the row unsent.
     fn renew(&self, id: i64, token: &str, until: DateTime<Utc>) -> anyhow::Result<bool>;

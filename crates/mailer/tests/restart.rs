@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use mailer::store::Claim;
 use mailer::{Mailer, Options, QueuedMail, SmtpSettings, Store};
 use service_kit::Secret;
 use testkit::smtp::SmtpServer;
@@ -37,19 +38,17 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
-    fn claim(
-        &self,
-        now: DateTime<Utc>,
-        until: DateTime<Utc>,
-        token: &str,
-        limit: i64,
-    ) -> anyhow::Result<Vec<QueuedMail>> {
+    fn claim(&self, claim: &Claim) -> anyhow::Result<Vec<QueuedMail>> {
         let mut rows = self.rows.lock().expect("rows");
         let mut out = Vec::new();
         for row in rows.iter_mut() {
-            if !row.sent && row.parked.is_none() && row.due <= now && (out.len() as i64) < limit {
-                row.token = Some(token.to_owned());
-                row.due = until;
+            if !row.sent
+                && row.parked.is_none()
+                && row.due <= claim.now
+                && (out.len() as i64) < claim.limit
+            {
+                row.token = Some(claim.token.to_owned());
+                row.due = claim.until;
                 row.mail.attempts += 1;
                 out.push(row.mail.clone());
             }

@@ -3,7 +3,6 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
-use pg_store::DbError;
 use service_kit::http::error_response;
 
 #[derive(Debug, thiserror::Error)]
@@ -97,15 +96,7 @@ impl ResponseError for ApiError {
     }
 }
 
-impl From<DbError> for ApiError {
-    fn from(e: DbError) -> Self {
-        match e {
-            DbError::Unavailable(_) => Self::Unavailable,
-            DbError::Query(e) => e.into(),
-            other => Self::internal(other),
-        }
-    }
-}
+service_kit::from_db_error!(ApiError, |_| ApiError::Unavailable);
 
 impl From<diesel::result::Error> for ApiError {
     fn from(e: diesel::result::Error) -> Self {

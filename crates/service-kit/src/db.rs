@@ -223,6 +223,24 @@ pub enum DbError {
     Task,
 }
 
+/// `From<DbError>` for a service's error type: the one way every service maps the database's
+/// failures. No connection is `$unavailable` (given the cause), a failed statement goes through
+/// the type's own `From<diesel::result::Error>`, and a failed task is `Self::internal`.
+#[macro_export]
+macro_rules! from_db_error {
+    ($error:ty, $unavailable:expr) => {
+        impl From<$crate::db::DbError> for $error {
+            fn from(e: $crate::db::DbError) -> Self {
+                match e {
+                    $crate::db::DbError::Unavailable(cause) => ($unavailable)(cause),
+                    $crate::db::DbError::Query(e) => e.into(),
+                    other => Self::internal(other),
+                }
+            }
+        }
+    };
+}
+
 /// Runs sync diesel code on actix's blocking pool with a connection from `pool`, keeping the
 /// caller's tracing span. Checkout happens inside the closure so that no async worker ever waits
 /// on the pool.

@@ -16,7 +16,7 @@ use actix_web::middleware::Next;
 use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
 use chrono::Utc;
 use futures_util::future::LocalBoxFuture;
-use pg_store::{DbError, PgPool};
+use pg_store::PgPool;
 
 use crate::cookie;
 use crate::settings::AuthSettings;
@@ -136,15 +136,13 @@ impl ResponseError for SessionError {
     }
 }
 
-impl From<DbError> for SessionError {
-    fn from(e: DbError) -> Self {
-        match e {
-            DbError::Unavailable(_) => Self::Unavailable,
-            DbError::Query(e) => e.into(),
-            other => Self::Internal(other.to_string()),
-        }
+impl SessionError {
+    fn internal(cause: impl std::fmt::Display) -> Self {
+        Self::Internal(cause.to_string())
     }
 }
+
+service_kit::from_db_error!(SessionError, |_| SessionError::Unavailable);
 
 impl From<diesel::result::Error> for SessionError {
     fn from(e: diesel::result::Error) -> Self {

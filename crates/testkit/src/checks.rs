@@ -116,3 +116,36 @@ pub fn concurrent_migrations(bin: &Path, database_url: &str) {
         "a third run must find nothing to do: {text}"
     );
 }
+
+/// The operations tests every service has, written once, in the service's test crate: `bin()`
+/// (the service's binary), `/ready` following the database (and the `ready` paths beyond it),
+/// unknown routes answered as JSON 404, and two migrations started at once on an empty database
+/// (`$empty` makes one: `TestPostgres::empty`, `TestMariaDb::empty`). `$spawn` starts the
+/// service behind a proxy to its database and answers what has `base`, `proxy` and `db`.
+#[macro_export]
+macro_rules! operations_tests {
+    ($bin:literal, $spawn:path, $empty:path $(, $ready:literal)*) => {
+        fn bin() -> &'static std::path::Path {
+            std::path::Path::new(env!(concat!("CARGO_BIN_EXE_", $bin)))
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn ready_follows_the_database() {
+            let app = $spawn().await;
+            $crate::checks::ready_follows_database(&app.base, &app.proxy, &[$($ready),*]).await;
+            assert!(!app.db.name().is_empty());
+        }
+
+        #[tokio::test]
+        async fn unknown_routes_are_json_404() {
+            let app = $spawn().await;
+            $crate::checks::unknown_route_is_json_404(&app.base).await;
+        }
+
+        #[test]
+        fn two_migrations_at_once_on_an_empty_database() {
+            let db = $empty();
+            $crate::checks::concurrent_migrations(bin(), db.url());
+        }
+    };
+}

@@ -41,6 +41,21 @@ impl Server for Postgres {
     }
 }
 
+impl TestPostgres {
+    /// The one number `query` selects as `n` (a `bigint`), or -1 when it selects none.
+    pub fn count(&self, query: &str) -> i64 {
+        #[derive(diesel::QueryableByName)]
+        struct C {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            n: i64,
+        }
+        diesel::sql_query(query)
+            .get_result::<C>(&mut self.connect())
+            .map(|c| c.n)
+            .unwrap_or(-1)
+    }
+}
+
 /// `url` connecting as the service role `role` (migration `service_roles`): the server switches
 /// to it at connection start, so a test's service has exactly the rights it has when deployed
 /// (where it logs in as that role), while the test itself stays the owner.

@@ -11,7 +11,7 @@ use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamptz};
 use mailer::QueuedMail;
-use mailer::store::{Store, truncate_error};
+use mailer::store::{Claim, Store, truncate_error};
 use pg_store::PgPool;
 use pg_store::schema::auth::mail_outbox;
 
@@ -118,13 +118,7 @@ macro_rules! leased {
 }
 
 impl Store for PgOutbox {
-    fn claim(
-        &self,
-        now: DateTime<Utc>,
-        until: DateTime<Utc>,
-        token: &str,
-        limit: i64,
-    ) -> anyhow::Result<Vec<QueuedMail>> {
+    fn claim(&self, claim: &Claim) -> anyhow::Result<Vec<QueuedMail>> {
         let rows: Vec<Claimed> = diesel::sql_query(
             "UPDATE auth.mail_outbox SET lease_token = $1, next_attempt_at = $2, \
                  attempts = attempts + 1 \
@@ -133,10 +127,10 @@ impl Store for PgOutbox {
                  ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) \
              RETURNING id, to_address, to_name, subject, text_body, html_body, attempts",
         )
-        .bind::<Text, _>(token)
-        .bind::<Timestamptz, _>(until)
-        .bind::<Timestamptz, _>(now)
-        .bind::<BigInt, _>(limit)
+        .bind::<Text, _>(&claim.token)
+        .bind::<Timestamptz, _>(claim.until)
+        .bind::<Timestamptz, _>(claim.now)
+        .bind::<BigInt, _>(claim.limit)
         .load(&mut self.conn()?)?;
         let mut mails: Vec<QueuedMail> = rows
             .into_iter()

@@ -14,7 +14,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Double};
 use diesel_async::RunQueryDsl;
 use mailer::QueuedMail;
-use mailer::store::{Store, truncate_error};
+use mailer::store::{Claim, Store, truncate_error};
 use service_kit::metrics::OutboxState;
 
 use super::{Conn, Db, DbError, Pool};
@@ -186,16 +186,12 @@ fn naive(t: DateTime<Utc>) -> NaiveDateTime {
 }
 
 impl Store for MysqlOutbox {
-    fn claim(
-        &self,
-        now: DateTime<Utc>,
-        until: DateTime<Utc>,
-        token: &str,
-        limit: i64,
-    ) -> anyhow::Result<Vec<QueuedMail>> {
+    fn claim(&self, claim: &Claim) -> anyhow::Result<Vec<QueuedMail>> {
         let rows = self.block_on(async |db| {
-            db.transaction(async |conn| claim_on(conn, now, until, token, limit).await)
-                .await
+            db.transaction(async |conn| {
+                claim_on(conn, claim.now, claim.until, &claim.token, claim.limit).await
+            })
+            .await
         })?;
         Ok(rows
             .into_iter()

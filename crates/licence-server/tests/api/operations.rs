@@ -1,28 +1,16 @@
 //! Start-up, probes and the subcommands operators use.
 
-use std::path::Path;
-
 use testkit::checks;
 use testkit::mariadb::TestMariaDb;
 
 use crate::helpers::{base_env, spawn_app};
 
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_licence-server"))
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ready_and_api_health_follow_the_database() {
-    let app = spawn_app().await;
-    checks::ready_follows_database(&app.base, &app.proxy, &["/api/health"]).await;
-    assert!(!app.db.name().is_empty());
-}
-
-#[tokio::test]
-async fn unknown_routes_are_json_404() {
-    let app = spawn_app().await;
-    checks::unknown_route_is_json_404(&app.base).await;
-}
+testkit::operations_tests!(
+    "licence-server",
+    spawn_app,
+    TestMariaDb::empty,
+    "/api/health"
+);
 
 #[test]
 fn bad_settings_stop_the_process_naming_the_variable() {
@@ -50,12 +38,6 @@ fn bad_settings_stop_the_process_naming_the_variable() {
     case("LICENCE_SIGNING_KEYS", None);
     case("LICENCE_SIGNING_KEYS", Some("ed1:change-me-please"));
     case("LICENCE_GRACE_DAYS", Some("0"));
-}
-
-#[test]
-fn two_migrations_at_once_on_an_empty_database() {
-    let db = TestMariaDb::empty();
-    checks::concurrent_migrations(bin(), db.url());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

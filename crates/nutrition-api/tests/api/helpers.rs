@@ -231,15 +231,6 @@ impl TestApp {
     }
 
     pub fn count(&self, query: &str) -> i64 {
-        #[derive(diesel::QueryableByName)]
-        struct C {
-            #[diesel(sql_type = diesel::sql_types::BigInt)]
-            n: i64,
-        }
-        let mut conn = self.db.connect();
-        diesel::sql_query(query)
-            .get_result::<C>(&mut conn)
-            .map(|c| c.n)
-            .unwrap_or(-1)
+        self.db.count(query)
     }
 }

@@ -1,28 +1,11 @@
 //! Start-up, probes and the subcommands operators use.
 
-use std::path::Path;
-
 use testkit::checks;
 use testkit::postgres::TestPostgres;
 
 use crate::helpers::{SECRET, spawn_app};
 
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_nutrition-api"))
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ready_follows_the_database() {
-    let app = spawn_app().await;
-    checks::ready_follows_database(&app.base, &app.proxy, &[]).await;
-    assert!(!app.db.name().is_empty());
-}
-
-#[tokio::test]
-async fn unknown_routes_are_json_404() {
-    let app = spawn_app().await;
-    checks::unknown_route_is_json_404(&app.base).await;
-}
+testkit::operations_tests!("nutrition-api", spawn_app, TestPostgres::empty);
 
 #[test]
 fn bad_settings_stop_the_process_naming_the_variable() {
@@ -41,12 +24,6 @@ fn bad_settings_stop_the_process_naming_the_variable() {
     let http = [("PUSH_ALLOW_HTTP_ENDPOINTS", "perhaps")];
     checks::config_rejected(bin(), &base, &http, "PUSH_ALLOW_HTTP_ENDPOINTS");
     checks::config_rejected(bin(), &base, &[("LOG_FORMAT", "yaml")], "LOG_FORMAT");
-}
-
-#[test]
-fn two_migrations_at_once_on_an_empty_database() {
-    let db = TestPostgres::empty();
-    checks::concurrent_migrations(bin(), db.url());
 }
 
 /// SIGTERM while a test push is under way: the push stops starting new sends, the client still

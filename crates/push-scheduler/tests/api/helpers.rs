@@ -96,17 +96,7 @@ impl World {
     }
 
     pub fn count(&self, query: &str) -> i64 {
-        use diesel::RunQueryDsl;
-        #[derive(diesel::QueryableByName)]
-        struct C {
-            #[diesel(sql_type = diesel::sql_types::BigInt)]
-            n: i64,
-        }
-        let mut conn = self.db.connect();
-        diesel::sql_query(query)
-            .get_result::<C>(&mut conn)
-            .map(|c| c.n)
-            .unwrap_or(-1)
+        self.db.count(query)
     }
 
     /// A user with one registered device and the given switches; `profile: None` means the user

@@ -1,7 +1,5 @@
 //! Start-up, probes and the subcommands operators use.
 
-use std::path::Path;
-
 use testkit::checks;
 use testkit::postgres::TestPostgres;
 
@@ -10,22 +8,7 @@ use service_kit::Env;
 
 use crate::helpers::spawn_app;
 
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_push-scheduler"))
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ready_follows_the_database() {
-    let app = spawn_app().await;
-    checks::ready_follows_database(&app.base, &app.proxy, &[]).await;
-    assert!(!app.db.name().is_empty());
-}
-
-#[tokio::test]
-async fn unknown_routes_are_json_404() {
-    let app = spawn_app().await;
-    checks::unknown_route_is_json_404(&app.base).await;
-}
+testkit::operations_tests!("push-scheduler", spawn_app, TestPostgres::empty);
 
 #[test]
 fn bad_settings_stop_the_process_naming_the_variable() {
@@ -65,12 +48,6 @@ fn vapid_keys_prints_a_pair_the_services_accept() {
     assert!(cfg.is_some());
     let again = testkit::process::run(bin(), &["vapid-keys"], &[]);
     assert_ne!(again.stdout, text.as_bytes(), "every call makes a new pair");
-}
-
-#[test]
-fn two_migrations_at_once_on_an_empty_database() {
-    let db = TestPostgres::empty();
-    checks::concurrent_migrations(bin(), db.url());
 }
 
 /// The document served at `/openapi.json` lists exactly the routes and methods the HTTP side
