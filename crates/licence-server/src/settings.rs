@@ -301,14 +301,7 @@ mod tests {
         Settings::from_env(&Env::overriding(&base, extra))
     }
 
-    fn failing(extra: &[(&str, &str)]) -> String {
-        with(extra).expect_err("must be rejected").var
-    }
-
-    #[test]
-    fn shared_rules() {
-        testkit::checks::shared_settings_rules(failing, "postgres://app@127.0.0.1/x");
-    }
+    testkit::settings_tests!("postgres://app@127.0.0.1/x");
 
     #[test]
     fn valid_defaults() {

@@ -37,22 +37,13 @@ pub use pg_store::database_url;
 mod tests {
     use super::*;
 
-    fn with(extra: &[(&str, &str)]) -> Result<Settings, ConfigError> {
-        let base = [(
+    testkit::settings_tests!(
+        [(
             "DATABASE_URL",
             "postgres://app:app@127.0.0.1:5432/nutrition",
-        )];
-        Settings::from_env(&Env::overriding(&base, extra))
-    }
-
-    fn failing(extra: &[(&str, &str)]) -> String {
-        with(extra).expect_err("must be rejected").var
-    }
-
-    #[test]
-    fn shared_rules() {
-        testkit::checks::shared_settings_rules(failing, "mysql://root@127.0.0.1/x");
-    }
+        )],
+        "mysql://root@127.0.0.1/x"
+    );
 
     #[test]
     fn defaults() {

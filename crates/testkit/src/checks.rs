@@ -149,3 +149,28 @@ macro_rules! operations_tests {
         }
     };
 }
+
+/// The settings tests every service shares, inside its `settings` module's tests: `with(extra)`
+/// (its `Settings` from `$base` with `extra` over it; a service whose base borrows from locals
+/// writes its own and leaves `$base` out), `failing(extra)` (the variable a refusal names) and
+/// the shared rules, `$foreign` being a database URL of the other kind.
+#[macro_export]
+macro_rules! settings_tests {
+    ($base:expr, $foreign:literal) => {
+        fn with(extra: &[(&str, &str)]) -> Result<Settings, ::service_kit::ConfigError> {
+            Settings::from_env(&::service_kit::Env::overriding(&$base, extra))
+        }
+
+        $crate::settings_tests!($foreign);
+    };
+    ($foreign:literal) => {
+        fn failing(extra: &[(&str, &str)]) -> String {
+            with(extra).expect_err("must be rejected").var
+        }
+
+        #[test]
+        fn shared_rules() {
+            $crate::checks::shared_settings_rules(failing, $foreign);
+        }
+    };
+}
