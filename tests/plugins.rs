@@ -19,7 +19,7 @@ use testkit::stack::{Process, ScratchDir, free_port};
 use common::{MailCatcher, node_client_lines, start_stack_configured};
 
 const FLOWS: &str = "otp-sign-in,otp-attempts,otp-verify-email,otp-reset-password,otp-check,\
-    otp-takeover,two-factor,two-factor-otp";
+    otp-takeover,two-factor,two-factor-otp,change-email";
 
 /// The steps where our answer differs from better-auth's on purpose, with the reason
 /// (docs/api.md, "E-mail codes").

@@ -152,7 +152,11 @@ const subjects = {
   "email-verification": [/codice di verifica/, /Conferma il tuo indirizzo/],
   "forget-password": [/reimpostare la password/, /Reimposta la tua password/],
   "two-factor": [/verifica in due passaggi/],
+  "change-email": [/codice per cambiare indirizzo/],
+  // A link's token rather than a code: the verification of a (new) address.
+  "verification-link": [/Conferma il tuo indirizzo/, /Conferma il tuo nuovo indirizzo/],
 };
+const linkTypes = new Set(["verification-link"]);
 const read = new Map();
 async function fromCatcher(catcher, email, type, wait) {
   const patterns = subjects[type] ?? [];
@@ -167,7 +171,9 @@ async function fromCatcher(catcher, email, type, wait) {
     if (newest) {
       read.set(key, newest.id);
       const text = await (await fetch(`${catcher}/messages/${newest.id}.plain`)).text();
-      const code = text.split(/\r?\n/).map((l) => l.trim()).find((l) => /^\d{6}$/.test(l)) ?? null;
+      const code = linkTypes.has(type)
+        ? (/[?&]token=([A-Za-z0-9_-]+)/.exec(text)?.[1] ?? null)
+        : (text.split(/\r?\n/).map((l) => l.trim()).find((l) => /^\d{6}$/.test(l)) ?? null);
       return { status: 200, code };
     }
     if (Date.now() >= deadline) return { status: 404, code: null };
