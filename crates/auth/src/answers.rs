@@ -76,7 +76,8 @@ pub struct PasswordChanged {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EmailVerified {
     pub status: bool,
-    /// Always null: verifying does not sign in.
+    /// Null for a verification (verifying does not sign in); the user as it is now for a change
+    /// of address, as better-auth answers it.
     #[schema(required = true)]
     pub user: Option<User>,
 }

@@ -130,21 +130,22 @@ pub async fn verify_email(
             let Some(user_id) = links::redeem(conn, Purpose::Verify, &token, now)? else {
                 // A change of address: the link proves the new one.
                 let Some((user_id, email)) = links::redeem_change(conn, &token, now)? else {
-                    return Ok(false);
+                    return Ok(None);
                 };
                 // Taken meanwhile by a sign-up: the statement failed, so the transaction ends
                 // and the link stays as it was.
-                move_address(conn, &user_id, &email, true, &client, now)?
+                let moved = move_address(conn, &user_id, &email, true, &client, now)?
                     .ok_or(ApiError::Unauthorized("INVALID_TOKEN"))?;
                 tracing::info!(%user_id, "address changed through the mailed link");
-                return Ok(true);
+                // As better-auth answers a change: the user as it is now.
+                return Ok(Some(Some(moved)));
             };
             users::mark_verified(conn, &user_id, now)?;
             // The code mailed with the link is spent with it.
             if let Some(user) = users::find_by_id(conn, &user_id)? {
                 otp::void(conn, otp::Kind::EmailVerification, &user.email)?;
             }
-            Ok::<_, ApiError>(true)
+            Ok::<_, ApiError>(Some(None))
         })
         .await?;
     let found = |location: String| {
@@ -154,12 +155,9 @@ pub async fn verify_email(
             .finish()
     };
     match (verified, callback) {
-        (true, Some(cb)) => Ok(found(cb)),
-        (true, None) => Ok(HttpResponse::Ok().json(EmailVerified {
-            status: true,
-            user: None,
-        })),
-        (false, Some(cb)) => Ok(found(links::with_param(&cb, "error", "INVALID_TOKEN"))),
-        (false, None) => Err(ApiError::Unauthorized("INVALID_TOKEN")),
+        (Some(_), Some(cb)) => Ok(found(cb)),
+        (Some(user), None) => Ok(HttpResponse::Ok().json(EmailVerified { status: true, user })),
+        (None, Some(cb)) => Ok(found(links::with_param(&cb, "error", "INVALID_TOKEN"))),
+        (None, None) => Err(ApiError::Unauthorized("INVALID_TOKEN")),
     }
 }
