@@ -230,14 +230,7 @@ mod tests {
     use super::*;
 
     testkit::settings_tests!(
-        [
-            (
-                "DATABASE_URL",
-                "postgres://app:app@127.0.0.1:5432/nutrition",
-            ),
-            ("AUTH_SECRET", "0123456789abcdef0123456789abcdef"),
-            ("AUTH_BASE_URL", "http://localhost:8080"),
-        ],
+        testkit::checks::SESSION_SERVICE_ENV,
         "mysql://root@127.0.0.1/x"
     );
 

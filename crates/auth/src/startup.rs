@@ -28,12 +28,8 @@ pub struct Application {
     mailer: Option<Mailer>,
 }
 
-service_kit::service!(
-    Application,
-    settings: crate::settings,
-    document: crate::openapi::document,
-    migrate: |url| pg_store::connect_and_migrate(url, DATABASE_WAIT),
-);
+service_kit::service!(Application, settings: crate::settings, document: crate::openapi::document,
+    migrate: |url| pg_store::connect_and_migrate(url, DATABASE_WAIT));
 
 impl Application {
     /// Migrates the database, binds `settings.listen_addr` and prepares the server.

@@ -32,12 +32,8 @@ pub struct Application {
     test_pushes: Arc<TestPushes>,
 }
 
-service_kit::service!(
-    Application,
-    settings: crate::settings,
-    document: crate::openapi::document,
-    migrate: |url| pg_store::connect_and_migrate(url, DATABASE_WAIT),
-);
+service_kit::service!(Application, settings: crate::settings, document: crate::openapi::document,
+    migrate: |url| pg_store::connect_and_migrate(url, DATABASE_WAIT));
 
 impl Application {
     /// Migrates the database (synchronous diesel on a connection of its own, the only statements

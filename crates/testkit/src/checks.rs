@@ -174,3 +174,28 @@ macro_rules! settings_tests {
         }
     };
 }
+
+/// Valid settings of the services that share the session (auth, nutrition-api): a database,
+/// the secret and the public address.
+pub const SESSION_SERVICE_ENV: [(&str, &str); 3] = [
+    (
+        "DATABASE_URL",
+        "postgres://app:app@127.0.0.1:5432/nutrition",
+    ),
+    ("AUTH_SECRET", "0123456789abcdef0123456789abcdef"),
+    ("AUTH_BASE_URL", "http://localhost:8080"),
+];
+
+/// `bin` (auth or nutrition-api) refuses to start without the database or the shared secret, or
+/// with a short secret, naming the variable.
+pub fn session_settings_rejected(bin: &Path) {
+    for var in ["AUTH_SECRET", "DATABASE_URL"] {
+        config_rejected(bin, &SESSION_SERVICE_ENV, &[(var, "")], var);
+    }
+    config_rejected(
+        bin,
+        &SESSION_SERVICE_ENV,
+        &[("AUTH_SECRET", "short")],
+        "AUTH_SECRET",
+    );
+}

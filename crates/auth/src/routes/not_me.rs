@@ -25,6 +25,13 @@ pub struct TokenQuery {
     token: Option<String>,
 }
 
+/// The body of the page's form (or a JSON caller's).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotMe {
+    token: String,
+}
+
 const EXPIRED: &str = r#"<p class="error" role="alert">Questo link non è più valido: è scaduto o è già stato usato.</p>
     <p>Se pensi che qualcun altro usi il tuo account, <a href="/forgot-password">scegli una nuova password</a>: tutti i dispositivi collegati verranno disconnessi.</p>"#;
 
@@ -55,12 +62,6 @@ pub async fn page(
     Ok(html_page(title, &inner, "'self'"))
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NotMe {
-    token: String,
-}
-
 /// `POST /api/auth/not-me/confirm` `{token}`: ends every session of the account (recorded as
 /// `sessions_revoked`) and, from the page's form, goes on to the new-password page with a fresh
 /// reset token; a JSON caller gets `{status: true}`. A token works once.
@@ -69,8 +70,8 @@ pub async fn not_me(
     state: web::Data<AppState>,
     body: Body<NotMe>,
 ) -> Result<HttpResponse, ApiError> {
-    let (form, token) = (body.form, body.value.token);
     state.rate_limit(&req, "not-me", None).await?;
+    let (form, token) = (body.form, body.value.token);
     let client = state.activity_client(&req);
     let reset = state
         .db

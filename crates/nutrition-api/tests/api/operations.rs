@@ -9,16 +9,8 @@ testkit::operations_tests!("nutrition-api", spawn_app, TestPostgres::empty);
 
 #[test]
 fn bad_settings_stop_the_process_naming_the_variable() {
-    let db = "postgres://app:app@127.0.0.1:5432/nutrition";
-    let base = [
-        ("DATABASE_URL", db),
-        ("AUTH_SECRET", SECRET),
-        ("AUTH_BASE_URL", "http://localhost:8080"),
-    ];
-    for var in ["AUTH_SECRET", "DATABASE_URL"] {
-        checks::config_rejected(bin(), &base, &[(var, "")], var);
-    }
-    checks::config_rejected(bin(), &base, &[("AUTH_SECRET", "short")], "AUTH_SECRET");
+    checks::session_settings_rejected(bin());
+    let base = checks::SESSION_SERVICE_ENV;
     let vapid = [("VAPID_SUBJECT", "mailto:ops@example.com")];
     checks::config_rejected(bin(), &base, &vapid, "VAPID_PUBLIC_KEY");
     let http = [("PUSH_ALLOW_HTTP_ENDPOINTS", "perhaps")];
