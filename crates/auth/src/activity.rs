@@ -51,15 +51,45 @@ pub fn signed_in(
         let mail = crate::mail::new_device(
             &link,
             &user.name,
-            client
-                .user_agent
-                .as_deref()
-                .unwrap_or("browser sconosciuto"),
+            &device(client.user_agent.as_deref()),
             client.network.as_deref().unwrap_or("sconosciuta"),
         );
         outbox::enqueue(conn, &mail.to(&user.email))?;
     }
     Ok((session, new_device))
+}
+
+/// The browser and system a user agent names, in words the mail can show: the user agent itself
+/// is whatever the client sent, and a mail of ours must not carry someone else's text or links.
+pub fn device(user_agent: Option<&str>) -> String {
+    let Some(ua) = user_agent else {
+        return "un browser sconosciuto".to_owned();
+    };
+    let browser = [
+        ("Firefox/", "Firefox"),
+        ("Edg/", "Edge"),
+        ("Chrome/", "Chrome"),
+        ("Chromium/", "Chromium"),
+        ("Safari/", "Safari"),
+    ]
+    .into_iter()
+    .find(|(mark, _)| ua.contains(mark))
+    .map_or("un browser", |(_, name)| name);
+    let system = [
+        ("Android", "Android"),
+        ("iPhone", "iOS"),
+        ("iPad", "iPadOS"),
+        ("Mac OS X", "macOS"),
+        ("Windows", "Windows"),
+        ("Linux", "Linux"),
+    ]
+    .into_iter()
+    .find(|(mark, _)| ua.contains(mark))
+    .map(|(_, name)| name);
+    match system {
+        Some(system) => format!("{browser} su {system}"),
+        None => browser.to_owned(),
+    }
 }
 
 fn is_new_device(
@@ -137,4 +167,23 @@ pub struct Activity {
 /// The user's events of the last 90 days, newest first.
 pub fn list(conn: &mut Tx, user_id: &UserId, now: DateTime<Utc>) -> QueryResult<Vec<Listed>> {
     session::activity::listing(user_id, now).load(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::device;
+
+    #[test]
+    fn devices_are_named_not_quoted() {
+        let firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0";
+        assert_eq!(device(Some(firefox)), "Firefox su Linux");
+        let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 \
+                      (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1";
+        assert_eq!(device(Some(iphone)), "Safari su iOS");
+        let android =
+            "Mozilla/5.0 (Linux; Android 15) AppleWebKit/537.36 Chrome/131.0 Mobile Safari/537.36";
+        assert_eq!(device(Some(android)), "Chrome su Android");
+        assert_eq!(device(Some("Visit https://evil.example now")), "un browser");
+        assert_eq!(device(None), "un browser sconosciuto");
+    }
 }

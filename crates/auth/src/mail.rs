@@ -60,7 +60,8 @@ pub fn change_email(link: &str, name: &str) -> NewMail {
 
 /// The mail after a sign-in from a browser and network the account has not used before, with
 /// the link that ends every session and asks for a new password; address it with
-/// `.to(&email)`. `device` and `network` are as the activity keeps them.
+/// `.to(&email)`. `device` names the browser and system (never the raw user agent), `network` is
+/// as the activity keeps it.
 pub fn new_device(link: &str, name: &str, device: &str, network: &str) -> NewMail {
     let lead = format!(
         "qualcuno ha appena effettuato l'accesso al tuo account da un browser e una rete che non \

@@ -161,7 +161,11 @@ async fn a_new_browser_and_network_gets_one_mail_whose_link_ends_every_session()
     assert_eq!(again.status, 200);
     let warned = one_mail(&smtp, 1).await;
     assert!(warned.data.contains("Nuovo accesso"), "{}", warned.data);
-    assert!(warned.data.contains("iPhone"), "what was seen is named");
+    assert!(warned.data.contains("su iOS"), "what was seen is named");
+    assert!(
+        !warned.data.contains("15E148"),
+        "the user agent itself, which anyone can write, is not quoted"
+    );
     let not_me = link(&warned, &format!("{BASE_URL}/api/auth/not-me?token="));
     let _ = sign_in_as(&app, email, PASSWORD, PHONE).await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
