@@ -165,7 +165,7 @@ pub fn listing(
 }
 
 /// Records `kind` for `user_id`, and lets the oldest events of that user go beyond
-/// [`MAX_PER_USER`] and [`KEEP`].
+/// [`MAX_PER_USER`] and [`KEEP`]: one statement, since it runs in every sign-in.
 pub fn record(
     conn: &mut PgConnection,
     user_id: &UserId,
@@ -173,20 +173,23 @@ pub fn record(
     client: &Client,
     now: DateTime<Utc>,
 ) -> QueryResult<()> {
-    diesel::insert_into(activity::table)
-        .values(Event::new(user_id, kind, client, now))
-        .execute(conn)?;
-    let beyond: Vec<String> = activity::table
-        .filter(activity::user_id.eq(user_id))
-        .order((activity::at.desc(), activity::id.desc()))
-        .select(activity::id)
-        .offset(MAX_PER_USER)
-        .load(conn)?;
-    diesel::delete(
-        activity::table
-            .filter(activity::user_id.eq(user_id))
-            .filter(activity::at.lt(now - KEEP).or(activity::id.eq_any(&beyond))),
+    use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz};
+    // The delete does not see the row inserted beside it, so it keeps one event fewer.
+    diesel::sql_query(
+        "WITH added AS (INSERT INTO auth.activity (id, user_id, kind, at, user_agent, ip) \
+             VALUES ($1, $2, $3, $4, $5, $6)) \
+         DELETE FROM auth.activity WHERE user_id = $2 AND (at < $7 OR id IN \
+             (SELECT id FROM auth.activity WHERE user_id = $2 \
+              ORDER BY at DESC, id DESC OFFSET $8))",
     )
+    .bind::<Text, _>(crate::ids::id())
+    .bind::<Text, _>(user_id.as_str())
+    .bind::<Text, _>(kind.as_str())
+    .bind::<Timestamptz, _>(now)
+    .bind::<Nullable<Text>, _>(client.user_agent.as_deref())
+    .bind::<Nullable<Text>, _>(client.network.as_deref())
+    .bind::<Timestamptz, _>(now - KEEP)
+    .bind::<BigInt, _>(MAX_PER_USER - 1)
     .execute(conn)?;
     Ok(())
 }
