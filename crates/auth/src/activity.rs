@@ -5,9 +5,8 @@
 //! A new device is a browser (its user agent) and network (its /24 or /48) that the user has not
 //! signed in from in the last 90 days, for a user who has signed in before: the first sign-in
 //! of an account, its sign-up, warns of nothing. The pair, not each part, is what is new: the
-//! same laptop on a new network is someone else as far as the log can tell, while one browser
-//! version bump is too (user agents change with updates), which is why the mail says what it
-//! saw and asks nothing of a person who recognises it.
+//! server cannot tell the same laptop on a new network, or after a browser update, from someone
+//! else, so the mail says what it saw and asks nothing of a person who recognises it.
 
 use chrono::{DateTime, Utc};
 use diesel::dsl::exists;

@@ -4,11 +4,7 @@
 use std::net::IpAddr;
 
 use actix_web::HttpRequest;
-use actix_web::http::header;
 use ipnet::IpNet;
-
-/// Longest user agent kept on a session row.
-const MAX_USER_AGENT: usize = 512;
 
 /// The client's address, believing `X-Forwarded-For` only from trusted proxies, as every
 /// service reads it.
@@ -19,12 +15,8 @@ pub fn ip(req: &HttpRequest, trusted: &[IpNet]) -> Option<IpAddr> {
 /// The address as a rate-limit subject (an IPv6 address as its /64), as every service counts it.
 pub use service_kit::http::client_network as network;
 
-pub fn user_agent(req: &HttpRequest) -> Option<String> {
-    req.headers()
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .map(|ua| ua.chars().take(MAX_USER_AGENT).collect())
-}
+/// The user agent, as every service keeps it.
+pub use service_kit::http::user_agent;
 
 /// Where a new session comes from.
 pub fn origin(req: &HttpRequest, trusted: &[IpNet]) -> session::store::Origin {

@@ -106,23 +106,12 @@ impl AppState {
             .map(drop)
     }
 
-    /// Records `kind` in the activity of `user_id`, as done by the client of `req`.
-    pub async fn record(
-        &self,
-        req: &HttpRequest,
-        user_id: &session::UserId,
-        kind: session::activity::Kind,
-    ) -> Result<(), ApiError> {
-        let client = self.activity_client(req);
-        let user_id = user_id.clone();
-        self.db
-            .read(move |conn| crate::activity::record(conn, &user_id, kind, &client, Utc::now()))
-            .await
-    }
-
     /// The client of `req` as an activity event keeps it.
     pub fn activity_client(&self, req: &HttpRequest) -> session::activity::Client {
-        session::activity::Client::from(&crate::client::origin(req, &self.settings.trusted_proxies))
+        session::activity::Client::new(
+            crate::client::ip(req, &self.settings.trusted_proxies),
+            crate::client::user_agent(req).as_deref(),
+        )
     }
 
     /// The e-mailed codes, checked against this service's database with its secret.

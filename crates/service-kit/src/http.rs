@@ -396,6 +396,17 @@ fn unavailable() -> HttpResponse {
 /// `X-Forwarded-For` chain is read from the right (each proxy appends the address it saw), and
 /// the first address that is not itself a trusted proxy is the client. Anything to its left was
 /// written by the client and proves nothing; neither does anything left of a malformed entry.
+/// Longest user agent a service keeps (on a session, a push device, a security event).
+pub const MAX_USER_AGENT: usize = 512;
+
+/// The request's user agent, cut at [`MAX_USER_AGENT`] characters.
+pub fn user_agent(req: &HttpRequest) -> Option<String> {
+    req.headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(|ua| ua.chars().take(MAX_USER_AGENT).collect())
+}
+
 pub fn client_ip(req: &HttpRequest, trusted: &[ipnet::IpNet]) -> Option<std::net::IpAddr> {
     let peer = req.peer_addr().map(|a| a.ip())?;
     let is_trusted = |ip: &std::net::IpAddr| trusted.iter().any(|net| net.contains(ip));

@@ -14,8 +14,6 @@ pub const KEEP: Duration = Duration::days(90);
 /// Events kept per user at most: failed sign-ins can be caused by anyone who knows the address,
 /// so the log of one account cannot grow without bound. The oldest go first.
 pub const MAX_PER_USER: i64 = 1000;
-/// Longest user agent kept on an event.
-const MAX_USER_AGENT: usize = 512;
 
 /// What happened. The names are the wire's (`kind`) and the database's check constraint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +77,8 @@ pub struct Client {
 impl Client {
     pub fn new(ip: Option<IpAddr>, user_agent: Option<&str>) -> Self {
         Self {
-            user_agent: user_agent.map(|ua| ua.chars().take(MAX_USER_AGENT).collect()),
+            user_agent: user_agent
+                .map(|ua| ua.chars().take(service_kit::http::MAX_USER_AGENT).collect()),
             network: ip.map(network),
         }
     }
@@ -211,6 +210,9 @@ mod tests {
     #[test]
     fn long_user_agents_are_cut() {
         let c = Client::new(None, Some(&"x".repeat(2000)));
-        assert_eq!(c.user_agent.map(|u| u.len()), Some(MAX_USER_AGENT));
+        assert_eq!(
+            c.user_agent.map(|u| u.len()),
+            Some(service_kit::http::MAX_USER_AGENT)
+        );
     }
 }

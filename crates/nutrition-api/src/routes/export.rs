@@ -46,11 +46,8 @@ pub async fn export(
         });
     }
     let data = gather(&repo, me.id()).await?;
-    let user_agent = req
-        .headers()
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok());
-    record(&repo, &me.session, user_agent).await?;
+    let user_agent = service_kit::http::user_agent(&req);
+    record(&repo, &me.session, user_agent.as_deref()).await?;
     let day = now.format("%Y-%m-%d");
     if csv {
         return Ok(HttpResponse::Ok()

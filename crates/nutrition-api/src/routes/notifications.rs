@@ -1,7 +1,6 @@
 use std::time::Duration;
 
 use actix_web::http::StatusCode;
-use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::{DateTime, Utc};
 use domain::notifications::{Kind, payload};
@@ -20,7 +19,6 @@ use crate::state::AppState;
 const TEST_TTL: Duration = Duration::from_secs(60 * 60);
 const MAX_PLATFORM: usize = 32;
 const MAX_TOKEN: usize = 4096;
-const MAX_USER_AGENT: usize = 512;
 
 /// `GET /me/notifications/config`: what the client needs to subscribe.
 pub async fn config(_me: CurrentUser, state: web::Data<AppState>) -> HttpResponse {
@@ -166,11 +164,7 @@ pub async fn register(
     if body.token.as_ref().is_some_and(|t| t.len() > MAX_TOKEN) {
         return Err(invalid("token", "at most 4096 characters"));
     }
-    let user_agent: Option<String> = req
-        .headers()
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .map(|ua| ua.chars().take(MAX_USER_AGENT).collect());
+    let user_agent = service_kit::http::user_agent(&req);
     let user_id = me.id();
     let session_id = &me.session.id;
     let new = NewDevice {
