@@ -46,6 +46,18 @@ pub fn message(code: &str) -> &'static str {
         "ACCOUNT_TEMPORARILY_LOCKED" => {
             "Too many failed verification attempts. Your account is temporarily locked. Please try again later."
         }
+        "SESSION_NOT_FRESH" => "Session is not fresh",
+        "CHALLENGE_NOT_FOUND" => "Challenge not found",
+        "YOU_ARE_NOT_ALLOWED_TO_REGISTER_THIS_PASSKEY" => {
+            "You are not allowed to register this passkey"
+        }
+        "FAILED_TO_VERIFY_REGISTRATION" => "Failed to verify registration",
+        "PASSKEY_NOT_FOUND" => "Passkey not found",
+        "AUTHENTICATION_FAILED" => "Authentication failed",
+        "PREVIOUSLY_REGISTERED" => "Previously registered",
+        // Ours: better-auth sets no limit and needs no host name.
+        "TOO_MANY_PASSKEYS" => "This account holds as many passkeys as it may",
+        "PASSKEYS_UNAVAILABLE" => "Passkeys need the server's address to be a host name",
         _ => "Bad request",
     }
 }

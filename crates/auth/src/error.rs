@@ -39,6 +39,9 @@ pub enum ApiError {
     /// whoever asks, unlike a client's rate limit.
     #[error("{}", codes::message(.0))]
     Locked(&'static str),
+    /// 404 with one of better-auth's codes (`PASSKEY_NOT_FOUND`).
+    #[error("{}", codes::message(.0))]
+    NotFound(&'static str),
     #[error("Sending e-mail isn't enabled on this server")]
     EmailDisabled,
     #[error("request body is larger than {0} bytes")]
@@ -82,6 +85,7 @@ impl ApiError {
             Self::Forbidden(code) => code,
             Self::Unauthorized(code) => code,
             Self::Locked(code) => code,
+            Self::NotFound(code) => code,
             Self::EmailDisabled => "EMAIL_DISABLED",
             Self::TooLarge(_) => "PAYLOAD_TOO_LARGE",
             Self::Unavailable => "SERVICE_UNAVAILABLE",
@@ -98,7 +102,7 @@ impl ResponseError for ApiError {
             Self::UserExists => StatusCode::UNPROCESSABLE_ENTITY,
             Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
             Self::RateLimited { .. } | Self::Locked(_) => StatusCode::TOO_MANY_REQUESTS,
-            Self::ProviderNotFound => StatusCode::NOT_FOUND,
+            Self::ProviderNotFound | Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::InvalidCallbackUrl | Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::EmailDisabled => StatusCode::SERVICE_UNAVAILABLE,

@@ -16,6 +16,7 @@ pub mod mail;
 pub mod mailbox;
 pub mod openapi;
 pub mod otp;
+pub mod passkey;
 pub mod password;
 pub mod redirect;
 pub mod repo;

@@ -9,10 +9,14 @@
 #![allow(dead_code)]
 
 use crate::answers::*;
+use crate::repo::passkeys::Listed as Passkey;
 use crate::routes::accounts::Unlink;
 use crate::routes::email_otp::{
     ChangeEmailWithCode, CheckCode, EmailOnly, RequestEmailChange, ResetWithCode, SendCode,
     SignInWithCode, VerifyWithCode,
+};
+use crate::routes::passkey::{
+    PasskeyId, RegisterOptionsQuery, Rename, Renamed, VerifyAuthentication, VerifyRegistration,
 };
 use crate::routes::reset::{RequestReset, ResetPassword};
 use crate::routes::sessions::RevokeSession;
@@ -369,6 +373,101 @@ fn two_factor_generate_backup_codes() {}
     ))]
 fn two_factor_disable() {}
 
+fn passkey_example() -> serde_json::Value {
+    json!({"id": "pk_1", "name": "Telefono", "publicKey": "BLZ3…", "userId": "usr_1",
+        "credentialID": "Xq3v…", "counter": 0, "deviceType": "multiDevice", "backedUp": true,
+        "transports": "internal,hybrid", "createdAt": "2026-11-01T08:00:00Z", "aaguid": null})
+}
+
+const NO_PASSKEYS: &str =
+    "`PASSKEYS_UNAVAILABLE`: `AUTH_BASE_URL` names its host by an IP address.";
+
+/// `GET /api/auth/passkey/generate-register-options`.
+#[utoipa::path(get, path = "/api/auth/passkey/generate-register-options", tag = "passkeys",
+    params(RegisterOptionsQuery),
+    responses(
+        (status = 200, description = "`PublicKeyCredentialCreationOptionsJSON` for `navigator.credentials.create` \
+            (a discoverable credential with user verification); sets the challenge cookie \
+            `digiuno.better-auth-passkey` (5 minutes).", body = Object,
+            example = json!({"challenge": "m1Xo…", "rp": {"name": "Digiuno", "id": "app.example.com"},
+                "user": {"id": "3q2+…", "name": "giulia@example.com", "displayName": "giulia@example.com"},
+                "pubKeyCredParams": [{"type": "public-key", "alg": -7}], "timeout": 300000,
+                "excludeCredentials": [], "authenticatorSelection": {"residentKey": "required",
+                "requireResidentKey": true, "userVerification": "required"}, "attestation": "none",
+                "hints": [], "extensions": {"credProps": true}})),
+        (status = 400, description = NO_PASSKEYS, body = ErrorBody,
+            example = json!({"code": "PASSKEYS_UNAVAILABLE", "message": "Passkeys need the server's address to be a host name"})),
+        (status = 403, description = "A session older than a day without a recent proof.", body = ErrorBody,
+            example = json!({"code": "SESSION_NOT_FRESH", "message": "Session is not fresh"})),
+    ))]
+fn passkey_register_options() {}
+
+/// `POST /api/auth/passkey/verify-registration`.
+#[utoipa::path(post, path = "/api/auth/passkey/verify-registration", tag = "passkeys",
+    request_body(content = VerifyRegistration, example = json!({"response": {"id": "Xq3v…", "rawId": "Xq3v…",
+        "type": "public-key", "response": {"clientDataJSON": "eyJ0…", "attestationObject": "o2Nm…"}}, "name": "Telefono"})),
+    responses(
+        (status = 200, description = "The passkey, added.", body = Passkey, example = json!(passkey_example())),
+        (status = 400, description = "No ceremony under the cookie (or it was answered already), an answer that does not verify, \
+            a key registered already, or 20 passkeys held already.", body = ErrorBody,
+            example = json!({"code": "FAILED_TO_VERIFY_REGISTRATION", "message": "Failed to verify registration"})),
+        (status = 403, description = "A session older than a day without a recent proof.", body = ErrorBody,
+            example = json!({"code": "SESSION_NOT_FRESH", "message": "Session is not fresh"})),
+    ))]
+fn passkey_verify_registration() {}
+
+/// `GET /api/auth/passkey/generate-authenticate-options`.
+#[utoipa::path(get, path = "/api/auth/passkey/generate-authenticate-options", tag = "passkeys",
+    responses(
+        (status = 200, description = "`PublicKeyCredentialRequestOptionsJSON` for `navigator.credentials.get` \
+            (also with `mediation: \"conditional\"`); lists the signed-in user's passkeys, none otherwise. \
+            Sets the challenge cookie.", body = Object,
+            example = json!({"challenge": "m1Xo…", "timeout": 300000, "rpId": "app.example.com", "userVerification": "required"})),
+        (status = 400, description = NO_PASSKEYS, body = ErrorBody,
+            example = json!({"code": "PASSKEYS_UNAVAILABLE", "message": "Passkeys need the server's address to be a host name"})),
+    ))]
+fn passkey_authenticate_options() {}
+
+/// `POST /api/auth/passkey/verify-authentication`.
+#[utoipa::path(post, path = "/api/auth/passkey/verify-authentication", tag = "passkeys",
+    request_body(content = VerifyAuthentication, example = json!({"response": {"id": "Xq3v…", "rawId": "Xq3v…",
+        "type": "public-key", "response": {"clientDataJSON": "eyJ0…", "authenticatorData": "SZYN…",
+        "signature": "MEUC…", "userHandle": "3q2+…"}}})),
+    responses(
+        (status = 200, description = "Signed in; sets the session cookie. Two-factor asks for nothing more.",
+            body = SessionAndUser<'static>),
+        (status = 400, description = "No ceremony under the cookie (or it was answered already), or an answer that does not verify.",
+            body = ErrorBody, example = json!({"code": "AUTHENTICATION_FAILED", "message": "Authentication failed"})),
+        (status = 401, description = "No such passkey.", body = ErrorBody,
+            example = json!({"code": "PASSKEY_NOT_FOUND", "message": "Passkey not found"})),
+    ))]
+fn passkey_verify_authentication() {}
+
+/// `GET /api/auth/passkey/list-user-passkeys`.
+#[utoipa::path(get, path = "/api/auth/passkey/list-user-passkeys", tag = "passkeys",
+    responses((status = 200, description = "The user's passkeys, oldest first.", body = Vec<Passkey>)))]
+fn passkey_list() {}
+
+/// `POST /api/auth/passkey/delete-passkey`.
+#[utoipa::path(post, path = "/api/auth/passkey/delete-passkey", tag = "passkeys",
+    request_body(content = PasskeyId, example = json!({"id": "pk_1"})),
+    responses(
+        (status = 200, description = "Deleted.", body = Status, example = json!({"status": true})),
+        (status = 404, description = "Not one of the user's passkeys.", body = ErrorBody,
+            example = json!({"code": "PASSKEY_NOT_FOUND", "message": "Passkey not found"})),
+    ))]
+fn passkey_delete() {}
+
+/// `POST /api/auth/passkey/update-passkey`.
+#[utoipa::path(post, path = "/api/auth/passkey/update-passkey", tag = "passkeys",
+    request_body(content = Rename, example = json!({"id": "pk_1", "name": "Portatile"})),
+    responses(
+        (status = 200, description = "Renamed.", body = Renamed),
+        (status = 404, description = "Not one of the user's passkeys.", body = ErrorBody,
+            example = json!({"code": "PASSKEY_NOT_FOUND", "message": "Passkey not found"})),
+    ))]
+fn passkey_update() {}
+
 /// `GET /api/auth/list-accounts`.
 #[utoipa::path(get, path = "/api/auth/list-accounts", tag = "account",
     responses((status = 200, description = "The ways this user signs in, without secrets.", body = Vec<Account>)))]
@@ -529,7 +628,12 @@ fn forgot_password_page() {}
 fn reset_password_page() {}
 
 /// Routes that act for the signed-in user.
-const SESSION_ROUTES: [&str; 17] = [
+const SESSION_ROUTES: [&str; 22] = [
+    "/api/auth/passkey/generate-register-options",
+    "/api/auth/passkey/verify-registration",
+    "/api/auth/passkey/list-user-passkeys",
+    "/api/auth/passkey/delete-passkey",
+    "/api/auth/passkey/update-passkey",
     "/api/auth/two-factor/enable",
     "/api/auth/two-factor/get-totp-uri",
     "/api/auth/two-factor/generate-backup-codes",
@@ -551,7 +655,11 @@ const SESSION_ROUTES: [&str; 17] = [
 
 /// Routes that count requests per client (and per address where it applies): 429 with
 /// `Retry-After` and better-auth's `X-Retry-After`.
-const LIMITED_ROUTES: [&str; 20] = [
+const LIMITED_ROUTES: [&str; 24] = [
+    "/api/auth/passkey/generate-register-options",
+    "/api/auth/passkey/verify-registration",
+    "/api/auth/passkey/generate-authenticate-options",
+    "/api/auth/passkey/verify-authentication",
     "/api/auth/two-factor/send-otp",
     "/api/auth/two-factor/verify-otp",
     "/api/auth/two-factor/enable",
@@ -724,6 +832,8 @@ impl Modify for Shared {
         two_factor_enable, two_factor_verify_totp, two_factor_verify_backup_code,
         two_factor_send_otp, two_factor_verify_otp,
         two_factor_get_totp_uri, two_factor_generate_backup_codes, two_factor_disable,
+        passkey_register_options, passkey_verify_registration, passkey_authenticate_options,
+        passkey_verify_authentication, passkey_list, passkey_delete, passkey_update,
         request_password_reset, reset_link, reset_password, send_verification_email, verify_email,
         send_verification_otp, sign_in_email_otp, verify_email_otp, check_verification_otp,
         request_password_reset_otp, forget_password_otp, reset_password_otp,
@@ -737,6 +847,7 @@ impl Modify for Shared {
         (name = "passwords", description = "Reset and verification links sent by e-mail."),
         (name = "codes", description = "Six-digit codes sent by e-mail (better-auth's emailOTP): sign-in, verification and reset."),
         (name = "two-factor", description = "A second factor at sign-in (better-auth's twoFactor): an authenticator app's codes and backup codes."),
+        (name = "passkeys", description = "Passkeys (better-auth's passkey plugin): sign-in with a WebAuthn credential, no address typed."),
         (name = "pages", description = "HTML pages."),
         (name = "operations", description = "Probes and this document."),
     )

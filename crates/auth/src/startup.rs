@@ -65,6 +65,12 @@ impl Application {
             }),
             None => database,
         };
+        let passkeys =
+            crate::passkey::relying_party(&settings.auth.base_url, crate::two_factor::ISSUER)
+                .map(Arc::new);
+        if passkeys.is_none() {
+            tracing::warn!("passkeys are off: AUTH_BASE_URL names its host by an IP address");
+        }
         let settings = Arc::new(settings);
         let state = AppState {
             settings: Arc::clone(&settings),
@@ -73,6 +79,7 @@ impl Application {
             hashes,
             http,
             mailer: mailer.clone(),
+            passkeys: passkeys.clone(),
         };
         let layer = SessionLayer::with_pool(Arc::new(settings.auth.clone()), pool.clone());
         tokio::spawn(maintenance(pool.clone()));

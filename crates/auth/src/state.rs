@@ -30,6 +30,8 @@ pub struct AppState {
     pub http: reqwest::Client,
     /// The e-mail sender; `None` without `SMTP_URL`.
     pub mailer: Option<mailer::Mailer>,
+    /// The passkeys' relying party; `None` when `AUTH_BASE_URL`'s host is an IP address.
+    pub passkeys: Option<Arc<webauthn_rs::prelude::Webauthn>>,
 }
 
 impl AppState {

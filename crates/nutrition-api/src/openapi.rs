@@ -435,10 +435,10 @@ fn devices_remove() {}
 #[utoipa::path(get, path = "/me/export", tag = "account",
     params(("format" = Option<String>, Query, description = "`json` (default) or `csv` (the fasts only)")),
     responses(
-        (status = 200, description = "An attachment (`Content-Disposition: attachment`): JSON with exportedAt, user, sessions, accounts (no secrets), preferences, pauses, fasts with symptoms, mealPlans, notificationSettings, devices (no keys), twoFactor (whether it is set up; never its secret or codes) and the security activity of 90 days; or CSV of the fasts. Each export is itself recorded in the activity.",
+        (status = 200, description = "An attachment (`Content-Disposition: attachment`): JSON with exportedAt, user, sessions, accounts (no secrets), preferences, pauses, fasts with symptoms, mealPlans, notificationSettings, devices (no keys), twoFactor (whether it is set up; never its secret or codes), passkeys (names and kinds; never the keys) and the security activity of 90 days; or CSV of the fasts. Each export is itself recorded in the activity.",
             headers(("Content-Disposition" = String)),
             content(
-                (Object = "application/json", example = json!({"exportedAt": "2026-11-23T09:00:00Z", "user": {}, "sessions": [], "accounts": [], "preferences": {}, "pauses": [], "fasts": [], "mealPlans": [], "notificationSettings": {}, "devices": [], "twoFactor": null, "activity": []})),
+                (Object = "application/json", example = json!({"exportedAt": "2026-11-23T09:00:00Z", "user": {}, "sessions": [], "accounts": [], "preferences": {}, "pauses": [], "fasts": [], "mealPlans": [], "notificationSettings": {}, "devices": [], "twoFactor": null, "passkeys": [], "activity": []})),
                 (String = "text/csv"),
             )),
         (status = 400, description = "An unknown format.", body = ErrorBody,

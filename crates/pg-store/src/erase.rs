@@ -9,7 +9,7 @@
 use diesel::prelude::*;
 use diesel::sql_types::Text;
 
-use crate::schema::auth::{account, mail_outbox, rate_limit, session, two_factor, user};
+use crate::schema::auth::{account, mail_outbox, passkey, rate_limit, session, two_factor, user};
 use crate::schema::nutrition::{
     device_token, fast_event, meal_plan, meal_slot, pause_period, profile, test_push_limit,
 };
@@ -170,6 +170,10 @@ pub fn erase_user(
             "auth.two_factor",
             diesel::delete(two_factor::table.filter(two_factor::user_id.eq(user_id)))
                 .execute(conn)?,
+        );
+        note(
+            "auth.passkey",
+            diesel::delete(passkey::table.filter(passkey::user_id.eq(user_id))).execute(conn)?,
         );
         note(
             "auth.account",

@@ -42,6 +42,23 @@ pub mod auth {
     }
 
     diesel::table! {
+        auth.passkey (id) {
+            id -> Text,
+            user_id -> Text,
+            name -> Nullable<Text>,
+            credential_id -> Text,
+            public_key -> Text,
+            credential -> Jsonb,
+            counter -> Int8,
+            device_type -> Text,
+            backed_up -> Bool,
+            transports -> Nullable<Text>,
+            aaguid -> Nullable<Text>,
+            created_at -> Timestamptz,
+        }
+    }
+
+    diesel::table! {
         auth.account (id) {
             id -> Text,
             account_id -> Text,
@@ -114,6 +131,7 @@ pub mod auth {
     diesel::joinable!(account -> user (user_id));
     diesel::joinable!(two_factor -> user (user_id));
     diesel::joinable!(activity -> user (user_id));
+    diesel::joinable!(passkey -> user (user_id));
     diesel::allow_tables_to_appear_in_same_query!(
         user,
         session,
@@ -122,7 +140,8 @@ pub mod auth {
         rate_limit,
         mail_outbox,
         two_factor,
-        activity
+        activity,
+        passkey
     );
 }
 

@@ -98,6 +98,11 @@ fn schema_rs_names_only_existing_columns() {
         .limit(0)
         .execute(&mut conn)
         .expect("auth.activity");
+    auth::passkey::table
+        .select(auth::passkey::all_columns)
+        .limit(0)
+        .execute(&mut conn)
+        .expect("auth.passkey");
     nutrition::profile::table
         .select(nutrition::profile::all_columns)
         .limit(0)
@@ -312,6 +317,17 @@ fn each_service_role_reaches_only_what_its_service_needs() {
         "nutrition_api_svc",
         "SELECT verified, created_at FROM auth.two_factor",
     );
+    // Passkeys: the keys are auth's alone; their names and kinds are in the export.
+    denied("nutrition_api_svc", "SELECT credential FROM auth.passkey");
+    denied(
+        "nutrition_api_svc",
+        "SELECT public_key, credential_id FROM auth.passkey",
+    );
+    allowed(
+        "nutrition_api_svc",
+        "SELECT id, name, device_type, backed_up, transports, created_at FROM auth.passkey",
+    );
+    denied("nutrition_api_svc", "DELETE FROM auth.passkey");
     // The activity log: written by auth, and by nutrition-api for its export; never rewritten.
     allowed(
         "nutrition_api_svc",

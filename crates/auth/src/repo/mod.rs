@@ -14,6 +14,7 @@ use crate::error::ApiError;
 
 pub mod accounts;
 pub mod outbox;
+pub mod passkeys;
 pub mod rate_limits;
 pub mod sessions;
 pub mod two_factor;

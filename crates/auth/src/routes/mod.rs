@@ -16,6 +16,7 @@ mod get_session;
 pub(crate) mod not_me;
 mod ok;
 mod pages;
+pub mod passkey;
 mod providers;
 pub mod reset;
 pub mod sessions;
@@ -114,7 +115,26 @@ pub fn config(cfg: &mut web::ServiceConfig) {
                 "/two-factor/generate-backup-codes",
                 two_factor::generate_backup_codes,
             ))
-            .service(post("/two-factor/disable", two_factor::disable)),
+            .service(post("/two-factor/disable", two_factor::disable))
+            .service(get(
+                "/passkey/generate-register-options",
+                passkey::generate_register_options,
+            ))
+            .service(post(
+                "/passkey/verify-registration",
+                passkey::verify_registration,
+            ))
+            .service(get(
+                "/passkey/generate-authenticate-options",
+                passkey::generate_authenticate_options,
+            ))
+            .service(form_post(
+                "/passkey/verify-authentication",
+                passkey::verify_authentication,
+            ))
+            .service(get("/passkey/list-user-passkeys", passkey::list))
+            .service(post("/passkey/delete-passkey", passkey::delete))
+            .service(post("/passkey/update-passkey", passkey::update)),
     )
     .service(get("/sign-in", pages::sign_in_page))
     .service(get("/sign-up", pages::sign_up_page))

@@ -17,6 +17,7 @@ mod openapi;
 mod operations;
 mod origin;
 mod pages;
+mod passkey;
 mod rate_limit;
 mod robustness;
 mod session;

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use pg_store::schema::auth::{account, activity, session as session_table, two_factor};
+use pg_store::schema::auth::{account, activity, passkey, session as session_table, two_factor};
 use pg_store::schema::nutrition::{device_token, fast_event, meal_plan, pause_period};
 use serde::Serialize;
 use service_kit::db::DbError;
@@ -62,6 +62,19 @@ pub struct TwoFactorView {
     pub created_at: DateTime<Utc>,
 }
 
+/// A passkey as its owner knows it: the name and kind, without the key, which only auth reads.
+#[derive(Serialize, Queryable)]
+#[serde(rename_all = "camelCase")]
+pub struct PasskeyView {
+    pub id: String,
+    pub name: Option<String>,
+    pub device_type: String,
+    pub backed_up: bool,
+    pub transports: Option<String>,
+    #[serde(serialize_with = "service_kit::time::serialize")]
+    pub created_at: DateTime<Utc>,
+}
+
 pub struct Gathered {
     pub sessions: Vec<Session>,
     pub accounts: Vec<AccountView>,
@@ -72,6 +85,7 @@ pub struct Gathered {
     pub devices: Vec<DeviceView>,
     pub activity: Vec<session::activity::Listed>,
     pub two_factor: Option<TwoFactorView>,
+    pub passkeys: Vec<PasskeyView>,
 }
 
 /// Reads everything in one read-only snapshot, so that the document is consistent even while
@@ -150,8 +164,22 @@ async fn gather_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<Gathered> {
                 .first(conn)
                 .await
                 .optional()?;
+            let passkeys = passkey::table
+                .filter(passkey::user_id.eq(user_id))
+                .order((passkey::created_at.asc(), passkey::id.asc()))
+                .select((
+                    passkey::id,
+                    passkey::name,
+                    passkey::device_type,
+                    passkey::backed_up,
+                    passkey::transports,
+                    passkey::created_at,
+                ))
+                .load(conn)
+                .await?;
             Ok(Gathered {
                 activity: events,
+                passkeys,
                 two_factor,
                 sessions,
                 accounts,

@@ -94,6 +94,7 @@ pub async fn export(
         },
         "devices": data.devices,
         "twoFactor": data.two_factor,
+        "passkeys": data.passkeys,
         "activity": data.activity,
     });
     Ok(HttpResponse::Ok()

@@ -263,10 +263,10 @@ async fn a_stale_session_may_not_export_and_a_proven_one_may() {
     assert_eq!(app.get("/me/export", &u).await.status, 200);
 }
 
-/// The export carries the account's security activity and whether two-factor is on, never its
-/// secret; each export is itself recorded.
+/// The export carries the account's security activity, whether two-factor is on and the
+/// passkeys, never a secret or a key; each export is itself recorded.
 #[tokio::test]
-async fn the_export_holds_the_activity_and_two_factor_and_is_recorded() {
+async fn the_export_holds_the_activity_two_factor_and_passkeys_and_is_recorded() {
     let app = spawn_with(&[]).await;
     let u = app.user("activity@example.com");
     app.sql(&format!(
@@ -280,9 +280,20 @@ async fn the_export_holds_the_activity_and_two_factor_and_is_recorded() {
          VALUES ('tf1', '{0}', 'sealed-secret-never-exported', ARRAY['backup-digest-never-exported'], true)",
         u.id
     ));
+    app.sql(&format!(
+        "INSERT INTO auth.passkey (id, user_id, name, credential_id, public_key, credential,
+                                   device_type, backed_up, transports, created_at)
+         VALUES ('pk1', '{0}', 'Telefono', 'credential-id-never-exported',
+                 'public-key-never-exported', '{{\"cred\": \"verifier-record-never-exported\"}}',
+                 'multiDevice', true, 'internal,hybrid', now())",
+        u.id
+    ));
     let first = app.get("/me/export", &u).await;
     assert_eq!(first.status, 200, "{}", first.text);
     let doc = &first.body;
+    assert_eq!(doc["passkeys"][0]["name"], "Telefono");
+    assert_eq!(doc["passkeys"][0]["deviceType"], "multiDevice");
+    assert_eq!(doc["passkeys"][0]["transports"], "internal,hybrid");
     assert_eq!(doc["twoFactor"]["verified"], true);
     assert!(doc["twoFactor"]["createdAt"].is_string());
     assert_eq!(
@@ -295,6 +306,9 @@ async fn the_export_holds_the_activity_and_two_factor_and_is_recorded() {
     for secret in [
         "sealed-secret-never-exported",
         "backup-digest-never-exported",
+        "credential-id-never-exported",
+        "public-key-never-exported",
+        "verifier-record-never-exported",
     ] {
         assert!(!first.text.contains(secret), "the export holds {secret}");
     }
