@@ -603,6 +603,12 @@ fn reset_password_otp() {}
     responses((status = 200, description = "HTML page.", content_type = "text/html", body = String)))]
 fn sign_in_page() {}
 
+/// `GET /api/auth/passkey/sign-in.js`: the sign-in page's passkey script.
+#[utoipa::path(get, path = "/api/auth/passkey/sign-in.js", tag = "pages",
+    responses((status = 200, description = "JavaScript: the passkey button and autofill of the sign-in page.",
+        content_type = "text/javascript", body = String)))]
+fn passkey_sign_in_script() {}
+
 /// `GET /sign-up`: the sign-up page.
 #[utoipa::path(get, path = "/sign-up", tag = "pages",
     params(("callbackURL" = Option<String>, Query), ("error" = Option<String>, Query)),
@@ -837,7 +843,7 @@ impl Modify for Shared {
         request_password_reset, reset_link, reset_password, send_verification_email, verify_email,
         send_verification_otp, sign_in_email_otp, verify_email_otp, check_verification_otp,
         request_password_reset_otp, forget_password_otp, reset_password_otp,
-        sign_in_page, sign_up_page, two_factor_page, forgot_password_page, reset_password_page,
+        sign_in_page, passkey_sign_in_script, sign_up_page, two_factor_page, forgot_password_page, reset_password_page,
     ),
     modifiers(&Shared),
     tags(

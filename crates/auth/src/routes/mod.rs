@@ -133,6 +133,7 @@ pub fn config(cfg: &mut web::ServiceConfig) {
                 passkey::verify_authentication,
             ))
             .service(get("/passkey/list-user-passkeys", passkey::list))
+            .service(get("/passkey/sign-in.js", pages::sign_in_script))
             .service(post("/passkey/delete-passkey", passkey::delete))
             .service(post("/passkey/update-passkey", passkey::update)),
     )

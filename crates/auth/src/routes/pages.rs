@@ -139,6 +139,13 @@ fn carried_callback(auth: &session::AuthSettings, query: &PageQuery) -> (Option<
 fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
     let auth = &state.settings.auth;
     let (callback, hidden_callback) = carried_callback(auth, query);
+    let passkeys = page == Page::SignIn && state.passkeys.is_some();
+    // The browser offers its saved passkeys in the address field's autofill (conditional UI).
+    let email_autocomplete = if passkeys {
+        "username webauthn"
+    } else {
+        "email"
+    };
     let error = alert(query.error.as_deref());
     let email = esc(query.email.as_deref().unwrap_or_default());
     let (title, action, fields, submit, other) = match page {
@@ -147,7 +154,7 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
             "/api/auth/sign-in/email",
             format!(
                 r#"<label for="email">E-mail</label>
-      <input id="email" name="email" type="email" autocomplete="email" required maxlength="254" value="{email}">
+      <input id="email" name="email" type="email" autocomplete="{email_autocomplete}" required maxlength="254" value="{email}">
       <label for="password">Password</label>
       <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="128">
       <label class="check"><input type="checkbox" name="rememberMe" value="true" checked> Ricordami su questo dispositivo</label>"#
@@ -209,6 +216,18 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
     } else {
         String::new()
     };
+    // Hidden until the script finds WebAuthn in the browser: without it the button does nothing.
+    let passkey = if passkeys {
+        format!(
+            r#"
+    <div class="divider passkey" role="separator"><span>oppure</span></div>
+    <button type="button" id="passkey" class="secondary" data-next="{}" hidden>Accedi con una passkey</button>
+    <p id="passkey-status" class="error" role="alert" hidden></p>"#,
+            esc(callback.as_deref().unwrap_or("/"))
+        )
+    } else {
+        String::new()
+    };
     let inner = format!(
         r#"{error}
     {social}
@@ -216,14 +235,31 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
       {fields}
       {hidden_callback}
       <button type="submit">{submit}</button>
-    </form>{forgot}
+    </form>{passkey}{forgot}
     <p>{other}</p>"#
     );
     let form_action = match &state.settings.google {
         Some(g) => format!("'self' {}", service_kit::config::origin_of(&g.auth_url)),
         None => "'self'".to_owned(),
     };
-    html_page(title, &inner, &form_action)
+    page_with(
+        title,
+        &inner,
+        &form_action,
+        passkeys.then_some(SIGN_IN_SCRIPT_PATH),
+    )
+}
+
+/// Where the sign-in page's passkey script is served.
+pub const SIGN_IN_SCRIPT_PATH: &str = "/api/auth/passkey/sign-in.js";
+
+/// `GET /api/auth/passkey/sign-in.js`: the sign-in page's passkey ceremony, with the browser's
+/// picker (the button) and its autofill (conditional mediation).
+pub async fn sign_in_script() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .body(include_str!("passkey-sign-in.js"))
 }
 
 /// The sign-in page's way by code: first the address, then the code mailed to it.
@@ -315,6 +351,19 @@ pub async fn two_factor_page(
 
 /// A complete page around `inner` (already escaped HTML), with the headers every page sends.
 pub fn html_page(title: &str, inner: &str, form_action: &str) -> HttpResponse {
+    page_with(title, inner, form_action, None)
+}
+
+/// [`html_page`] that also runs auth's script at `script` (a path of ours): the one script a
+/// page may run and the one place it may fetch from are this origin.
+fn page_with(title: &str, inner: &str, form_action: &str, script: Option<&str>) -> HttpResponse {
+    let (tag, policy) = match script {
+        Some(src) => (
+            format!(r#"<script src="{src}" defer></script>"#),
+            "script-src 'self'; connect-src 'self'; ",
+        ),
+        None => (String::new(), ""),
+    };
     let html = format!(
         r##"<!doctype html>
 <html lang="it">
@@ -324,7 +373,7 @@ pub fn html_page(title: &str, inner: &str, form_action: &str) -> HttpResponse {
   <meta name="color-scheme" content="light dark">
   <meta name="theme-color" content="#0f766e" media="(prefers-color-scheme: light)">
   <meta name="theme-color" content="#0b1f1d" media="(prefers-color-scheme: dark)">
-  <title>{title} · Digiuno</title>
+  <title>{title} · Digiuno</title>{tag}
   <link rel="icon" href="/icons/icon-192.png">
   <link rel="manifest" href="/manifest.webmanifest">
   <style>
@@ -343,7 +392,8 @@ pub fn html_page(title: &str, inner: &str, form_action: &str) -> HttpResponse {
     label.check {{ font-weight: normal; }}
     input[type=email], input[type=password], input[type=text] {{ width: 100%; padding: .6rem; margin-top: .3rem; border: 1px solid var(--border); border-radius: 8px; font-size: 1rem; background: var(--bg); color: var(--text); }}
     button {{ width: 100%; margin-top: 1.5rem; padding: .7rem; border: 0; border-radius: 8px; background: var(--accent); color: var(--accent-text); font-size: 1rem; font-weight: 600; cursor: pointer; }}
-    button.google {{ background: var(--surface); color: var(--text); border: 1px solid var(--border); margin-top: 0; }}
+    button.google, button.secondary {{ background: var(--surface); color: var(--text); border: 1px solid var(--border); margin-top: 0; }}
+    button[hidden], [hidden] {{ display: none; }}
     .divider {{ display: flex; align-items: center; gap: .5rem; color: var(--muted); margin: 1.2rem 0 0; }}
     .divider::before, .divider::after {{ content: ""; flex: 1; border-top: 1px solid var(--border); }}
     .error {{ background: var(--danger-bg); color: var(--danger); padding: .7rem; border-radius: 8px; }}
@@ -365,7 +415,7 @@ pub fn html_page(title: &str, inner: &str, form_action: &str) -> HttpResponse {
         .content_type("text/html; charset=utf-8")
         .insert_header((
             header::CONTENT_SECURITY_POLICY,
-            format!("default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; manifest-src 'self'; form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"),
+            format!("default-src 'none'; {policy}style-src 'unsafe-inline'; img-src 'self'; manifest-src 'self'; form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"),
         ))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .insert_header((header::REFERRER_POLICY, "same-origin"))

@@ -335,3 +335,45 @@ async fn passkeys_are_off_where_the_base_url_is_an_ip_address() {
         (400, Some("PASSKEYS_UNAVAILABLE"))
     );
 }
+
+/// The sign-in page offers passkeys where they work: the button (shown by the script once it
+/// finds WebAuthn), the address field's autofill, and a policy that runs our script only.
+#[tokio::test]
+async fn the_sign_in_page_offers_passkeys_with_our_script_only() {
+    let app = spawn_app().await;
+    let page = app.get("/sign-in?callbackURL=%2Fsettings", None).await;
+    assert_eq!(page.status, 200);
+    assert!(page.text.contains(r#"id="passkey""#), "{}", page.text);
+    assert!(page.text.contains(r#"data-next="/settings""#));
+    assert!(page.text.contains(r#"autocomplete="username webauthn""#));
+    assert!(
+        page.text
+            .contains(r#"<script src="/api/auth/passkey/sign-in.js" defer>"#)
+    );
+    let csp = page.header("content-security-policy").expect("csp");
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("connect-src 'self'"),
+        "{csp}"
+    );
+    let script = app.get("/api/auth/passkey/sign-in.js", None).await;
+    assert_eq!(script.status, 200);
+    assert!(
+        script
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("text/javascript"))
+    );
+    assert!(script.text.contains("generate-authenticate-options"));
+
+    // The sign-up page runs no script at all; nor does sign-in where passkeys are off.
+    let sign_up = app.get("/sign-up", None).await;
+    assert!(!sign_up.text.contains("<script"));
+    assert!(
+        !sign_up
+            .header("content-security-policy")
+            .expect("csp")
+            .contains("script-src")
+    );
+    let off = spawn_with(&[("AUTH_BASE_URL".into(), "http://127.0.0.1:8080".into())]).await;
+    let page = off.get("/sign-in", None).await;
+    assert!(!page.text.contains("<script") && !page.text.contains(r#"id="passkey""#));
+}
