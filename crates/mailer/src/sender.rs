@@ -268,26 +268,13 @@ impl Mailer {
 }
 
 async fn stop_on_signal(shared: Arc<Shared>) {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            return;
-        };
-        let mut stop = shared.stop.subscribe();
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-            _ = stop.wait_for(|s| *s) => return,
-        }
-        tracing::info!("stopping the e-mail sender");
-        shared.stop.send_replace(true);
+    let mut stop = shared.stop.subscribe();
+    tokio::select! {
+        () = service_kit::cli::stop_signal() => {}
+        _ = stop.wait_for(|s| *s) => return,
     }
-    #[cfg(not(unix))]
-    drop(shared);
+    tracing::info!("stopping the e-mail sender");
+    shared.stop.send_replace(true);
 }
 
 /// Runs the sender loop, restarting it after a panic. The message it panicked on is parked so

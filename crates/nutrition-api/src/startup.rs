@@ -132,29 +132,11 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let test_pushes = Arc::clone(&self.test_pushes);
         let on_signal = tokio::spawn(async move {
-            stop_signal().await;
+            service_kit::cli::stop_signal().await;
             test_pushes.stop();
         });
         let served = self.server.await;
         on_signal.abort();
         served
-    }
-}
-
-/// Resolves at the first SIGTERM or SIGINT, which the HTTP server also hears and drains on.
-async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        }
-        // Without signal handlers nothing can ask the process to stop this way.
-        _ => std::future::pending::<()>().await,
     }
 }

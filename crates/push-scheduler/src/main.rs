@@ -98,7 +98,7 @@ async fn fire(env: &Env, job: &str, at: Option<&str>, wait: u64) -> ExitCode {
                 // flight is sent and recorded, nothing else is taken.
                 let shutdown = s.shutdown();
                 let on_signal = tokio::spawn(async move {
-                    push_scheduler::startup::stop_signal().await;
+                    cli::stop_signal().await;
                     shutdown.trigger();
                 });
                 let report = s.fire(job, at, std::time::Duration::from_secs(wait)).await;

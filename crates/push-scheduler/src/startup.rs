@@ -121,7 +121,7 @@ impl Application {
         let on_signal = {
             let shutdown = Arc::clone(&shutdown);
             tokio::spawn(async move {
-                stop_signal().await;
+                service_kit::cli::stop_signal().await;
                 shutdown.trigger();
             })
         };
@@ -132,24 +132,6 @@ impl Application {
             tracing::warn!("senders still busy when stopping; their messages stay queued");
         }
         served
-    }
-}
-
-/// Resolves at the first SIGTERM or SIGINT, which the HTTP server also hears and drains on.
-pub async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        }
-        // Without signal handlers nothing can ask the process to stop this way.
-        _ => std::future::pending::<()>().await,
     }
 }
 

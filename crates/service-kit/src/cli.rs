@@ -196,6 +196,25 @@ pub fn served(outcome: std::io::Result<()>) -> ExitCode {
     }
 }
 
+/// Resolves at the first SIGTERM or SIGINT. The HTTP server hears them too and drains on them;
+/// what runs beside it (senders, schedulers) waits here to stop with it.
+pub async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        // Without signal handlers nothing can ask the process to stop this way.
+        _ => std::future::pending::<()>().await,
+    }
+}
+
 /// A failure while starting (database never came up, address in use).
 pub fn startup_failure(err: &anyhow::Error) -> ExitCode {
     tracing::error!(error = format!("{err:#}"), "start-up failed");
