@@ -89,7 +89,12 @@ impl Application {
         // The table exists whether or not mail is switched on: its depth is worth watching either way.
         metrics.outbox("mail", {
             let pool = pool.clone();
-            move || mail_outbox_state(&pool)
+            move || {
+                pg_store::outbox::state(
+                    &pool,
+                    "FROM auth.mail_outbox WHERE sent_at IS NULL AND parked_at IS NULL",
+                )
+            }
         });
         if let Some(mailer) = &mailer {
             mailer::export_metrics(&metrics, "mail", mailer.health());
@@ -164,33 +169,4 @@ async fn maintenance(pool: PgPool) {
             Err(e) => tracing::warn!(error = %e, "maintenance task failed"),
         }
     }
-}
-
-/// Depth and oldest age of the e-mails neither sent nor set aside, for `/metrics`.
-fn mail_outbox_state(pool: &PgPool) -> Result<service_kit::metrics::OutboxState, String> {
-    use diesel::RunQueryDsl;
-    use diesel::sql_types::{Double, Int8};
-
-    #[derive(diesel::QueryableByName)]
-    struct Row {
-        #[diesel(sql_type = Int8)]
-        pending: i64,
-        #[diesel(sql_type = Double)]
-        age: f64,
-    }
-    let mut conn = pool
-        .get_timeout(Duration::from_secs(1))
-        .map_err(|e| e.to_string())?;
-    let row: Row = diesel::sql_query(
-        "SELECT count(*)::int8 AS pending,
-                COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
-           FROM auth.mail_outbox
-          WHERE sent_at IS NULL AND parked_at IS NULL",
-    )
-    .get_result(&mut conn)
-    .map_err(|e| e.to_string())?;
-    Ok(service_kit::metrics::OutboxState {
-        pending: row.pending,
-        oldest_age_seconds: row.age.max(0.0),
-    })
 }

@@ -13,6 +13,7 @@ use service_kit::Secret;
 
 pub mod erase;
 pub mod ids;
+pub mod outbox;
 pub mod schema;
 
 pub use service_kit::db::{DbError, PoolReadiness, run};

@@ -87,7 +87,7 @@ impl Application {
         metrics.pool(pool.clone());
         metrics.outbox("push", {
             let pool = pool.clone();
-            move || push_outbox_state(&pool)
+            move || pg_store::outbox::state(&pool, "FROM scheduler.outbox WHERE status = 'pending'")
         });
         crate::deliver::register_metrics();
         let server = service_kit::http::server_with(
@@ -133,33 +133,4 @@ impl Application {
         }
         served
     }
-}
-
-/// Depth and oldest age of the pushes still pending, for `/metrics`.
-fn push_outbox_state(pool: &PgPool) -> Result<service_kit::metrics::OutboxState, String> {
-    use diesel::RunQueryDsl;
-    use diesel::sql_types::{Double, Int8};
-
-    #[derive(diesel::QueryableByName)]
-    struct Row {
-        #[diesel(sql_type = Int8)]
-        pending: i64,
-        #[diesel(sql_type = Double)]
-        age: f64,
-    }
-    let mut conn = pool
-        .get_timeout(Duration::from_secs(1))
-        .map_err(|e| e.to_string())?;
-    let row: Row = diesel::sql_query(
-        "SELECT count(*)::int8 AS pending,
-                COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
-           FROM scheduler.outbox
-          WHERE status = 'pending'",
-    )
-    .get_result(&mut conn)
-    .map_err(|e| e.to_string())?;
-    Ok(service_kit::metrics::OutboxState {
-        pending: row.pending,
-        oldest_age_seconds: row.age.max(0.0),
-    })
 }
