@@ -1,4 +1,4 @@
-//! Small HTTP helpers for black-box tests.
+//! Small HTTP helpers for black-box tests, and the server the fake services of this kit run on.
 
 use std::time::Duration;
 
@@ -9,6 +9,24 @@ pub fn client() -> reqwest::Client {
         .timeout(Duration::from_secs(20))
         .build()
         .expect("build HTTP client")
+}
+
+/// Serves what `routes` mounts on `listener` with `workers` workers, in the background of the
+/// current Tokio runtime, as the fake services of this kit do; the handle stops it.
+pub fn serve(
+    listener: std::net::TcpListener,
+    workers: usize,
+    routes: impl Fn(&mut actix_web::web::ServiceConfig) + Clone + Send + 'static,
+) -> actix_web::dev::ServerHandle {
+    let server =
+        actix_web::HttpServer::new(move || actix_web::App::new().configure(routes.clone()))
+            .workers(workers)
+            .listen(listener)
+            .expect("listen")
+            .run();
+    let handle = server.handle();
+    tokio::spawn(server);
+    handle
 }
 
 /// Status and JSON body of a GET.

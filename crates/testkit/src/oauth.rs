@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
@@ -56,18 +56,12 @@ impl FakeOAuth {
             client_id: client_id.clone(),
             client_secret: client_secret.clone(),
         });
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(data.clone())
+        crate::http::serve(listener, 1, move |cfg| {
+            cfg.app_data(data.clone())
                 .route("/authorize", web::get().to(authorize))
                 .route("/token", web::post().to(token))
-                .route("/userinfo", web::get().to(userinfo))
-        })
-        .workers(1)
-        .listen(listener)
-        .expect("listen")
-        .run();
-        tokio::spawn(server);
+                .route("/userinfo", web::get().to(userinfo));
+        });
         Self {
             base: format!("http://127.0.0.1:{port}"),
             client_id,

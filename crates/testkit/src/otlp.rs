@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
-use actix_web::{App, HttpResponse, HttpServer, web};
+use actix_web::{HttpResponse, web};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -51,18 +51,11 @@ impl Collector {
         let base = format!("http://{}", listener.local_addr().expect("address"));
         let state = Arc::new(Mutex::new(State::default()));
         let data = web::Data::from(Arc::clone(&state));
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(data.clone())
+        let handle = crate::http::serve(listener, 1, move |cfg| {
+            cfg.app_data(data.clone())
                 .app_data(web::PayloadConfig::new(16 * 1024 * 1024))
-                .route("/v1/traces", web::post().to(traces))
-        })
-        .workers(1)
-        .listen(listener)
-        .expect("listen")
-        .run();
-        let handle = server.handle();
-        tokio::spawn(server);
+                .route("/v1/traces", web::post().to(traces));
+        });
         Self {
             base,
             state,

@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use actix_web::dev::ServerHandle;
 use actix_web::http::StatusCode;
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use aes_gcm::aead::{Aead, KeyInit};
 use aes_gcm::{Aes128Gcm, Nonce};
 use base64::Engine;
@@ -153,19 +153,12 @@ impl FakePushService {
             origin: origin.clone(),
         });
         let data = web::Data::from(Arc::clone(&shared));
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(data.clone())
+        let handle = crate::http::serve(listener, 2, move |cfg| {
+            cfg.app_data(data.clone())
                 .app_data(web::PayloadConfig::new(64 * 1024))
                 .route("/push/{id}", web::post().to(push))
-                .route("/plain", web::post().to(plain))
-        })
-        .workers(2)
-        .listen(listener)
-        .expect("listen")
-        .run();
-        let handle = server.handle();
-        tokio::spawn(server);
+                .route("/plain", web::post().to(plain));
+        });
         Self {
             origin,
             shared,
