@@ -193,19 +193,7 @@ pub fn lease_expiry(now: DateTime<Utc>, grace_days: u32) -> DateTime<Utc> {
 /// Parses `kid:base64 seed` entries; `Err` is the rule broken.
 pub fn parse_keys(raw: &str) -> Result<Vec<LeaseKey>, String> {
     let mut keys: Vec<LeaseKey> = Vec::new();
-    for entry in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (kid, seed) = entry
-            .split_once(':')
-            .ok_or("must be a comma-separated list of kid:base64-seed pairs")?;
-        let kid = kid.trim();
-        let valid_kid = !kid.is_empty()
-            && kid.len() <= 64
-            && kid
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !valid_kid {
-            return Err("each kid must be 1 to 64 letters, digits, '-', '_' or '.'".into());
-        }
+    for (kid, seed) in crate::settings::key_entries(raw, "base64-seed")? {
         let seed = decode_seed(seed.trim()).ok_or_else(|| {
             format!("the seed of kid `{kid}` must be base64 (standard or URL-safe) or hex")
         })?;
@@ -215,13 +203,7 @@ pub fn parse_keys(raw: &str) -> Result<Vec<LeaseKey>, String> {
         if seed.iter().all(|b| *b == seed[0]) {
             return Err(format!("the seed of kid `{kid}` is not random"));
         }
-        if keys.iter().any(|k| k.kid == kid) {
-            return Err(format!("kid `{kid}` appears twice"));
-        }
         keys.push(LeaseKey::new(kid.to_owned(), &seed));
-    }
-    if keys.is_empty() {
-        return Err("must hold at least one kid:base64-seed pair".into());
     }
     Ok(keys)
 }

@@ -130,26 +130,10 @@ fn jwt_keys(env: &Env) -> Result<Vec<JwtKey>, ConfigError> {
         LICENCE_JWT_KEYS,
         "k2026:<32+ random bytes>,k2025:<older secret>",
     )?;
+    let entries =
+        key_entries(raw, "secret").map_err(|rule| ConfigError::new(LICENCE_JWT_KEYS, rule))?;
     let mut keys: Vec<JwtKey> = Vec::new();
-    for entry in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (kid, secret) = entry.split_once(':').ok_or_else(|| {
-            ConfigError::new(
-                LICENCE_JWT_KEYS,
-                "must be a comma-separated list of kid:secret pairs",
-            )
-        })?;
-        let kid = kid.trim();
-        let valid_kid = !kid.is_empty()
-            && kid.len() <= 64
-            && kid
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !valid_kid {
-            return Err(ConfigError::new(
-                LICENCE_JWT_KEYS,
-                "each kid must be 1 to 64 letters, digits, '-', '_' or '.'",
-            ));
-        }
+    for (kid, secret) in entries {
         if secret.len() < MIN_SIGNING_SECRET_LEN {
             return Err(ConfigError::new(
                 LICENCE_JWT_KEYS,
@@ -159,24 +143,45 @@ fn jwt_keys(env: &Env) -> Result<Vec<JwtKey>, ConfigError> {
             ));
         }
         env.check_secret(LICENCE_JWT_KEYS, secret)?;
-        if keys.iter().any(|k| k.kid == kid) {
-            return Err(ConfigError::new(
-                LICENCE_JWT_KEYS,
-                format!("kid `{kid}` appears twice"),
-            ));
-        }
         keys.push(JwtKey {
             kid: kid.to_owned(),
             secret: Secret::new(secret),
         });
     }
-    if keys.is_empty() {
-        return Err(ConfigError::new(
-            LICENCE_JWT_KEYS,
-            "must hold at least one kid:secret pair",
-        ));
-    }
     Ok(keys)
+}
+
+/// The `kid:value` pairs of a key ring (LICENCE_JWT_KEYS, LICENCE_SIGNING_KEYS), in order:
+/// at least one, each kid 1 to 64 letters, digits, '-', '_' or '.' (it travels in token and
+/// lease headers) and no kid twice, or a verifier could not tell which key to use. `value`
+/// names the second half of a pair in the rule an `Err` states.
+pub(crate) fn key_entries<'a>(
+    raw: &'a str,
+    value: &str,
+) -> Result<Vec<(&'a str, &'a str)>, String> {
+    let mut entries: Vec<(&str, &str)> = Vec::new();
+    for entry in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (kid, rest) = entry
+            .split_once(':')
+            .ok_or_else(|| format!("must be a comma-separated list of kid:{value} pairs"))?;
+        let kid = kid.trim();
+        let valid_kid = !kid.is_empty()
+            && kid.len() <= 64
+            && kid
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid_kid {
+            return Err("each kid must be 1 to 64 letters, digits, '-', '_' or '.'".into());
+        }
+        if entries.iter().any(|(k, _)| *k == kid) {
+            return Err(format!("kid `{kid}` appears twice"));
+        }
+        entries.push((kid, rest));
+    }
+    if entries.is_empty() {
+        return Err(format!("must hold at least one kid:{value} pair"));
+    }
+    Ok(entries)
 }
 
 fn signing_keys(env: &Env) -> Result<Vec<LeaseKey>, ConfigError> {
