@@ -117,7 +117,7 @@ impl Settings {
             http: service_kit::http::Limits::from_env(env)?,
             auth: AuthSettings::from_env(env)?,
             google: google(env)?,
-            trusted_proxies: trusted_proxies(env)?,
+            trusted_proxies: env.ip_networks(TRUSTED_PROXIES)?,
             rate_limit: RateLimit {
                 max: env.number(AUTH_RATE_LIMIT_MAX, 3, 1, 1_000_000)?,
                 window_secs: env.number(AUTH_RATE_LIMIT_WINDOW_SECS, 10, 1, 86_400)?,
@@ -203,26 +203,6 @@ fn flag(env: &Env, name: &str) -> Result<bool, ConfigError> {
 fn endpoint(env: &Env, name: &str, default: &str) -> Result<Url, ConfigError> {
     let raw = env.get(name)?.unwrap_or(default);
     service_kit::config::parse_http_url(raw).map_err(|rule| ConfigError::new(name, rule))
-}
-
-fn trusted_proxies(env: &Env) -> Result<Vec<IpNet>, ConfigError> {
-    let Some(list) = env.get(TRUSTED_PROXIES)? else {
-        return Ok(Vec::new());
-    };
-    list.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|item| {
-            item.parse::<IpNet>()
-                .or_else(|_| item.parse::<std::net::IpAddr>().map(IpNet::from))
-                .map_err(|_| {
-                    ConfigError::new(
-                        TRUSTED_PROXIES,
-                        format!("must be a comma-separated list of IP addresses or CIDR ranges; `{item}` is not one"),
-                    )
-                })
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ impl Settings {
             deactivations_per_30_days: env.number(LICENCE_DEACTIVATIONS_PER_30_DAYS, 3, 1, 1000)?,
             licence_rate_limit: env.number(LICENCE_RATE_LIMIT_PER_MINUTE, 60, 1, 100_000)?,
             webhook_rate_limit: env.number(WEBHOOK_RATE_LIMIT_PER_MINUTE, 600, 1, 100_000)?,
-            trusted_proxies: trusted_proxies(env)?,
+            trusted_proxies: env.ip_networks(TRUSTED_PROXIES)?,
         })
     }
 }
@@ -197,26 +197,6 @@ fn signing_keys(env: &Env) -> Result<Vec<LeaseKey>, ConfigError> {
         }
     }
     Ok(keys)
-}
-
-fn trusted_proxies(env: &Env) -> Result<Vec<IpNet>, ConfigError> {
-    let Some(list) = env.get(TRUSTED_PROXIES)? else {
-        return Ok(Vec::new());
-    };
-    list.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<IpNet>()
-                .or_else(|_| s.parse::<std::net::IpAddr>().map(IpNet::from))
-                .map_err(|_| {
-                    ConfigError::new(
-                        TRUSTED_PROXIES,
-                        "must be comma-separated IP addresses or CIDR ranges",
-                    )
-                })
-        })
-        .collect()
 }
 
 fn builds_dir(env: &Env) -> Result<PathBuf, ConfigError> {

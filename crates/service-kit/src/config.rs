@@ -258,6 +258,31 @@ impl Env {
         parse_http_url(raw).map_err(|rule| ConfigError::new(name, rule))
     }
 
+    /// A comma-separated list of IP addresses and CIDR ranges (an address stands for itself
+    /// alone), such as the proxies whose `X-Forwarded-For` is believed; empty when unset. The
+    /// error names the item that is neither.
+    pub fn ip_networks(&self, name: &str) -> Result<Vec<ipnet::IpNet>, ConfigError> {
+        let Some(list) = self.get(name)? else {
+            return Ok(Vec::new());
+        };
+        list.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|item| {
+                item.parse::<ipnet::IpNet>()
+                    .or_else(|_| item.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| {
+                        ConfigError::new(
+                            name,
+                            format!(
+                                "must be a comma-separated list of IP addresses or CIDR ranges; `{item}` is not one"
+                            ),
+                        )
+                    })
+            })
+            .collect()
+    }
+
     /// The database connection string, which must use one of `schemes`.
     pub fn database_url(&self, schemes: &[&str], example: &str) -> Result<Secret, ConfigError> {
         let raw = self.required(DATABASE_URL, example)?;
@@ -445,6 +470,28 @@ mod tests {
         );
         assert_eq!(e.http_url("B", "").unwrap_err().var, "B");
         assert_eq!(e.http_url("C", "").unwrap_err().var, "C");
+    }
+
+    #[test]
+    fn ip_networks() {
+        let e = env(&[
+            ("A", "127.0.0.1, 172.28.0.0/16,::1"),
+            ("B", "10.0.0.1,nginx"),
+            ("C", "10.0.0.0/33"),
+        ]);
+        let nets = e.ip_networks("A").expect("valid");
+        assert_eq!(nets.len(), 3);
+        assert_eq!(
+            nets[0].to_string(),
+            "127.0.0.1/32",
+            "an address is a range of one"
+        );
+        assert!(nets[1].contains(&"172.28.9.9".parse::<std::net::IpAddr>().expect("ip")));
+        let err = e.ip_networks("B").unwrap_err();
+        assert_eq!(err.var, "B");
+        assert!(err.rule.contains("`nginx`"), "{err}");
+        assert_eq!(e.ip_networks("C").unwrap_err().var, "C");
+        assert_eq!(e.ip_networks("UNSET"), Ok(Vec::new()));
     }
 
     #[test]
