@@ -2,14 +2,11 @@
 //! URL-encoded form from the server-rendered pages, which must work without JavaScript. The
 //! handler answers a form with redirects instead of JSON.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{FromRequest, HttpRequest};
 use serde::de::DeserializeOwned;
-use service_kit::http::{DEFAULT_BODY_LIMIT, RequestError, parse_json, read_body};
+use service_kit::http::{BodyFuture, DEFAULT_BODY_LIMIT, RequestError, from_body, parse_json};
 
 use crate::error::ApiError;
 
@@ -32,14 +29,11 @@ fn is_form(req: &HttpRequest) -> bool {
 
 impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
     type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+    type Future = BodyFuture<Self, Self::Error>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        let mut payload = payload.take();
-        Box::pin(async move {
-            let form = is_form(&req);
-            let bytes = read_body(&req, &mut payload, DEFAULT_BODY_LIMIT).await?;
+        from_body(req, payload, DEFAULT_BODY_LIMIT, |req, bytes| {
+            let form = is_form(req);
             let value = if form {
                 // Postgres refuses text holding NUL: stop it here, as the JSON parser does.
                 if bytes.contains(&0) || bytes.windows(3).any(|w| w.eq_ignore_ascii_case(b"%00")) {

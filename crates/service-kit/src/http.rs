@@ -255,6 +255,25 @@ pub async fn read_body(
     Ok(body.freeze())
 }
 
+/// What `from_request` returns for an extractor made with [`from_body`].
+pub type BodyFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>>>>;
+
+/// The `from_request` of an extractor made from the whole body: reads it (413 beyond `limit`),
+/// then hands the request and the bytes to `parse`.
+pub fn from_body<T: 'static, E: From<RequestError> + 'static>(
+    req: &HttpRequest,
+    payload: &mut Payload,
+    limit: usize,
+    parse: impl FnOnce(&HttpRequest, web::Bytes) -> Result<T, E> + 'static,
+) -> BodyFuture<T, E> {
+    let req = req.clone();
+    let mut payload = payload.take();
+    Box::pin(async move {
+        let bytes = read_body(&req, &mut payload, limit).await?;
+        parse(&req, bytes)
+    })
+}
+
 fn body_limit(req: &HttpRequest) -> usize {
     req.app_data::<BodyLimit>()
         .map(|l| l.0)
@@ -263,16 +282,14 @@ fn body_limit(req: &HttpRequest) -> usize {
 
 impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
     type Error = RequestError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+    type Future = BodyFuture<Self, Self::Error>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        let mut payload = payload.take();
-        Box::pin(async move {
-            if !is_json_content_type(&req) {
-                return Err(RequestError::UnsupportedMediaType);
-            }
-            let bytes = read_body(&req, &mut payload, body_limit(&req)).await?;
+        // Refused before a byte is read: whatever its size, the body would not be used.
+        if !is_json_content_type(req) {
+            return Box::pin(std::future::ready(Err(RequestError::UnsupportedMediaType)));
+        }
+        from_body(req, payload, body_limit(req), |_, bytes| {
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 return Err(RequestError::Validation("a JSON body is required".into()));
             }
@@ -287,17 +304,14 @@ pub struct JsonOrEmpty<T>(pub T);
 
 impl<T: DeserializeOwned + Default + 'static> FromRequest for JsonOrEmpty<T> {
     type Error = RequestError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+    type Future = BodyFuture<Self, Self::Error>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        let mut payload = payload.take();
-        Box::pin(async move {
-            let bytes = read_body(&req, &mut payload, body_limit(&req)).await?;
+        from_body(req, payload, body_limit(req), |req, bytes| {
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 return Ok(JsonOrEmpty(T::default()));
             }
-            if !is_json_content_type(&req) {
+            if !is_json_content_type(req) {
                 return Err(RequestError::UnsupportedMediaType);
             }
             parse_json(&bytes).map(JsonOrEmpty)

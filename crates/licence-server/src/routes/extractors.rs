@@ -1,8 +1,7 @@
 //! What handlers take from a request before they run: the optional JSON body, the licence key
 //! and instance of a body, and the Bearer token with its verified claims.
 
-use std::future::{Future, Ready, ready};
-use std::pin::Pin;
+use std::future::{Ready, ready};
 
 use actix_web::dev::Payload;
 use actix_web::http::header;
@@ -10,7 +9,7 @@ use actix_web::{FromRequest, HttpRequest, web};
 use domain::licensing::{InstanceId, LicenceKey};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use service_kit::http::{DEFAULT_BODY_LIMIT, RequestError, parse_json, read_body};
+use service_kit::http::{BodyFuture, DEFAULT_BODY_LIMIT, RequestError, from_body, parse_json};
 
 use super::AppState;
 use crate::error::ApiError;
@@ -32,16 +31,10 @@ impl OptionalBody {
 
 impl FromRequest for OptionalBody {
     type Error = RequestError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+    type Future = BodyFuture<Self, Self::Error>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        let mut payload = payload.take();
-        Box::pin(async move {
-            read_body(&req, &mut payload, DEFAULT_BODY_LIMIT)
-                .await
-                .map(Self)
-        })
+        from_body(req, payload, DEFAULT_BODY_LIMIT, |_, bytes| Ok(Self(bytes)))
     }
 }
 
