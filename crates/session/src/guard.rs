@@ -245,14 +245,9 @@ impl FromRequest for CurrentUser {
     type Error = SessionError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
 
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        Box::pin(async move {
-            verify_request(&req)
-                .await?
-                .map(Self::from)
-                .ok_or(SessionError::Unauthorized)
-        })
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let session = MaybeSession::from_request(req, payload);
+        Box::pin(async move { session.await?.0.ok_or(SessionError::Unauthorized) })
     }
 }
 
