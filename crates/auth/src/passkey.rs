@@ -157,15 +157,10 @@ pub struct Registered {
 }
 
 impl Registered {
-    pub fn of(passkey: &Passkey) -> Result<Self, serde_json::Error> {
+    /// `reported` is what the browser said of the key's transports at registration (its
+    /// `response.transports`), which the verifier does not keep.
+    pub fn of(passkey: &Passkey, reported: Option<String>) -> Result<Self, serde_json::Error> {
         let credential: Credential = passkey.clone().into();
-        let transports = credential.transports.as_ref().map(|list| {
-            list.iter()
-                .filter_map(|t| serde_json::to_value(t).ok())
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect::<Vec<_>>()
-                .join(",")
-        });
         Ok(Self {
             credential_id: URL_SAFE_NO_PAD.encode(passkey.cred_id()),
             public_key: STANDARD.encode(public_key(&credential.cred.key)),
@@ -178,9 +173,29 @@ impl Registered {
                 "singleDevice"
             },
             backed_up: credential.backup_state,
-            transports,
+            transports: reported,
         })
     }
+}
+
+/// The transports a registration answer reports (`response.transports`), comma-separated as
+/// better-auth stores them: only the short names WebAuthn defines, at most eight.
+pub fn reported_transports(answer: &Value) -> String {
+    answer["response"]["transports"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .filter(|t| {
+                    !t.is_empty()
+                        && t.len() <= 16
+                        && t.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+                })
+                .take(8)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
 }
 
 /// The public key's raw bytes: the uncompressed point for an elliptic curve (X9.62), the

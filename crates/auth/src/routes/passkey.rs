@@ -139,6 +139,7 @@ pub async fn verify_registration(
         ));
     }
     let failed = || ApiError::bad("FAILED_TO_VERIFY_REGISTRATION");
+    let transports = passkey::reported_transports(&input.response);
     let credential: RegisterPublicKeyCredential =
         serde_json::from_value(input.response).map_err(|_| failed())?;
     let key = rp
@@ -147,7 +148,7 @@ pub async fn verify_registration(
             tracing::info!(error = %e, "a passkey registration did not verify");
             failed()
         })?;
-    let key = Registered::of(&key).map_err(ApiError::internal)?;
+    let key = Registered::of(&key, Some(transports)).map_err(ApiError::internal)?;
     let client = state.activity_client(&req);
     let user_id = me.user.id.clone();
     let added = state
@@ -212,7 +213,7 @@ pub async fn verify_authentication(
                     failed()
                 })?;
             if key.update_credential(&result) == Some(true) {
-                let updated = Registered::of(&key).map_err(ApiError::internal)?;
+                let updated = Registered::of(&key, None).map_err(ApiError::internal)?;
                 passkeys::update_after_sign_in(conn, &id, &updated)?;
             }
             Ok::<_, ApiError>(user_id)
