@@ -74,13 +74,7 @@ async fn operators_manage_licences_from_the_command_line() {
     let (ok, released, err) = admin(&app, &["release", &key, "office-pc"]);
     assert!(ok, "{err}");
     assert_eq!(released["activations"].as_array().map(Vec::len), Some(1));
-    let (s, b) = app
-        .post(
-            "/api/license/validate",
-            &json!({"licenseKey": key, "instanceId": "office-pc"}),
-            None,
-        )
-        .await;
+    let (s, b) = app.validate(&key, "office-pc").await;
     assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
     assert_eq!(
         app.seats_seen_by_validate(&key, "home-pc").await,

@@ -303,16 +303,20 @@ impl TestApp {
         .await
     }
 
+    /// Validates `instance` on `key` by the key; the answer.
+    pub async fn validate(&self, key: &str, instance: &str) -> (u16, Value) {
+        self.post(
+            "/api/license/validate",
+            &json!({"licenseKey": key, "instanceId": instance}),
+            None,
+        )
+        .await
+    }
+
     /// The seat count (`activationUsage`) a validation of `key` by `instance` reports; the
     /// validation must succeed.
     pub async fn seats_seen_by_validate(&self, key: &str, instance: &str) -> Value {
-        let (status, body) = self
-            .post(
-                "/api/license/validate",
-                &json!({"licenseKey": key, "instanceId": instance}),
-                None,
-            )
-            .await;
+        let (status, body) = self.validate(key, instance).await;
         assert_eq!(status, 200, "{body}");
         body["license"]["activationUsage"].clone()
     }

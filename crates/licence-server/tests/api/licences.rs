@@ -208,22 +208,12 @@ async fn validation_by_token_or_key_returns_a_fresh_token() {
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["valid"], true);
 
-    let (s, b) = app
-        .post(
-            "/api/license/validate",
-            &json!({"licenseKey": key, "instanceId": "other"}),
-            None,
-        )
-        .await;
+    let (s, b) = app.validate(&key, "other").await;
     assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
     assert_eq!(b["valid"], false);
 
     let (s, b) = app
-        .post(
-            "/api/license/validate",
-            &json!({"licenseKey": "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", "instanceId": "laptop"}),
-            None,
-        )
+        .validate("ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", "laptop")
         .await;
     assert_error(s, &b, 404, "LICENSE_NOT_FOUND");
 
@@ -288,13 +278,7 @@ async fn validation_follows_the_licence_state() {
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["license"]["status"], "cancelled");
     app.clock.advance(chrono::Duration::days(3));
-    let (s, b) = app
-        .post(
-            "/api/license/validate",
-            &json!({"licenseKey": key, "instanceId": "desk"}),
-            None,
-        )
-        .await;
+    let (s, b) = app.validate(&key, "desk").await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
 }
 

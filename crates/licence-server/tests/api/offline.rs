@@ -399,13 +399,7 @@ async fn a_stale_installation_gives_its_seat_to_a_new_one() {
 
     app.clock.advance(chrono::Duration::days(29));
     for i in ["b", "c"] {
-        let (s, b) = app
-            .post(
-                "/api/license/validate",
-                &json!({"licenseKey": key, "instanceId": i}),
-                None,
-            )
-            .await;
+        let (s, b) = app.validate(&key, i).await;
         assert_eq!(s, 200, "{b}");
     }
     // 29 days without validating is not stale yet.
@@ -414,13 +408,7 @@ async fn a_stale_installation_gives_its_seat_to_a_new_one() {
     let (s, b) = app.activate(&key, "new").await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["license"]["activationUsage"], 3);
-    let (s, b) = app
-        .post(
-            "/api/license/validate",
-            &json!({"licenseKey": key, "instanceId": "old"}),
-            None,
-        )
-        .await;
+    let (s, b) = app.validate(&key, "old").await;
     assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
     assert_eq!(b["valid"], false);
     assert_eq!(

@@ -132,12 +132,6 @@ async fn forged_and_expired_tokens_are_401() {
     let (s, b) = app.validate_at(&app.base, &genuine).await;
     assert_error(s, &b, 401, "INVALID_TOKEN");
     // Re-validating with key and instance gives a token again.
-    let (s, b) = app
-        .post(
-            "/api/license/validate",
-            &json!({"licenseKey": key, "instanceId": "pc"}),
-            None,
-        )
-        .await;
+    let (s, b) = app.validate(&key, "pc").await;
     assert_eq!(s, 200, "{b}");
 }

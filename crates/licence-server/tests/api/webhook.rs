@@ -281,13 +281,7 @@ async fn refunds_disable_the_licence() {
     assert_eq!(app.webhook(&full).await.0, 200);
     let (s, b) = app.activate(&key, "pc").await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
-    let (s, b) = app
-        .post(
-            "/api/license/validate",
-            &json!({"licenseKey": key, "instanceId": "pc"}),
-            None,
-        )
-        .await;
+    let (s, b) = app.validate(&key, "pc").await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
 
     // A refunded renewal of a subscription disables its licence too.
