@@ -1,39 +1,10 @@
 //! The desktop app's library, `licence-client`, against a real licence-server.
 
-use std::sync::Arc;
-
-use licence_client::{Error, LicenceClient, PublicKey};
-use licence_server::clock::{Clock, ManualClock};
+use licence_client::{Error, LicenceClient};
+use licence_server::clock::Clock;
 use testkit::stack::ScratchDir;
 
-use crate::helpers::{OTHER_SEED, TestApp, spawn_app};
-
-async fn trusted_keys(app: &TestApp) -> Vec<PublicKey> {
-    let (_, body) = app.get("/api/license/public-keys", None).await;
-    body["keys"]
-        .as_array()
-        .expect("keys")
-        .iter()
-        .filter_map(|k| PublicKey::from_x(k["kid"].as_str()?, k["x"].as_str()?))
-        .collect()
-}
-
-fn client(
-    base: &str,
-    keys: Vec<PublicKey>,
-    dir: &ScratchDir,
-    clock: &Arc<ManualClock>,
-) -> LicenceClient {
-    let clock = clock.clone();
-    LicenceClient::with_keys(
-        base,
-        keys,
-        dir.path().join("licence.json"),
-        "desk-1".to_owned(),
-    )
-    .expect("client")
-    .with_clock(move || clock.now())
-}
+use crate::helpers::{OTHER_SEED, client, spawn_app, trusted_keys};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn works_offline_until_the_lease_expires() {

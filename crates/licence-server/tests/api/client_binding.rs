@@ -5,51 +5,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use licence_client::{Error, LicenceClient, PublicKey};
-use licence_server::clock::{Clock, ManualClock};
+use licence_client::{Error, LicenceClient};
+use licence_server::clock::Clock;
 use serde_json::{Value, json};
 use testkit::stack::ScratchDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::{TestApp, spawn_app};
-
-async fn trusted_keys(app: &TestApp) -> Vec<PublicKey> {
-    let (_, body) = app.get("/api/license/public-keys", None).await;
-    body["keys"]
-        .as_array()
-        .expect("keys")
-        .iter()
-        .filter_map(|k| PublicKey::from_x(k["kid"].as_str()?, k["x"].as_str()?))
-        .collect()
-}
-
-/// A client on `base` keeping its state in `dir`, whose clock is the service's moved by `offset`.
-fn client_at(
-    base: &str,
-    keys: Vec<PublicKey>,
-    dir: &ScratchDir,
-    clock: &Arc<ManualClock>,
-    offset: chrono::Duration,
-) -> LicenceClient {
-    let clock = clock.clone();
-    LicenceClient::with_keys(
-        base,
-        keys,
-        dir.path().join("licence.json"),
-        "desk-1".to_owned(),
-    )
-    .expect("client")
-    .with_clock(move || clock.now() + offset)
-}
-
-fn client(
-    base: &str,
-    keys: Vec<PublicKey>,
-    dir: &ScratchDir,
-    clock: &Arc<ManualClock>,
-) -> LicenceClient {
-    client_at(base, keys, dir, clock, chrono::Duration::zero())
-}
+use crate::helpers::{TestApp, client, client_at, spawn_app, trusted_keys};
 
 /// The state file as JSON, `None` when there is none.
 fn stored(dir: &ScratchDir) -> Option<Value> {

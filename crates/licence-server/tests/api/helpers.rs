@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use licence_server::clock::ManualClock;
+use licence_client::{LicenceClient, PublicKey};
+use licence_server::clock::{Clock, ManualClock};
 use licence_server::mail::MailerOptions;
 use licence_server::repo::licences::{LicenceRow, NewLicence};
 use licence_server::{Application, Options, Settings};
@@ -483,4 +484,44 @@ pub fn insert_licence(conn: &mut MysqlConnection, plan: &str, status: &str) -> L
         .select(LicenceRow::as_select())
         .first(conn)
         .expect("the licence inserted")
+}
+
+/// The public keys the service publishes, as the desktop app pins them.
+pub async fn trusted_keys(app: &TestApp) -> Vec<PublicKey> {
+    let (_, body) = app.get("/api/license/public-keys", None).await;
+    body["keys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .filter_map(|k| PublicKey::from_x(k["kid"].as_str()?, k["x"].as_str()?))
+        .collect()
+}
+
+/// A client on `base` keeping its state in `dir`, whose clock is the service's moved by `offset`.
+pub fn client_at(
+    base: &str,
+    keys: Vec<PublicKey>,
+    dir: &ScratchDir,
+    clock: &Arc<ManualClock>,
+    offset: chrono::Duration,
+) -> LicenceClient {
+    let clock = clock.clone();
+    LicenceClient::with_keys(
+        base,
+        keys,
+        dir.path().join("licence.json"),
+        "desk-1".to_owned(),
+    )
+    .expect("client")
+    .with_clock(move || clock.now() + offset)
+}
+
+/// [`client_at`] on the service's own time.
+pub fn client(
+    base: &str,
+    keys: Vec<PublicKey>,
+    dir: &ScratchDir,
+    clock: &Arc<ManualClock>,
+) -> LicenceClient {
+    client_at(base, keys, dir, clock, chrono::Duration::zero())
 }
