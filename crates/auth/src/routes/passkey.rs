@@ -403,7 +403,6 @@ fn decode_id(id: &str) -> Option<webauthn_rs::prelude::CredentialID> {
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(id)
         .ok()
-        .map(Into::into)
 }
 
 fn challenge_not_found() -> ApiError {

@@ -10,6 +10,21 @@ use crate::helpers::{Resp, TestApp, spawn_app, spawn_with};
 
 const PASSWORD: &str = "correct horse battery staple";
 const CHALLENGE: &str = "digiuno.better-auth-passkey";
+const REGISTER_OPTIONS: &str = "/api/auth/passkey/generate-register-options";
+const SIGN_IN_OPTIONS: &str = "/api/auth/passkey/generate-authenticate-options";
+const REGISTER: &str = "/api/auth/passkey/verify-registration";
+const SIGN_IN: &str = "/api/auth/passkey/verify-authentication";
+
+/// Asserts that `resp` is the refusal `status` with `code`.
+#[track_caller]
+fn refused(resp: &Resp, status: u16, code: &str) {
+    assert_eq!(
+        resp.status_and_code(),
+        (status, Some(code)),
+        "{}",
+        resp.text
+    );
+}
 
 /// `name=value` of the challenge cookie a response set.
 fn challenge(resp: &Resp) -> String {
@@ -44,10 +59,8 @@ fn user_id(app: &TestApp, email: &str) -> String {
 #[tokio::test]
 async fn registration_options_need_a_fresh_session_and_name_the_relying_party() {
     let app = spawn_app().await;
-    let signed_out = app
-        .get("/api/auth/passkey/generate-register-options", None)
-        .await;
-    assert_eq!(signed_out.status_and_code(), (401, Some("UNAUTHORIZED")));
+    let signed_out = app.get(REGISTER_OPTIONS, None).await;
+    refused(&signed_out, 401, "UNAUTHORIZED");
 
     let (cookie, _) = app.sign_up("pk@example.com", PASSWORD).await;
     let options = app
@@ -84,10 +97,8 @@ async fn registration_options_need_a_fresh_session_and_name_the_relying_party() 
 
     // A day-old session with no recent proof: stale, as for delete-user and the export.
     app.sql("UPDATE auth.session SET created_at = now() - interval '2 days'");
-    let stale = app
-        .get("/api/auth/passkey/generate-register-options", Some(&cookie))
-        .await;
-    assert_eq!(stale.status_and_code(), (403, Some("SESSION_NOT_FRESH")));
+    let stale = app.get(REGISTER_OPTIONS, Some(&cookie)).await;
+    refused(&stale, 403, "SESSION_NOT_FRESH");
     let confirmed = app
         .post(
             "/api/auth/confirm-password",
@@ -96,17 +107,15 @@ async fn registration_options_need_a_fresh_session_and_name_the_relying_party() 
         )
         .await;
     assert_eq!(confirmed.status, 200, "{}", confirmed.text);
-    let again = app
-        .get("/api/auth/passkey/generate-register-options", Some(&cookie))
-        .await;
+    let again = app.get(REGISTER_OPTIONS, Some(&cookie)).await;
     assert_eq!(again.status, 200, "a password check makes it fresh");
 
     let long = format!(
         "/api/auth/passkey/generate-register-options?name={}",
         "x".repeat(101)
     );
-    let refused = app.get(&long, Some(&cookie)).await;
-    assert_eq!(refused.status_and_code(), (400, Some("VALIDATION_ERROR")));
+    let too_long = app.get(&long, Some(&cookie)).await;
+    refused(&too_long, 400, "VALIDATION_ERROR");
 }
 
 #[tokio::test]
@@ -114,103 +123,42 @@ async fn a_challenge_is_answered_once_and_a_bad_answer_is_a_4xx() {
     let app = spawn_app().await;
     let (cookie, _) = app.sign_up("once@example.com", PASSWORD).await;
 
-    let none = app
-        .post(
-            "/api/auth/passkey/verify-registration",
-            bogus(),
-            Some(&cookie),
-        )
-        .await;
-    assert_eq!(none.status_and_code(), (400, Some("CHALLENGE_NOT_FOUND")));
+    let none = app.post(REGISTER, bogus(), Some(&cookie)).await;
+    refused(&none, 400, "CHALLENGE_NOT_FOUND");
 
-    let options = app
-        .get("/api/auth/passkey/generate-register-options", Some(&cookie))
-        .await;
+    let options = app.get(REGISTER_OPTIONS, Some(&cookie)).await;
     let both = format!("{cookie}; {}", challenge(&options));
-    let garbage = app
-        .post(
-            "/api/auth/passkey/verify-registration",
-            bogus(),
-            Some(&both),
-        )
-        .await;
-    assert_eq!(
-        garbage.status_and_code(),
-        (400, Some("FAILED_TO_VERIFY_REGISTRATION")),
-        "{}",
-        garbage.text
-    );
-    let replay = app
-        .post(
-            "/api/auth/passkey/verify-registration",
-            bogus(),
-            Some(&both),
-        )
-        .await;
-    assert_eq!(replay.status_and_code(), (400, Some("CHALLENGE_NOT_FOUND")));
+    let garbage = app.post(REGISTER, bogus(), Some(&both)).await;
+    refused(&garbage, 400, "FAILED_TO_VERIFY_REGISTRATION");
+    let replay = app.post(REGISTER, bogus(), Some(&both)).await;
+    refused(&replay, 400, "CHALLENGE_NOT_FOUND");
     assert_eq!(app.count("auth.passkey"), 0);
 
     // A sign-in ceremony's state does not answer a registration, nor the reverse.
-    let sign_in = app
-        .get("/api/auth/passkey/generate-authenticate-options", None)
-        .await;
+    let sign_in = app.get(SIGN_IN_OPTIONS, None).await;
     assert_eq!(sign_in.status, 200, "{}", sign_in.text);
     assert!(sign_in.body.get("allowCredentials").is_none());
     assert_eq!(sign_in.body["rpId"], "localhost");
     let mixed = format!("{cookie}; {}", challenge(&sign_in));
-    let wrong_kind = app
-        .post(
-            "/api/auth/passkey/verify-registration",
-            bogus(),
-            Some(&mixed),
-        )
-        .await;
-    assert_eq!(
-        wrong_kind.status_and_code(),
-        (400, Some("CHALLENGE_NOT_FOUND"))
-    );
+    let wrong_kind = app.post(REGISTER, bogus(), Some(&mixed)).await;
+    refused(&wrong_kind, 400, "CHALLENGE_NOT_FOUND");
 
-    let sign_in = app
-        .get("/api/auth/passkey/generate-authenticate-options", None)
-        .await;
+    let sign_in = app.get(SIGN_IN_OPTIONS, None).await;
     let jar = challenge(&sign_in);
-    let unknown = app
-        .post(
-            "/api/auth/passkey/verify-authentication",
-            bogus(),
-            Some(&jar),
-        )
-        .await;
-    assert_eq!(unknown.status_and_code(), (401, Some("PASSKEY_NOT_FOUND")));
-    let spent = app
-        .post(
-            "/api/auth/passkey/verify-authentication",
-            bogus(),
-            Some(&jar),
-        )
-        .await;
-    assert_eq!(spent.status_and_code(), (400, Some("CHALLENGE_NOT_FOUND")));
+    let unknown = app.post(SIGN_IN, bogus(), Some(&jar)).await;
+    refused(&unknown, 401, "PASSKEY_NOT_FOUND");
+    let spent = app.post(SIGN_IN, bogus(), Some(&jar)).await;
+    refused(&spent, 400, "CHALLENGE_NOT_FOUND");
 
     // A known credential with an answer that is not WebAuthn: refused, nothing signed in.
     stored(&app, "pk1", &user_id(&app, "once@example.com"));
     let sessions = app.count("auth.session");
-    let sign_in = app
-        .get("/api/auth/passkey/generate-authenticate-options", None)
-        .await;
+    let sign_in = app.get(SIGN_IN_OPTIONS, None).await;
     let mut forged = bogus();
     forged["response"]["id"] = json!("cred-pk1");
-    let refused = app
-        .post(
-            "/api/auth/passkey/verify-authentication",
-            forged,
-            Some(&challenge(&sign_in)),
-        )
-        .await;
-    assert_eq!(
-        refused.status_and_code(),
-        (400, Some("AUTHENTICATION_FAILED"))
-    );
-    assert!(refused.session_cookie().is_none());
+    let forged = app.post(SIGN_IN, forged, Some(&challenge(&sign_in))).await;
+    refused(&forged, 400, "AUTHENTICATION_FAILED");
+    assert!(forged.session_cookie().is_none());
     assert_eq!(app.count("auth.session"), sessions);
 }
 
@@ -237,12 +185,7 @@ async fn passkeys_are_listed_renamed_and_removed_by_their_owner_only() {
     );
 
     // Signed in, the sign-in options list the user's own passkeys.
-    let options = app
-        .get(
-            "/api/auth/passkey/generate-authenticate-options",
-            Some(&ann),
-        )
-        .await;
+    let options = app.get(SIGN_IN_OPTIONS, Some(&ann)).await;
     assert_eq!(options.body["allowCredentials"][0]["id"], "cred-pk-ann");
     assert_eq!(
         options.body["allowCredentials"][0]["transports"],
@@ -265,7 +208,7 @@ async fn passkeys_are_listed_renamed_and_removed_by_their_owner_only() {
             Some(&ann),
         )
         .await;
-    assert_eq!(blank.status_and_code(), (400, Some("VALIDATION_ERROR")));
+    refused(&blank, 400, "VALIDATION_ERROR");
 
     // Someone else's passkey is as unknown as one that does not exist.
     for (path, body) in [
@@ -303,7 +246,7 @@ async fn passkeys_are_listed_renamed_and_removed_by_their_owner_only() {
     assert_eq!(activity.body["items"][0]["kind"], "passkey_removed");
 
     let signed_out = app.get("/api/auth/passkey/list-user-passkeys", None).await;
-    assert_eq!(signed_out.status_and_code(), (401, Some("UNAUTHORIZED")));
+    refused(&signed_out, 401, "UNAUTHORIZED");
 }
 
 /// Each options answer leaves a row for five minutes: parallel requests from one address get
@@ -312,10 +255,8 @@ async fn passkeys_are_listed_renamed_and_removed_by_their_owner_only() {
 async fn sign_in_options_are_limited_per_address_under_parallel_requests() {
     let app = spawn_with(&[("AUTH_RATE_LIMIT_MAX".into(), "5".into())]).await;
     let rows_before = app.count("auth.verification");
-    let answers = futures_util::future::join_all(
-        (0..20).map(|_| app.get("/api/auth/passkey/generate-authenticate-options", None)),
-    )
-    .await;
+    let answers =
+        futures_util::future::join_all((0..20).map(|_| app.get(SIGN_IN_OPTIONS, None))).await;
     let ok = answers.iter().filter(|r| r.status == 200).count();
     let limited = answers.iter().filter(|r| r.status == 429).count();
     assert_eq!((ok, limited), (5, 15));
@@ -327,13 +268,8 @@ async fn sign_in_options_are_limited_per_address_under_parallel_requests() {
 #[tokio::test]
 async fn passkeys_are_off_where_the_base_url_is_an_ip_address() {
     let app = spawn_with(&[("AUTH_BASE_URL".into(), "http://127.0.0.1:8080".into())]).await;
-    let options = app
-        .get("/api/auth/passkey/generate-authenticate-options", None)
-        .await;
-    assert_eq!(
-        options.status_and_code(),
-        (400, Some("PASSKEYS_UNAVAILABLE"))
-    );
+    let options = app.get(SIGN_IN_OPTIONS, None).await;
+    refused(&options, 400, "PASSKEYS_UNAVAILABLE");
 }
 
 /// The sign-in page offers passkeys where they work: the button (shown by the script once it
