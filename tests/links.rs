@@ -1,15 +1,19 @@
 //! Every address the product hands a person opens a real page through the proxy: the links of
 //! its e-mails, the redirects of auth, the `url` of every push and the links between pages, each
 //! opened in Chromium through nginx (`web/tests/links.mjs`), and each routed by the Kubernetes
-//! ingress to the same place. And the journey of a person who forgot the password, from the
-//! sign-in page through the mail catcher back into the app (`web/tests/reset.mjs`).
+//! ingress to the same place. And the journeys through the mail catcher: a person who forgot the
+//! password, from the sign-in page back into the app (`web/tests/reset.mjs`), and the others
+//! below, among them a sign-in with a passkey on a stack opened at `localhost`
+//! (`web/tests/passkey.mjs`).
 
 mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use common::{MailCatcher, Stack, first_link, run_node, start_stack_configured};
+use common::{
+    MailCatcher, Stack, first_link, run_node, start_stack_configured, start_stack_on_localhost,
+};
 use serde_json::Value;
 
 fn root() -> PathBuf {
@@ -22,6 +26,11 @@ async fn stack_with_mail() -> (Stack, MailCatcher) {
 
 /// [`stack_with_mail`] with more of auth's settings.
 async fn stack_with_mail_and(auth: &[(&str, &str)]) -> (Stack, MailCatcher) {
+    stack_with_mail_at(auth, false).await
+}
+
+/// [`stack_with_mail_and`], opened at `http://localhost:<port>` when `on_localhost`.
+async fn stack_with_mail_at(auth: &[(&str, &str)], on_localhost: bool) -> (Stack, MailCatcher) {
     let mail = MailCatcher::start().await;
     let smtp = mail.smtp_url();
     let mut settings = vec![
@@ -29,7 +38,11 @@ async fn stack_with_mail_and(auth: &[(&str, &str)]) -> (Stack, MailCatcher) {
         ("MAIL_FROM", "Digiuno <noreply@example.com>"),
     ];
     settings.extend_from_slice(auth);
-    let stack = start_stack_configured(&settings, &[]).await;
+    let stack = if on_localhost {
+        start_stack_on_localhost(&settings, &[]).await
+    } else {
+        start_stack_configured(&settings, &[]).await
+    };
     (stack, mail)
 }
 
@@ -388,7 +401,17 @@ async fn every_address_the_product_hands_out_opens_a_page_through_the_proxy() {
 /// Runs the Chromium journey `script` (web/tests) against a stack with its mail catcher and
 /// `auth`'s settings; the script prints `done` once every step passed.
 async fn mail_journey(script: &'static str, done: &str, auth: &[(&str, &str)]) {
-    let (stack, mail) = stack_with_mail_and(auth).await;
+    mail_journey_at(script, done, auth, false).await;
+}
+
+/// [`mail_journey`], the stack opened at `http://localhost:<port>` when `on_localhost`.
+async fn mail_journey_at(
+    script: &'static str,
+    done: &str,
+    auth: &[(&str, &str)],
+    on_localhost: bool,
+) {
+    let (stack, mail) = stack_with_mail_at(auth, on_localhost).await;
     let base = stack.base();
     let web = mail.web();
     let out = tokio::task::spawn_blocking(move || {
@@ -424,4 +447,13 @@ async fn a_person_turns_two_factor_on_and_signs_in_with_the_app_and_a_backup_cod
 async fn a_sign_in_from_a_new_browser_is_mailed_and_its_link_ends_every_session() {
     let limit = [("AUTH_RATE_LIMIT_MAX", "20")];
     mail_journey("new-device.mjs", "new device: all steps passed", &limit).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_adds_a_passkey_and_signs_in_with_it_without_typing_an_address() {
+    // A passkey belongs to the public host (the relying party), which must be a name: the
+    // stack is opened on localhost. Two sign-ins and their ceremonies in a few seconds are more
+    // than the test stack's limit of 3 per 10 s lets through.
+    let limit = [("AUTH_RATE_LIMIT_MAX", "20")];
+    mail_journey_at("passkey.mjs", "passkey: all steps passed", &limit, true).await;
 }

@@ -34,6 +34,8 @@ pub struct Stack {
     pub ports: [u16; 4],
     pub pg: TestPostgres,
     pub my: TestMariaDb,
+    /// The public address the services were told, nginx's port on the stack's host name.
+    public: String,
     _dir: ScratchDir,
 }
 
@@ -41,7 +43,7 @@ pub struct Stack {
 impl Stack {
     /// The public address, as a browser sees it.
     pub fn base(&self) -> String {
-        self.nginx.base()
+        self.public.clone()
     }
 }
 
@@ -53,13 +55,13 @@ pub async fn start_stack() -> Stack {
 /// The stack with `push_env` (VAPID keys, endpoint rules) added to nutrition-api and push-scheduler.
 #[allow(dead_code)]
 pub async fn start_stack_with(push_env: &[(&str, &str)]) -> Stack {
-    start_stack_full(&[], push_env, None).await
+    start_stack_full(&[], push_env, None, LOOPBACK).await
 }
 
 /// [`start_stack_with`], every service logging at `rust_log` (`RUST_LOG`) when given.
 #[allow(dead_code)]
 pub async fn start_stack_logging(push_env: &[(&str, &str)], rust_log: Option<&str>) -> Stack {
-    start_stack_full(&[], push_env, rust_log).await
+    start_stack_full(&[], push_env, rust_log, LOOPBACK).await
 }
 
 /// The stack with `auth_extra` added to auth (e.g. `SMTP_URL` of a test SMTP server) and
@@ -69,13 +71,30 @@ pub async fn start_stack_configured(
     auth_extra: &[(&str, &str)],
     push_env: &[(&str, &str)],
 ) -> Stack {
-    start_stack_full(auth_extra, push_env, None).await
+    start_stack_full(auth_extra, push_env, None, LOOPBACK).await
 }
+
+/// [`start_stack_configured`] with the public address `http://localhost:<port>` instead of
+/// `http://127.0.0.1:<port>`: the services are told that one (`AUTH_BASE_URL`, licence-server's
+/// `PUBLIC_BASE_URL`) and [`Stack::base`] answers it, so a browser opens the stack by that name.
+/// For what needs a host name: passkeys, whose relying party is the public host and which no
+/// browser offers on an IP address. nginx still listens on 127.0.0.1, where `localhost` resolves.
+#[allow(dead_code)]
+pub async fn start_stack_on_localhost(
+    auth_extra: &[(&str, &str)],
+    push_env: &[(&str, &str)],
+) -> Stack {
+    start_stack_full(auth_extra, push_env, None, "localhost").await
+}
+
+/// The host of the public address of every stack but [`start_stack_on_localhost`]'s.
+const LOOPBACK: &str = "127.0.0.1";
 
 async fn start_stack_full(
     auth_extra: &[(&str, &str)],
     push_env: &[(&str, &str)],
     rust_log: Option<&str>,
+    host: &str,
 ) -> Stack {
     let pg = TestPostgres::empty();
     let my = TestMariaDb::empty();
@@ -83,7 +102,7 @@ async fn start_stack_full(
     let logs = dir.path();
     let ports = [free_port(), free_port(), free_port(), free_port()];
     let proxy_port = free_port();
-    let public = format!("http://127.0.0.1:{proxy_port}");
+    let public = format!("http://{host}:{proxy_port}");
     let addr = |i: usize| format!("127.0.0.1:{}", ports[i]);
     let (a, n, s, l) = (addr(0), addr(1), addr(2), addr(3));
     let keys = format!("k1:{KEY}");
@@ -191,6 +210,7 @@ async fn start_stack_full(
         ports,
         pg,
         my,
+        public,
         _dir: dir,
     }
 }

@@ -45,7 +45,7 @@ const APP_ROUTES = new Set(['/', '/plan', '/history', '/stats', '/settings', '/w
 
 const isPersonal = (path: string) => (path === '/me' || path.startsWith('/me/')) && !path.startsWith('/me/export');
 /** Requests that start or end a session: whatever the cache holds may belong to someone else. */
-const SESSION_CHANGES = /^\/api\/auth\/(sign-in|sign-up|sign-out|two-factor\/verify|revoke-sessions$|delete-user|not-me\/confirm)/;
+const SESSION_CHANGES = /^\/api\/auth\/(sign-in|sign-up|sign-out|two-factor\/verify|revoke-sessions$|delete-user|not-me\/confirm|passkey\/verify-authentication)/;
 
 sw.addEventListener('fetch', (event) => {
   const req = event.request;

@@ -2,6 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, errorText, toSignIn } from '../api/client';
 import type { NotificationConfig, NotificationSettings, Preferences, Protocol, User } from '../api/types';
+import type { AuthFailure } from '../auth';
 import { Card, LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad } from '../hooks';
 import { PushUnreachable, currentSubscription, disablePush, enablePush, forgetDevice, pushSupported } from '../push';
@@ -39,6 +40,7 @@ export function Settings() {
           <Activity />
           <Password />
           <TwoFactor enabled={res.data.user.twoFactorEnabled} />
+          <Passkeys />
           <Data />
           <SignOut />
           <DeleteAccount />
@@ -526,13 +528,196 @@ function TwoFactor({ enabled }: { enabled: boolean }) {
   );
 }
 
+/** The session is too old for what was asked (403 SESSION_NOT_FRESH): the password makes it fresh again. */
+class SessionNotFresh extends Error {}
+
+/** `unwrap` for what needs a recent sign-in: SESSION_NOT_FRESH becomes {@link SessionNotFresh}. */
+async function unwrapFresh<T>(res: { data: T | null; error: AuthFailure | null }): Promise<T> {
+  if (res.error?.code === 'SESSION_NOT_FRESH') throw new SessionNotFresh();
+  const { unwrap } = await auth();
+  return unwrap(res);
+}
+
+interface PasswordPrompt {
+  /** Prefix of the form's element ids. */
+  id: string;
+  /** Why the password is asked for. */
+  why: string;
+  /** The submit button. */
+  confirm: string;
+  /** What to do without a password. */
+  otherwise: string;
+}
+
+/**
+ * Runs what needs a recent sign-in (the export, a new passkey) as `action`. When the session is
+ * too old for it, `prompt` asks for the password, which keeps the session fresh for five minutes
+ * (`/confirm-password`), and the task runs once more.
+ */
+function useFreshSession(action: ReturnType<typeof useAction>, texts: PasswordPrompt) {
+  const [pending, setPending] = useState<(() => Promise<string | undefined>) | null>(null);
+  const [password, setPassword] = useState('');
+  const run = (task: () => Promise<string | undefined>) => {
+    void action.run(async () => {
+      try {
+        return await task();
+      } catch (e) {
+        if (!(e instanceof SessionNotFresh)) throw e;
+        setPending(() => task);
+        return undefined;
+      }
+    });
+  };
+  const confirm = action.submit(async () => {
+    const { authClient, unwrap } = await auth();
+    unwrap(await authClient.$fetch('/confirm-password', { method: 'POST', body: { password } }));
+    setPassword('');
+    const task = pending;
+    setPending(null);
+    if (!task) return undefined;
+    try {
+      return await task();
+    } catch (e) {
+      throw e instanceof SessionNotFresh ? new Error('Conferma non riuscita: riprova.') : e;
+    }
+  });
+  const prompt = pending && (
+    <form onSubmit={confirm} aria-labelledby={`${texts.id}-confirm`}>
+      <p id={`${texts.id}-confirm`}>{texts.why}</p>
+      <label for={`${texts.id}-password`}>Password</label>
+      <input id={`${texts.id}-password`} type="password" autocomplete="current-password" required value={password} onInput={(e) => { setPassword(e.currentTarget.value); }} />
+      <button type="submit" disabled={action.busy}>
+        {texts.confirm}
+      </button>
+      <p class="muted">{texts.otherwise}</p>
+    </form>
+  );
+  return { run, prompt };
+}
+
+interface PasskeyRow {
+  id: string;
+  name?: string | null | undefined;
+  createdAt: Date | string;
+}
+
+/** Passkeys: sign-in with the device's fingerprint, face or PIN, listed, added, renamed, removed. */
+function Passkeys() {
+  const list = useLoad(async () => {
+    const { authClient, unwrap } = await auth();
+    const rows: PasskeyRow[] = unwrap(await authClient.passkey.listUserPasskeys());
+    return rows;
+  });
+  const action = useAction();
+  const fresh = useFreshSession(action, {
+    id: 'passkey',
+    why: 'Per aggiungere una passkey, conferma che sei tu: inserisci la password.',
+    confirm: 'Conferma e aggiungi',
+    otherwise: "Hai effettuato l'accesso senza password? Esci e accedi di nuovo, poi aggiungi la passkey.",
+  });
+  const [editing, setEditing] = useState<string | null>(null);
+  const [name, setName] = useState('');
+  // Without WebAuthn a passkey can be neither made nor used here; those made elsewhere stay listed.
+  const supported = 'PublicKeyCredential' in window;
+  const add = () => {
+    fresh.run(async () => {
+      const { authClient } = await auth();
+      const added = await unwrapFresh(await authClient.passkey.addPasskey());
+      // Named once made: a name given to the ceremony would also stand for the account in the
+      // device's list of passkeys, in place of the address. Unnamed, it is listed as "Passkey".
+      await authClient.passkey.updatePasskey({ id: added.id, name: device(navigator.userAgent) }).catch(() => undefined);
+      list.reload();
+      return 'Passkey aggiunta: da ora puoi accedere da questo dispositivo senza password.';
+    });
+  };
+  const rename = (p: PasskeyRow) =>
+    action.submit(async () => {
+      const { authClient, unwrap } = await auth();
+      unwrap(await authClient.passkey.updatePasskey({ id: p.id, name }));
+      setEditing(null);
+      list.reload();
+      return 'Nome della passkey salvato.';
+    });
+  const remove = (p: PasskeyRow) => {
+    void action.run(async () => {
+      const { authClient, unwrap } = await auth();
+      unwrap(await authClient.passkey.deletePasskey({ id: p.id }));
+      list.reload();
+      return 'Passkey eliminata. Toglila anche dal gestore delle password del dispositivo: non vale più.';
+    });
+  };
+  return (
+    <section class="card" aria-labelledby="passkey-title" data-testid="passkeys">
+      <h2 id="passkey-title">Passkey</h2>
+      <p>Con una passkey accedi con l'impronta, il volto o il PIN del dispositivo, senza scrivere né l'indirizzo né la password.</p>
+      <Loading when={list.loading && !list.data} />
+      <LoadError error={list.error} retry={list.reload} />
+      {list.data?.length === 0 && <p class="muted">Nessuna passkey.</p>}
+      <ul class="sessions">
+        {list.data?.map((p) => {
+          const label = p.name ?? 'Passkey';
+          return editing === p.id ? (
+            <li key={p.id}>
+              <form onSubmit={rename(p)} class="stack">
+                <label for="passkey-name">Nuovo nome</label>
+                <input id="passkey-name" required maxLength={100} value={name} onInput={(e) => { setName(e.currentTarget.value); }} />
+                <div class="row">
+                  <button type="submit" disabled={action.busy}>
+                    Salva
+                  </button>
+                  <button type="button" class="secondary" onClick={() => { setEditing(null); }}>
+                    Annulla
+                  </button>
+                </div>
+              </form>
+            </li>
+          ) : (
+            <li key={p.id}>
+              <span>
+                <span>{label}</span>
+                <br />
+                <span class="muted">aggiunta {fmtDateTime(new Date(p.createdAt).getTime())}</span>
+              </span>
+              <span class="row">
+                <button
+                  type="button"
+                  class="secondary"
+                  disabled={action.busy}
+                  onClick={() => {
+                    setName(label);
+                    setEditing(p.id);
+                  }}
+                >
+                  Rinomina<span class="sr-only"> la passkey {label}</span>
+                </button>
+                <button type="button" class="secondary" disabled={action.busy} onClick={() => { remove(p); }}>
+                  Elimina<span class="sr-only"> la passkey {label}</span>
+                </button>
+              </span>
+            </li>
+          );
+        })}
+      </ul>
+      {supported ? (
+        <button type="button" class="primary" disabled={action.busy} onClick={add}>
+          Aggiungi una passkey
+        </button>
+      ) : (
+        <p>Questo browser non supporta le passkey: per aggiungerne una usa un browser aggiornato.</p>
+      )}
+      {fresh.prompt}
+      <Notice message={action.message} />
+    </section>
+  );
+}
+
 type ExportFormat = 'json' | 'csv';
 
 /**
- * Fetches the export and hands it to the browser as a file. `false` when the session is too old
- * to export (SESSION_NOT_FRESH): the person confirms the password first.
+ * Fetches the export and hands it to the browser as a file; {@link SessionNotFresh} when the
+ * session is too old to export.
  */
-async function downloadExport(format: ExportFormat): Promise<boolean> {
+async function downloadExport(format: ExportFormat): Promise<void> {
   let res: Response;
   try {
     res = await fetch(format === 'csv' ? '/me/export?format=csv' : '/me/export', { credentials: 'same-origin' });
@@ -542,7 +727,7 @@ async function downloadExport(format: ExportFormat): Promise<boolean> {
   if (res.status === 401) toSignIn();
   if (!res.ok) {
     const body = (await res.json().catch(() => null)) as { code?: string; message?: string } | null;
-    if (res.status === 403 && body?.code === 'SESSION_NOT_FRESH') return false;
+    if (res.status === 403 && body?.code === 'SESSION_NOT_FRESH') throw new SessionNotFresh();
     throw new ApiError(res.status, body?.code ?? 'ERROR', body?.message ?? `HTTP ${res.status}`);
   }
   const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? `digiuno-export.${format}`;
@@ -554,29 +739,22 @@ async function downloadExport(format: ExportFormat): Promise<boolean> {
   link.click();
   link.remove();
   setTimeout(() => { URL.revokeObjectURL(url); }, 60_000);
-  return true;
 }
 
 function Data() {
-  const [pending, setPending] = useState<ExportFormat | null>(null);
-  const [password, setPassword] = useState('');
   const action = useAction();
+  const fresh = useFreshSession(action, {
+    id: 'export',
+    why: 'Per proteggere i tuoi dati, conferma che sei tu: inserisci la password.',
+    confirm: 'Conferma e scarica',
+    otherwise: "Hai effettuato l'accesso senza password? Esci e accedi di nuovo, poi esporta.",
+  });
   const download = (format: ExportFormat) => {
-    void action.run(async () => {
-      if (await downloadExport(format)) return 'Download avviato.';
-      setPending(format);
-      return undefined;
+    fresh.run(async () => {
+      await downloadExport(format);
+      return 'Download avviato.';
     });
   };
-  const confirm = action.submit(async () => {
-    const { authClient, unwrap } = await auth();
-    unwrap(await authClient.$fetch('/confirm-password', { method: 'POST', body: { password } }));
-    setPassword('');
-    const format = pending ?? 'json';
-    setPending(null);
-    if (!(await downloadExport(format))) throw new Error('Conferma non riuscita: riprova.');
-    return 'Download avviato.';
-  });
   return (
     <Card id="data-title" title="I tuoi dati">
       <p>Scarica una copia di tutto ciò che conserviamo su di te.</p>
@@ -588,17 +766,7 @@ function Data() {
           Digiuni (CSV)
         </button>
       </div>
-      {pending && (
-        <form onSubmit={confirm} aria-labelledby="export-confirm">
-          <p id="export-confirm">Per proteggere i tuoi dati, conferma che sei tu: inserisci la password.</p>
-          <label for="export-password">Password</label>
-          <input id="export-password" type="password" autocomplete="current-password" required value={password} onInput={(e) => { setPassword(e.currentTarget.value); }} />
-          <button type="submit" disabled={action.busy}>
-            Conferma e scarica
-          </button>
-          <p class="muted">Hai effettuato l'accesso senza password? Esci e accedi di nuovo, poi esporta.</p>
-        </form>
-      )}
+      {fresh.prompt}
       <Notice message={action.message} />
     </Card>
   );
