@@ -18,7 +18,7 @@
 //                        {code} is the link's token.
 // Exits 1 with a message on stderr when a step that later steps need fails. FLOWS=<names,…>
 // limits the run to those flows.
-import { createHmac, randomBytes } from "node:crypto";
+import { createHash, createHmac, generateKeyPairSync, randomBytes, sign } from "node:crypto";
 import { createAuthClient } from "better-auth/client";
 import { emailOTPClient, twoFactorClient } from "better-auth/client/plugins";
 import { passkeyClient } from "@better-auth/passkey/client";
@@ -443,41 +443,134 @@ async function twoFactorOtpFlow() {
   await step(flow, "verify-otp-reused", (o) => a.client.twoFactor.verifyOtp({ code: c, fetchOptions: o }));
 }
 
-// 9. Passkeys: only the option routes (a real WebAuthn ceremony needs a browser).
+// A passkey authenticator in software, as a phone's platform authenticator acts (ES256, "none"
+// attestation, a discoverable credential with user verification): it answers the servers'
+// options with real signatures, so that both run the whole ceremony.
+function cbor(value) {
+  const head = (major, n) => {
+    if (n < 24) return Buffer.from([(major << 5) | n]);
+    if (n < 256) return Buffer.from([(major << 5) | 24, n]);
+    const b = Buffer.alloc(3);
+    b[0] = (major << 5) | 25;
+    b.writeUInt16BE(n, 1);
+    return b;
+  };
+  if (typeof value === "number") return value >= 0 ? head(0, value) : head(1, -1 - value);
+  if (typeof value === "string") return Buffer.concat([head(3, Buffer.byteLength(value)), Buffer.from(value)]);
+  if (Buffer.isBuffer(value)) return Buffer.concat([head(2, value.length), value]);
+  if (value instanceof Map) return Buffer.concat([head(5, value.size), ...[...value].flatMap(([k, v]) => [cbor(k), cbor(v)])]);
+  throw new Error(`cbor: cannot encode ${typeof value}`);
+}
+
+function softAuthenticator() {
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const jwk = publicKey.export({ format: "jwk" });
+  const rawId = randomBytes(16);
+  const id = rawId.toString("base64url");
+  let counter = 0;
+  let userHandle;
+  const sha256 = (data) => createHash("sha256").update(data).digest();
+  const clientData = (type, challenge) => Buffer.from(JSON.stringify({ type, challenge, origin, crossOrigin: false }));
+  const authData = (rpId, flags, attested = Buffer.alloc(0)) => {
+    const count = Buffer.alloc(4);
+    count.writeUInt32BE(counter);
+    return Buffer.concat([sha256(rpId), Buffer.from([flags]), count, attested]);
+  };
+  const credential = (response) => ({ id, rawId: id, type: "public-key", authenticatorAttachment: "platform", clientExtensionResults: {}, response });
+  return {
+    id,
+    // navigator.credentials.create: user present and verified (0x05), attested key data (0x40).
+    create(options) {
+      userHandle = options.user.id;
+      const key = cbor(new Map([[1, 2], [3, -7], [-1, 1], [-2, Buffer.from(jwk.x, "base64url")], [-3, Buffer.from(jwk.y, "base64url")]]));
+      const length = Buffer.alloc(2);
+      length.writeUInt16BE(rawId.length);
+      const data = authData(options.rp.id, 0x45, Buffer.concat([Buffer.alloc(16), length, rawId, key]));
+      const attestation = cbor(new Map([["fmt", "none"], ["attStmt", new Map()], ["authData", data]]));
+      return credential({
+        clientDataJSON: clientData("webauthn.create", options.challenge).toString("base64url"),
+        attestationObject: attestation.toString("base64url"),
+        transports: ["internal"],
+      });
+    },
+    // navigator.credentials.get: a signature over the authenticator data and the client data.
+    get(options) {
+      counter += 1;
+      const data = authData(options.rpId, 0x05);
+      const client = clientData("webauthn.get", options.challenge);
+      const signature = sign("sha256", Buffer.concat([data, sha256(client)]), privateKey);
+      return credential({
+        clientDataJSON: client.toString("base64url"),
+        authenticatorData: data.toString("base64url"),
+        signature: signature.toString("base64url"),
+        userHandle,
+      });
+    },
+  };
+}
+
+const bogusCredential = { id: "bogus", rawId: "bogus", type: "public-key", response: {} };
+
+// 9. Passkeys: registration from the session, sign-in with no address, list, rename, removal.
 async function passkeyFlow() {
   const flow = "passkey";
   const email = fresh("passkey");
   const a = browser();
   await step(flow, "register-options-signed-out", (o) => a.client.passkey.generateRegisterOptions({ fetchOptions: o }));
   await signUp(flow, a, email);
-  const reg = await step(flow, "register-options", (o) => a.client.passkey.generateRegisterOptions({ fetchOptions: o }));
-  expect(reg, 200, "generate-register-options");
-  await step(flow, "register-options-platform", (o) =>
-    a.client.passkey.generateRegisterOptions({ query: { authenticatorAttachment: "platform", name: "Laptop" }, fetchOptions: o }),
+  expect(await step(flow, "register-options", (o) => a.client.passkey.generateRegisterOptions({ fetchOptions: o })), 200, "generate-register-options");
+  await step(flow, "verify-registration-garbage", (o) => a.client.passkey.verifyRegistration({ response: bogusCredential, fetchOptions: o }));
+  await step(flow, "verify-registration-no-challenge", (o) => a.client.passkey.verifyRegistration({ response: bogusCredential, fetchOptions: o }));
+  await step(flow, "list-user-passkeys-none", (o) => a.client.passkey.listUserPasskeys({ fetchOptions: o }));
+
+  const key = softAuthenticator();
+  const options = expect(
+    await step(flow, "register-options-platform", (o) =>
+      a.client.passkey.generateRegisterOptions({ query: { authenticatorAttachment: "platform", name: "Laptop" }, fetchOptions: o }),
+    ),
+    200,
+    "generate-register-options",
   );
-  await step(flow, "list-user-passkeys", (o) => a.client.passkey.listUserPasskeys({ fetchOptions: o }));
-  await step(flow, "verify-registration-garbage", (o) =>
-    a.client.passkey.verifyRegistration({ response: { id: "bogus", rawId: "bogus", type: "public-key", response: {} }, fetchOptions: o }),
-  );
-  await step(flow, "verify-registration-no-challenge", (o) =>
-    a.client.passkey.verifyRegistration({ response: { id: "bogus", rawId: "bogus", type: "public-key", response: {} }, fetchOptions: o }),
-  );
-  await step(flow, "delete-passkey-unknown", (o) => a.client.passkey.deletePasskey({ id: "no-such-passkey", fetchOptions: o }));
-  await step(flow, "update-passkey-unknown", (o) => a.client.passkey.updatePasskey({ id: "no-such-passkey", name: "x", fetchOptions: o }));
-  await step(flow, "authenticate-options-signed-in", (o) => a.client.passkey.generateAuthenticateOptions({ fetchOptions: o }));
-  const b = browser();
+  const created = key.create(options);
   expect(
+    await step(flow, "verify-registration", (o) => a.client.passkey.verifyRegistration({ response: created, name: "Telefono", fetchOptions: o })),
+    200,
+    "verify-registration",
+  );
+  await step(flow, "verify-registration-replayed", (o) => a.client.passkey.verifyRegistration({ response: created, fetchOptions: o }));
+  const listed = expect(await step(flow, "list-user-passkeys", (o) => a.client.passkey.listUserPasskeys({ fetchOptions: o })), 200, "list");
+  if (listed.length !== 1 || listed[0].credentialID !== key.id) fail(`${flow}: the new passkey is not listed: ${JSON.stringify(listed)}`);
+  const passkeyId = listed[0].id;
+  await step(flow, "update-passkey", (o) => a.client.passkey.updatePasskey({ id: passkeyId, name: "Telefono di Ada", fetchOptions: o }));
+  await step(flow, "update-passkey-unknown", (o) => a.client.passkey.updatePasskey({ id: "no-such-passkey", name: "x", fetchOptions: o }));
+  await step(flow, "delete-passkey-unknown", (o) => a.client.passkey.deletePasskey({ id: "no-such-passkey", fetchOptions: o }));
+  await step(flow, "authenticate-options-signed-in", (o) => a.client.passkey.generateAuthenticateOptions({ fetchOptions: o }));
+
+  // Another browser, signed out: the passkey alone signs in.
+  const b = browser();
+  const request = expect(
     await step(flow, "authenticate-options", (o) => b.client.passkey.generateAuthenticateOptions({ fetchOptions: o })),
     200,
     "generate-authenticate-options",
   );
-  await step(flow, "verify-authentication-unknown-credential", (o) =>
-    b.client.passkey.verifyAuthentication({ response: { id: "bogus", rawId: "bogus", type: "public-key", response: {} }, fetchOptions: o }),
-  );
-  await step(flow, "verify-authentication-no-challenge", (o) =>
-    b.client.passkey.verifyAuthentication({ response: { id: "bogus", rawId: "bogus", type: "public-key", response: {} }, fetchOptions: o }),
-  );
-  await step(flow, "list-user-passkeys-signed-out", (o) => b.client.passkey.listUserPasskeys({ fetchOptions: o }));
+  const asserted = key.get(request);
+  expect(await step(flow, "verify-authentication", (o) => b.client.passkey.verifyAuthentication({ response: asserted, fetchOptions: o })), 200, "verify-authentication");
+  const session = await step(flow, "get-session-after-passkey", (o) => b.client.getSession({ fetchOptions: o }));
+  if (session.body?.user?.email !== email) fail(`${flow}: the passkey did not sign ${email} in`);
+  await step(flow, "verify-authentication-replayed", (o) => b.client.passkey.verifyAuthentication({ response: asserted, fetchOptions: o }));
+
+  const c = browser();
+  await step(flow, "authenticate-options-again", (o) => c.client.passkey.generateAuthenticateOptions({ fetchOptions: o }));
+  await step(flow, "verify-authentication-unknown-credential", (o) => c.client.passkey.verifyAuthentication({ response: bogusCredential, fetchOptions: o }));
+  await step(flow, "verify-authentication-no-challenge", (o) => c.client.passkey.verifyAuthentication({ response: bogusCredential, fetchOptions: o }));
+  await step(flow, "list-user-passkeys-signed-out", (o) => c.client.passkey.listUserPasskeys({ fetchOptions: o }));
+
+  // Removed, the key signs nobody in.
+  await step(flow, "delete-passkey", (o) => a.client.passkey.deletePasskey({ id: passkeyId, fetchOptions: o }));
+  await step(flow, "list-user-passkeys-after-delete", (o) => a.client.passkey.listUserPasskeys({ fetchOptions: o }));
+  const d = browser();
+  const again = expect(await step(flow, "authenticate-options-after-delete", (o) => d.client.passkey.generateAuthenticateOptions({ fetchOptions: o })), 200, "options");
+  await step(flow, "verify-authentication-deleted", (o) => d.client.passkey.verifyAuthentication({ response: key.get(again), fetchOptions: o }));
 }
 
 // 10. Change of e-mail: at once for an unverified address, after the link (or code) for a verified one.
