@@ -57,6 +57,24 @@ fn normalise(template: &str) -> String {
     out
 }
 
+/// Every local `$ref` under `value` that names nothing in `doc` (a schema used but never
+/// registered), which a validator refuses the whole document for.
+fn unresolved_refs(doc: &Value, value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(target)) = map.get("$ref")
+                && let Some(pointer) = target.strip_prefix('#')
+                && doc.pointer(pointer).is_none()
+            {
+                out.push(target.clone());
+            }
+            map.values().for_each(|v| unresolved_refs(doc, v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| unresolved_refs(doc, v, out)),
+        _ => {}
+    }
+}
+
 /// Whether a response says that no route exists for this path, or none for this method: the
 /// router's 404 `NOT_FOUND` "no such route" (not a handler's 404 for a missing resource) and 405.
 async fn unrouted(resp: reqwest::Response) -> bool {
@@ -96,6 +114,26 @@ async fn served_document(http: &reqwest::Client, base: &str, expected: Value) ->
     assert_eq!(resp.status(), 200);
     let doc: Value = resp.json().await.expect("/openapi.json is JSON");
     assert_eq!(doc["openapi"], "3.1.0");
+    let mut dangling = Vec::new();
+    unresolved_refs(&doc, &doc, &mut dangling);
+    assert!(dangling.is_empty(), "references to nothing: {dangling:?}");
+    let paths = doc["paths"].as_object().cloned().unwrap_or_default();
+    for (path, operations) in &paths {
+        let operations = operations.as_object().cloned().unwrap_or_default();
+        for parameter in operations
+            .values()
+            .filter_map(|op| op["parameters"].as_array())
+            .flatten()
+        {
+            if parameter["in"] == "path" {
+                let name = parameter["name"].as_str().unwrap_or_default();
+                assert!(
+                    path.contains(&format!("{{{name}}}")),
+                    "{path}: the path parameter `{name}` is not in the path"
+                );
+            }
+        }
+    }
     assert_eq!(
         doc, expected,
         "/openapi.json serves the document the binary prints"

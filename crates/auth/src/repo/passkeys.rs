@@ -14,6 +14,7 @@ use crate::passkey::Registered;
 #[derive(Debug, Queryable, Selectable, Serialize, ToSchema)]
 #[diesel(table_name = passkey, check_for_backend(diesel::pg::Pg))]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Passkey)]
 pub struct Listed {
     pub id: String,
     #[schema(required = true)]

@@ -26,7 +26,9 @@ use crate::state::AppState;
 
 #[derive(Debug, Deserialize, ToSchema, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct RegisterOptionsQuery {
+    #[param(inline)]
     authenticator_attachment: Option<Attachment>,
     /// The name the authenticator shows for the account (the address otherwise).
     name: Option<String>,
