@@ -115,10 +115,15 @@ async fn two_replicas_drain_a_backlog_in_batches_each_message_once() {
         ),
         300
     );
+    // Claimed one by one, each message costs at least two transactions (its claim and its
+    // settlement): 600 here. Batches cost a few dozen, plus the idle sender's look every 100 ms
+    // while the other is busy, which grows with the time the drain takes on a loaded machine;
+    // fewer transactions than messages tells the two apart at any speed.
     let used = commits(&w) - before;
     assert!(
-        used < 200,
-        "{used} transactions for 300 messages: the backlog was not claimed in batches"
+        used < people.len() as i64,
+        "{used} transactions for {} messages: the backlog was not claimed in batches",
+        people.len()
     );
 }
 
