@@ -47,10 +47,7 @@ pub async fn generate_register_options(
     let me = fresh(current)?;
     let query = query.into_inner();
     let _ = query.context;
-    let name = match query.name.as_deref() {
-        Some(name) => Some(passkey::valid_name(name).ok_or_else(bad_name)?),
-        None => None,
-    };
+    let name = optional_name(query.name.as_deref())?;
     let rp = relying_party(&state)?;
     limit_for_user(&req, &state, &me.user.id, "passkey-register").await?;
     let user_id = me.user.id.clone();
@@ -122,10 +119,7 @@ pub async fn verify_registration(
     let me = fresh(current)?;
     let input = body.value;
     let _ = input.create_session;
-    let name = match input.name.as_deref() {
-        Some(name) => Some(passkey::valid_name(name).ok_or_else(bad_name)?),
-        None => None,
-    };
+    let name = optional_name(input.name.as_deref())?;
     let rp = relying_party(&state)?;
     limit_for_user(&req, &state, &me.user.id, "passkey-register").await?;
     let Ceremony::Registration {
@@ -199,7 +193,10 @@ pub async fn verify_authentication(
         .ok_or_else(|| ApiError::bad("AUTHENTICATION_FAILED"))?;
     let failed = || ApiError::bad("AUTHENTICATION_FAILED");
     let credential: Result<PublicKeyCredential, _> = serde_json::from_value(response);
-    let user_id = state
+    let origin = crate::client::origin(&req, &state.settings.trusted_proxies);
+    let base_url = state.settings.auth.base_url.clone();
+    // The key's new counter and the session it opens are committed together.
+    let (session, user, mailed) = state
         .db
         .write(move |conn| {
             let Some((id, user_id, stored)) = passkeys::find_for_sign_in(conn, &credential_id)?
@@ -218,11 +215,16 @@ pub async fn verify_authentication(
                 let updated = Registered::of(&key, None).map_err(ApiError::internal)?;
                 passkeys::update_after_sign_in(conn, &id, &updated)?;
             }
-            Ok::<_, ApiError>(user_id)
+            let user = users::find_by_id(conn, &user_id)?
+                .ok_or(ApiError::Unauthorized("PASSKEY_NOT_FOUND"))?;
+            let (session, mailed) =
+                crate::activity::signed_in(conn, &user.id, true, &origin, &base_url, Utc::now())?;
+            Ok::<_, ApiError>((session, user, mailed))
         })
         .await?;
-    let user = load_user(&state, user_id).await?;
-    let session = state.open_session(&req, &user, true).await?;
+    if mailed {
+        state.wake_mailer();
+    }
     tracing::info!(user_id = %user.id, "signed in with a passkey");
     Ok(HttpResponse::Ok()
         .append_header((
@@ -392,14 +394,6 @@ fn ceremony_identifier(token: &str) -> String {
     format!("passkey-{}", keys::token_digest(token))
 }
 
-async fn load_user(state: &AppState, user_id: UserId) -> Result<session::User, ApiError> {
-    state
-        .db
-        .read(move |conn| users::find_by_id(conn, &user_id))
-        .await?
-        .ok_or(ApiError::Unauthorized("PASSKEY_NOT_FOUND"))
-}
-
 fn decode_id(id: &str) -> Option<webauthn_rs::prelude::CredentialID> {
     use base64::Engine;
     base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -413,6 +407,12 @@ fn challenge_not_found() -> ApiError {
 
 fn not_found() -> ApiError {
     ApiError::NotFound("PASSKEY_NOT_FOUND")
+}
+
+/// A passkey name the client may leave out: when given, valid ([`passkey::valid_name`]).
+fn optional_name(name: Option<&str>) -> Result<Option<String>, ApiError> {
+    name.map(|n| passkey::valid_name(n).ok_or_else(bad_name))
+        .transpose()
 }
 
 fn bad_name() -> ApiError {
