@@ -62,6 +62,58 @@ pub const MAX_BACKDATE: Duration = Duration::days(7);
 /// read of all of it (statistics, export), can grow.
 pub const MAX_FASTS_PER_DAY: i64 = 20;
 
+/// How far back a corrected or recorded past fast may start. Imported history is not bound by it.
+pub const MAX_CORRECTION_AGE: Duration = Duration::days(365);
+
+/// Why the times of a corrected or recorded past fast are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanError {
+    /// The start is not before the end (a fast has a length).
+    EndNotAfterStart,
+    StartInFuture,
+    EndInFuture,
+    /// The start lies more than [`MAX_CORRECTION_AGE`] before now.
+    TooOld,
+}
+
+impl SpanError {
+    /// The field the client should correct and what is wrong with it.
+    pub fn field_and_rule(self) -> (&'static str, &'static str) {
+        match self {
+            Self::EndNotAfterStart => ("endedAt", "must be after startedAt"),
+            Self::StartInFuture => ("startedAt", "must not be in the future"),
+            Self::EndInFuture => ("endedAt", "must not be in the future"),
+            Self::TooOld => ("startedAt", "may lie at most 365 days in the past"),
+        }
+    }
+}
+
+/// The rules every correction and every recorded past fast obeys: start before end, neither in
+/// the future, the start at most [`MAX_CORRECTION_AGE`] ago (unless `imported`). `end` is `None`
+/// for a running fast. Overlap with other fasts needs the person's history: see the repository.
+pub fn check_span(
+    start: DateTime<Utc>,
+    end: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+    imported: bool,
+) -> Result<(), SpanError> {
+    if start > now {
+        return Err(SpanError::StartInFuture);
+    }
+    if let Some(end) = end {
+        if end > now {
+            return Err(SpanError::EndInFuture);
+        }
+        if end <= start {
+            return Err(SpanError::EndNotAfterStart);
+        }
+    }
+    if !imported && start < now - MAX_CORRECTION_AGE {
+        return Err(SpanError::TooOld);
+    }
+    Ok(())
+}
+
 /// How long a person can take back what one tap did: resume a fast they just ended, or un-mark
 /// a dinner together with the fast it started. Long enough to notice the slip, short enough that
 /// the history it changes is still the moment just past.

@@ -4,9 +4,11 @@
 //! Time is always passed in. "Today", days, weeks and months are those of the product time zone,
 //! Europe/Rome, whose daylight-saving changes make some days 23 or 25 hours long.
 
+pub mod body;
 pub mod email;
 pub mod fasting;
 pub mod licensing;
+pub mod locale;
 pub mod meals;
 pub mod notifications;
 pub mod protocol;

@@ -13,6 +13,7 @@ pub mod auth {
             created_at -> Timestamptz,
             updated_at -> Timestamptz,
             two_factor_enabled -> Bool,
+            locale -> Text,
         }
     }
 
@@ -156,6 +157,43 @@ pub mod nutrition {
             weekly_weigh_in -> Bool,
             created_at -> Timestamptz,
             updated_at -> Timestamptz,
+            weight_goal_hg -> Nullable<Int4>,
+            height_cm -> Nullable<Int2>,
+            water_goal_ml -> Int4,
+            long_fast_acknowledged -> Bool,
+        }
+    }
+
+    diesel::table! {
+        nutrition.weight (id) {
+            id -> Text,
+            user_id -> Text,
+            measured_on -> Date,
+            weight_hg -> Int4,
+            note -> Nullable<Text>,
+            created_at -> Timestamptz,
+        }
+    }
+
+    diesel::table! {
+        nutrition.water (id) {
+            id -> Text,
+            user_id -> Text,
+            ml -> Int4,
+            at -> Timestamptz,
+            day -> Date,
+            created_at -> Timestamptz,
+        }
+    }
+
+    diesel::table! {
+        nutrition.idempotency (user_id, key) {
+            user_id -> Text,
+            key -> Text,
+            request -> Text,
+            status -> Int2,
+            body -> Jsonb,
+            created_at -> Timestamptz,
         }
     }
 
@@ -241,7 +279,10 @@ pub mod nutrition {
         meal_slot,
         device_token,
         pause_period,
-        test_push_limit
+        test_push_limit,
+        weight,
+        water,
+        idempotency
     );
 }
 
