@@ -37,6 +37,9 @@ pub enum ApiError {
     TooLarge(String),
     #[error("request body must be application/json")]
     UnsupportedMediaType,
+    /// 415 for a route whose body is not JSON.
+    #[error("request body must be {0}")]
+    UnsupportedMediaTypeOf(&'static str),
     #[error("the service is temporarily unavailable")]
     Unavailable,
     #[error("internal error: {0}")]
@@ -59,7 +62,9 @@ impl ResponseError for ApiError {
             Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::UnsupportedMediaType | Self::UnsupportedMediaTypeOf(_) => {
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            }
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -85,7 +90,9 @@ impl ResponseError for ApiError {
                 return resp;
             }
             Self::TooLarge(m) => ("PAYLOAD_TOO_LARGE", m.clone()),
-            Self::UnsupportedMediaType => ("UNSUPPORTED_MEDIA_TYPE", self.to_string()),
+            Self::UnsupportedMediaType | Self::UnsupportedMediaTypeOf(_) => {
+                ("UNSUPPORTED_MEDIA_TYPE", self.to_string())
+            }
             Self::Unavailable => ("SERVICE_UNAVAILABLE", "please try again shortly".to_owned()),
             Self::Internal(cause) => {
                 tracing::error!(%cause, "request failed");

@@ -97,6 +97,96 @@ pub fn check_instant(field: &str, raw: &str) -> Result<DateTime<Utc>, ApiError> 
     in_range(t).map_err(|()| invalid(field, RANGE_RULE))
 }
 
+/// The `Idempotency-Key` of a write, with the method and path it was sent to: a retry of the same
+/// write under the same key answers the first result again (see [`crate::repo::idempotency`]).
+#[derive(Debug, Clone)]
+pub struct IdempotencyKey {
+    pub key: String,
+    /// `POST /me/water`: what the key was first used for must be what it is used for again.
+    pub request: String,
+}
+
+/// Longest key accepted.
+pub const MAX_IDEMPOTENCY_KEY: usize = 64;
+
+/// The request's key, `None` without the header; 400 for a key that is empty, longer than
+/// [`MAX_IDEMPOTENCY_KEY`] or not printable ASCII.
+pub fn idempotency_key(req: &actix_web::HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {
+    let mut values = req.headers().get_all("idempotency-key");
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(invalid("Idempotency-Key", "must be sent once"));
+    }
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|k| !k.is_empty() && k.len() <= MAX_IDEMPOTENCY_KEY)
+        .filter(|k| k.bytes().all(|b| b.is_ascii_graphic()))
+        .ok_or_else(|| {
+            invalid(
+                "Idempotency-Key",
+                "must be 1 to 64 printable ASCII characters",
+            )
+        })?;
+    Ok(Some(IdempotencyKey {
+        key: key.to_owned(),
+        request: format!("{} {}", req.method(), req.path()),
+    }))
+}
+
+/// An optional [`IdempotencyKey`]: a write without the header is simply not remembered.
+#[derive(Debug, Clone)]
+pub struct MaybeIdempotencyKey(pub Option<IdempotencyKey>);
+
+impl actix_web::FromRequest for MaybeIdempotencyKey {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &actix_web::HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+        std::future::ready(idempotency_key(req).map(Self))
+    }
+}
+
+/// Largest file `POST /me/fast-events/import` reads.
+pub const MAX_IMPORT_BYTES: usize = 1024 * 1024;
+
+/// A `text/csv` body of at most [`MAX_IMPORT_BYTES`], as UTF-8 text without a byte-order mark
+/// (which spreadsheets write) and without NUL.
+#[derive(Debug)]
+pub struct CsvBody(pub String);
+
+impl actix_web::FromRequest for CsvBody {
+    type Error = ApiError;
+    type Future = service_kit::http::BodyFuture<Self, ApiError>;
+
+    fn from_request(
+        req: &actix_web::HttpRequest,
+        payload: &mut actix_web::dev::Payload,
+    ) -> Self::Future {
+        let csv = req
+            .headers()
+            .get(actix_web::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("text/csv"));
+        if !csv {
+            return Box::pin(std::future::ready(Err(ApiError::UnsupportedMediaTypeOf(
+                "text/csv",
+            ))));
+        }
+        service_kit::http::from_body(req, payload, MAX_IMPORT_BYTES, |_, bytes| {
+            let text =
+                std::str::from_utf8(&bytes).map_err(|_| invalid("body", "must be UTF-8 text"))?;
+            if text.contains('\0') {
+                return Err(invalid("body", "must not contain the NUL character"));
+            }
+            Ok(CsvBody(text.trim_start_matches('\u{feff}').to_owned()))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 //! nutrition-api: the signed-in user's routes under `/me`.
 
 pub mod error;
+pub mod import;
 pub mod input;
 pub mod model;
 pub mod openapi;

@@ -16,7 +16,9 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, Securi
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::model::{Fast, Symptoms};
-use crate::routes::fasts::{Empty, EndFast, ListQuery, PatchFast, StartFast};
+use crate::repo::water::Drink;
+use crate::repo::weights::Weight;
+use crate::routes::fasts::{Empty, EndFast, ImportReport, ListQuery, PatchFast, StartFast};
 use crate::routes::notifications::{
     Device, Keys, PatchSettings, RegisterDevice, RemoveDevice, Settings as NotificationSettings,
 };
@@ -24,6 +26,8 @@ use crate::routes::pause::PauseBody;
 use crate::routes::plans::{CreatePlan, DayIn, SlotIn, SlotView};
 use crate::routes::preferences::{PatchPreferences, Preferences};
 use crate::routes::recipes::RecipeQuery;
+use crate::routes::water::{AddWater, DayQuery, WaterDay};
+use crate::routes::weights::{Range as WeightRange, RecordWeight, Weights};
 
 /// `GET /me`'s user: auth's user plus the fasting pause and the preferences.
 #[derive(ToSchema)]
@@ -195,18 +199,21 @@ fn preferences_patch() {}
     ))]
 fn fasts_list() {}
 
-/// `POST /me/fast-events`: starts a fast, now or up to 7 days in the past.
+/// `POST /me/fast-events`: starts a fast, now or up to 7 days in the past; with `endedAt` too,
+/// records a past fast (at most 365 days ago, overlapping no other).
 #[utoipa::path(post, path = "/me/fast-events", tag = "fasting",
+    params(("Idempotency-Key" = Option<String>, Header, description = "1 to 64 printable ASCII characters: a retry with the same key within 24 h answers the first success again and changes nothing more.")),
     request_body(content = Option<StartFast>, description = "May be empty: the preferred protocol, now.",
         example = json!({"protocol": "16:8", "startedAt": "2026-11-22T20:00:00Z"})),
     responses(
-        (status = 201, description = "The fast started.", body = Fast, example = json!(fast_example())),
+        (status = 200, description = "A retry under the same `Idempotency-Key`: the first answer.", body = Fast, example = json!(fast_example())),
+        (status = 201, description = "The fast started (or was recorded).", body = Fast, example = json!(fast_example())),
         (status = 400, description = "No protocol at all, an unknown one, or a start in the future or more than 7 days ago.",
             body = ErrorBody, example = json!({"code": "VALIDATION_ERROR", "message": "protocol: is required when no preferred protocol is set"})),
-        (status = 409, description = "A fast is already running.", body = ErrorBody,
+        (status = 409, description = "A fast is already running (`FAST_ALREADY_RUNNING`), or the past fast overlaps another (`FAST_OVERLAP`).", body = ErrorBody,
             example = json!({"code": "FAST_ALREADY_RUNNING", "message": "a fast is already running"})),
-        (status = 422, description = "20 fasts already started on that day (Europe/Rome).", body = ErrorBody,
-            example = json!({"code": "DAILY_LIMIT_REACHED", "message": "at most 20 fasts may start on one day"})),
+        (status = 422, description = "A limit (`DAILY_LIMIT_REACHED`), or an `Idempotency-Key` first used for another request (`IDEMPOTENCY_KEY_REUSED`).", body = ErrorBody,
+            example = json!({"code": "IDEMPOTENCY_KEY_REUSED", "message": "this Idempotency-Key was used for another request"})),
     ))]
 fn fasts_start() {}
 
@@ -229,22 +236,126 @@ fn fasts_current() {}
     ))]
 fn fasts_one() {}
 
-/// `PATCH /me/fast-events/{id}`: the symptom diary; status and timer are untouched.
+/// `PATCH /me/fast-events/{id}`: the symptom diary, and corrections of the start, the end (of an
+/// ended fast) and the protocol; the status is computed again.
 #[utoipa::path(patch, path = "/me/fast-events/{id}", tag = "fasting",
-    params(("id" = String, Path, description = "The fast's id")),
-    request_body(content = PatchFast, example = json!({"symptoms": {"headache": false, "energy": 7, "hunger": 5, "clarity": 8, "note": "Bene"}})),
+    params(("id" = String, Path, description = "The fast's id"), ("Idempotency-Key" = Option<String>, Header, description = "1 to 64 printable ASCII characters: a retry with the same key within 24 h answers the first success again and changes nothing more.")),
+    request_body(content = PatchFast, example = json!({"startedAt": "2026-11-22T19:00:00Z", "symptoms": {"headache": false, "energy": 7, "hunger": 5, "clarity": 8, "note": "Bene"}})),
     responses(
-        (status = 200, description = "The fast with its symptoms.", body = Fast, example = json!(fast_example())),
-        (status = 400, description = "A value out of range.", body = ErrorBody,
+        (status = 200, description = "The corrected fast.", body = Fast, example = json!(fast_example())),
+        (status = 400, description = "A value out of range, times out of order, in the future or more than 365 days ago, or an end for a running fast.", body = ErrorBody,
             example = json!({"code": "VALIDATION_ERROR", "message": "symptoms.energy: must be from 1 to 10"})),
         (status = 404, description = "No such fast of this user.", body = ErrorBody,
             example = json!({"code": "NOT_FOUND", "message": "no such resource"})),
+        (status = 409, description = "The corrected times overlap another fast.", body = ErrorBody,
+            example = json!({"code": "FAST_OVERLAP", "message": "this fast would overlap another one"})),
+        (status = 422, description = "A limit (`DAILY_LIMIT_REACHED`), or an `Idempotency-Key` first used for another request (`IDEMPOTENCY_KEY_REUSED`).", body = ErrorBody,
+            example = json!({"code": "IDEMPOTENCY_KEY_REUSED", "message": "this Idempotency-Key was used for another request"})),
     ))]
 fn fasts_patch() {}
 
+/// `DELETE /me/fast-events/{id}`: the fast leaves history, statistics and streaks.
+#[utoipa::path(delete, path = "/me/fast-events/{id}", tag = "fasting",
+    params(("id" = String, Path, description = "The fast's id")),
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 404, description = "No such fast of this user.", body = ErrorBody,
+            example = json!({"code": "NOT_FOUND", "message": "no such resource"})),
+    ))]
+fn fasts_delete() {}
+
+/// `POST /me/fast-events/import`: Zero's CSV export or this app's, at most 1 MiB and 5,000 rows.
+#[utoipa::path(post, path = "/me/fast-events/import", tag = "fasting",
+    request_body(content = String, content_type = "text/csv",
+        example = json!("Date,Start,End,Hours,Night Eating\n1/17/21,19:15,12:00,16,1\n")),
+    responses(
+        (status = 200, description = "What was imported and which lines were skipped, with why.", body = ImportReport,
+            example = json!({"imported": 1, "skipped": [{"line": 3, "reason": "overlaps another fast"}]})),
+        (status = 400, description = "Neither format, or not UTF-8.", body = ErrorBody,
+            example = json!({"code": "VALIDATION_ERROR", "message": "body: must be Zero's export (Date, Start, End) or this app's (protocol, startedAt, endedAt)"})),
+        (status = 413, description = "More than 1 MiB or 5,000 rows.", body = ErrorBody,
+            example = json!({"code": "PAYLOAD_TOO_LARGE", "message": "request body is larger than 1048576 bytes"})),
+        (status = 415, description = "Not `text/csv`.", body = ErrorBody,
+            example = json!({"code": "UNSUPPORTED_MEDIA_TYPE", "message": "request body must be text/csv"})),
+    ))]
+fn fasts_import() {}
+
+/// `GET /me/weights`: the weights of a range, oldest first, with the 7-day trend, the goal and
+/// the BMI of the latest weight.
+#[utoipa::path(get, path = "/me/weights", tag = "body",
+    params(WeightRange),
+    responses(
+        (status = 200, description = "The weights.", body = Weights,
+            example = json!({"items": [{"id": "wgt_1", "kg": 72.4, "measuredOn": "2026-11-23", "note": null, "createdAt": "2026-11-23T07:10:00Z"}],
+                "trend": [{"date": "2026-11-23", "kg": 72.4}], "goalKg": 70.0, "heightCm": 175, "bmi": 23.6})),
+        (status = 400, description = "A date that does not parse, or `to` before `from`.", body = ErrorBody,
+            example = json!({"code": "VALIDATION_ERROR", "message": "from: must be a date (YYYY-MM-DD)"})),
+    ))]
+fn weights_list() {}
+
+/// `POST /me/weights`: one weight per day; a second one the same day replaces the first.
+#[utoipa::path(post, path = "/me/weights", tag = "body",
+    params(("Idempotency-Key" = Option<String>, Header, description = "1 to 64 printable ASCII characters: a retry with the same key within 24 h answers the first success again and changes nothing more.")),
+    request_body(content = RecordWeight, example = json!({"kg": 72.4, "measuredOn": "2026-11-23", "note": "dopo la corsa"})),
+    responses(
+        (status = 200, description = "It replaced that day's weight (or a retry's first answer).", body = Weight),
+        (status = 201, description = "Recorded.", body = Weight,
+            example = json!({"id": "wgt_1", "kg": 72.4, "measuredOn": "2026-11-23", "note": "dopo la corsa", "createdAt": "2026-11-23T07:10:00Z"})),
+        (status = 400, description = "`kg` outside 20.0–400.0 or with two decimals, a date in the future, a note over 500 characters.", body = ErrorBody,
+            example = json!({"code": "VALIDATION_ERROR", "message": "kg: must be 20.0 to 400.0 with at most one decimal"})),
+        (status = 422, description = "A limit (`DAILY_LIMIT_REACHED`), or an `Idempotency-Key` first used for another request (`IDEMPOTENCY_KEY_REUSED`).", body = ErrorBody,
+            example = json!({"code": "IDEMPOTENCY_KEY_REUSED", "message": "this Idempotency-Key was used for another request"})),
+    ))]
+fn weights_record() {}
+
+/// `DELETE /me/weights/{id}`.
+#[utoipa::path(delete, path = "/me/weights/{id}", tag = "body",
+    params(("id" = String, Path, description = "The weight's id")),
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 404, description = "No such weight of this user.", body = ErrorBody,
+            example = json!({"code": "NOT_FOUND", "message": "no such resource"})),
+    ))]
+fn weights_delete() {}
+
+/// `GET /me/water`: the drinks of a Rome day (default today), their total and the goal.
+#[utoipa::path(get, path = "/me/water", tag = "body",
+    params(DayQuery),
+    responses(
+        (status = 200, description = "The day.", body = WaterDay,
+            example = json!({"date": "2026-11-23", "totalMl": 750, "goalMl": 2000, "items": [{"id": "wtr_1", "ml": 250, "at": "2026-11-23T08:00:00Z"}]})),
+        (status = 400, description = "A date that does not parse.", body = ErrorBody,
+            example = json!({"code": "VALIDATION_ERROR", "message": "date: must be a date (YYYY-MM-DD)"})),
+    ))]
+fn water_day() {}
+
+/// `POST /me/water`: a drink, now; at most 50 a day.
+#[utoipa::path(post, path = "/me/water", tag = "body",
+    params(("Idempotency-Key" = Option<String>, Header, description = "1 to 64 printable ASCII characters: a retry with the same key within 24 h answers the first success again and changes nothing more.")),
+    request_body(content = AddWater, example = json!({"ml": 250})),
+    responses(
+        (status = 200, description = "A retry's first answer.", body = Drink),
+        (status = 201, description = "Recorded.", body = Drink, example = json!({"id": "wtr_1", "ml": 250, "at": "2026-11-23T08:00:00Z"})),
+        (status = 400, description = "`ml` outside 50–2000.", body = ErrorBody,
+            example = json!({"code": "VALIDATION_ERROR", "message": "ml: must be a whole number from 50 to 2000"})),
+        (status = 422, description = "A limit (`DAILY_LIMIT_REACHED`), or an `Idempotency-Key` first used for another request (`IDEMPOTENCY_KEY_REUSED`).", body = ErrorBody,
+            example = json!({"code": "IDEMPOTENCY_KEY_REUSED", "message": "this Idempotency-Key was used for another request"})),
+    ))]
+fn water_add() {}
+
+/// `DELETE /me/water/{id}`.
+#[utoipa::path(delete, path = "/me/water/{id}", tag = "body",
+    params(("id" = String, Path, description = "The drink's id")),
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 404, description = "No such drink of this user.", body = ErrorBody,
+            example = json!({"code": "NOT_FOUND", "message": "no such resource"})),
+    ))]
+fn water_delete() {}
+
 /// `POST /me/fast-events/{id}/end`: COMPLETED at or after the planned end, else ENDED_EARLY.
 #[utoipa::path(post, path = "/me/fast-events/{id}/end", tag = "fasting",
-    params(("id" = String, Path, description = "The fast's id")),
+    params(("id" = String, Path, description = "The fast's id"), ("Idempotency-Key" = Option<String>, Header, description = "1 to 64 printable ASCII characters: a retry with the same key within 24 h answers the first success again and changes nothing more.")),
     request_body(content = Option<EndFast>, description = "May be empty: ends now.",
         example = json!({"endedAt": "2026-11-23T12:05:00Z"})),
     responses(
@@ -255,6 +366,8 @@ fn fasts_patch() {}
             example = json!({"code": "NOT_FOUND", "message": "no such resource"})),
         (status = 409, description = "The fast has already ended.", body = ErrorBody,
             example = json!({"code": "FAST_NOT_RUNNING", "message": "this fast is not running"})),
+        (status = 422, description = "An `Idempotency-Key` first used for another request.", body = ErrorBody,
+            example = json!({"code": "IDEMPOTENCY_KEY_REUSED", "message": "this Idempotency-Key was used for another request"})),
     ))]
 fn fasts_end() {}
 
@@ -507,7 +620,8 @@ impl Modify for Shared {
     ),
     paths(
         me, preferences_get, preferences_patch, export,
-        fasts_list, fasts_start, fasts_current, fasts_one, fasts_patch, fasts_end, fasts_resume, fasts_suggestions,
+        fasts_list, fasts_start, fasts_current, fasts_one, fasts_patch, fasts_delete, fasts_end, fasts_resume, fasts_suggestions,
+        fasts_import, weights_list, weights_record, weights_delete, water_day, water_add, water_delete,
         stats, pause_get, pause_set,
         plans_create, plans_today, plans_one, plans_consume, plans_unconsume,
         recipes_list, recipes_one,
@@ -518,7 +632,8 @@ impl Modify for Shared {
     modifiers(&Shared),
     tags(
         (name = "account", description = "The user and their preferences."),
-        (name = "fasting", description = "Fasts, the symptom diary, statistics and the pause."),
+        (name = "fasting", description = "Fasts, the symptom diary, corrections, import, statistics and the pause."),
+        (name = "body", description = "Weight and water."),
         (name = "meal plans", description = "Plans, today's slots, consuming meals."),
         (name = "recipes", description = "The recipe catalogue."),
         (name = "notifications", description = "Push subscriptions and notification settings."),

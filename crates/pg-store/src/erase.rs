@@ -11,7 +11,8 @@ use diesel::sql_types::Text;
 
 use crate::schema::auth::{account, mail_outbox, passkey, rate_limit, session, two_factor, user};
 use crate::schema::nutrition::{
-    device_token, fast_event, meal_plan, meal_slot, pause_period, profile, test_push_limit,
+    device_token, fast_event, idempotency, meal_plan, meal_slot, pause_period, profile,
+    test_push_limit, water, weight,
 };
 use crate::schema::scheduler::outbox;
 
@@ -127,6 +128,19 @@ pub fn erase_user(
         note(
             "nutrition.fast_event",
             diesel::delete(fast_event::table.filter(fast_event::user_id.eq(user_id)))
+                .execute(conn)?,
+        );
+        note(
+            "nutrition.weight",
+            diesel::delete(weight::table.filter(weight::user_id.eq(user_id))).execute(conn)?,
+        );
+        note(
+            "nutrition.water",
+            diesel::delete(water::table.filter(water::user_id.eq(user_id))).execute(conn)?,
+        );
+        note(
+            "nutrition.idempotency",
+            diesel::delete(idempotency::table.filter(idempotency::user_id.eq(user_id)))
                 .execute(conn)?,
         );
         note(

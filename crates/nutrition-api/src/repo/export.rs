@@ -5,13 +5,14 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use pg_store::schema::auth::{account, activity, passkey, session as session_table, two_factor};
-use pg_store::schema::nutrition::{device_token, fast_event, meal_plan, pause_period};
+use pg_store::schema::nutrition::{device_token, fast_event, meal_plan, pause_period, water};
 use serde::Serialize;
 use service_kit::db::DbError;
 use session::Session;
 use session::UserId;
 
 use crate::model::FastRow;
+use crate::repo::water::Drink;
 use crate::repo::{Conn, Repo, plans, profile};
 
 /// An account link without its secrets (password hash, provider tokens).
@@ -86,6 +87,9 @@ pub struct Gathered {
     pub activity: Vec<session::activity::Listed>,
     pub two_factor: Option<TwoFactorView>,
     pub passkeys: Vec<PasskeyView>,
+    pub locale: domain::locale::Locale,
+    pub weights: Vec<crate::repo::weights::WeightRow>,
+    pub water: Vec<Drink>,
 }
 
 /// Reads everything in one read-only snapshot, so that the document is consistent even while
@@ -177,7 +181,18 @@ async fn gather_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<Gathered> {
                 ))
                 .load(conn)
                 .await?;
+            let weights =
+                crate::repo::weights::list_in(conn, user_id, None, None, i64::MAX).await?;
+            let water = water::table
+                .filter(water::user_id.eq(user_id))
+                .order((water::at.asc(), water::id.asc()))
+                .select(Drink::as_select())
+                .load(conn)
+                .await?;
             Ok(Gathered {
+                locale: profile::locale_in(conn, user_id).await?,
+                weights,
+                water,
                 activity: events,
                 passkeys,
                 two_factor,

@@ -10,11 +10,16 @@ use service_kit::db::DbError;
 
 use crate::repo::Repo;
 
-use domain::fasting::{FastStatus, MAX_FASTS_PER_DAY, UNDO_WINDOW, next_milestone_at};
+use domain::fasting::{
+    FastStatus, MAX_FASTS_PER_DAY, SpanError, UNDO_WINDOW, check_span, due_milestones,
+    next_milestone_at,
+};
 use domain::protocol::Protocol;
 use pg_store::schema::nutrition::fast_event;
 
-use crate::model::{FastRow, Symptoms};
+use crate::input::IdempotencyKey;
+use crate::model::{Fast, FastRow, Symptoms};
+use crate::repo::idempotency::{Answer, Guarded, guard};
 
 /// Why a fast could not be started.
 pub enum StartOutcome {
@@ -335,16 +340,7 @@ pub(crate) async fn patch_symptoms_in(
         else {
             return Ok(None);
         };
-        let mut merged: Symptoms = stored
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default();
-        merged.headache = patch.headache.or(merged.headache);
-        merged.energy = patch.energy.or(merged.energy);
-        merged.hunger = patch.hunger.or(merged.hunger);
-        merged.clarity = patch.clarity.or(merged.clarity);
-        merged.note = patch.note.clone().or(merged.note);
-        let value = serde_json::to_value(&merged)
-            .map_err(|e| diesel::result::Error::SerializationError(Box::new(e)))?;
+        let value = merge_symptoms(stored, patch)?;
         diesel::update(fast_event::table.find(id))
             .set((
                 fast_event::symptoms.eq(value),
@@ -358,6 +354,23 @@ pub(crate) async fn patch_symptoms_in(
     .await
 }
 
+/// The stored diary with the given fields of `patch` in place of the stored ones.
+fn merge_symptoms(
+    stored: Option<serde_json::Value>,
+    patch: &Symptoms,
+) -> QueryResult<serde_json::Value> {
+    let mut merged: Symptoms = stored
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
+    merged.headache = patch.headache.or(merged.headache);
+    merged.energy = patch.energy.or(merged.energy);
+    merged.hunger = patch.hunger.or(merged.hunger);
+    merged.clarity = patch.clarity.or(merged.clarity);
+    merged.note = patch.note.clone().or(merged.note);
+    serde_json::to_value(&merged)
+        .map_err(|e| diesel::result::Error::SerializationError(Box::new(e)))
+}
+
 /// [`start_in`] with the explicit protocol, or else the preferred one ([`StartOutcome::NoProtocol`]
 /// when there is none).
 pub async fn start(
@@ -365,20 +378,120 @@ pub async fn start(
     user_id: &UserId,
     explicit: Option<Protocol>,
     started_at: DateTime<Utc>,
-) -> Result<StartOutcome, DbError> {
+    key: Option<&IdempotencyKey>,
+) -> Result<Guarded<StartOutcome>, DbError> {
     repo.with(async |conn| {
-        let protocol = match explicit {
-            Some(p) => p,
-            None => match crate::repo::profile::get_in(conn, user_id)
-                .await?
-                .fasting_protocol
-                .and_then(|p| p.parse().ok())
-            {
-                Some(p) => p,
-                None => return Ok(StartOutcome::NoProtocol),
+        guard(
+            conn,
+            user_id,
+            key,
+            Utc::now(),
+            async |conn| {
+                let Some(protocol) = chosen(conn, user_id, explicit).await? else {
+                    return Ok(StartOutcome::NoProtocol);
+                };
+                start_in(conn, user_id, protocol, started_at, false).await
             },
-        };
-        start_in(conn, user_id, protocol, started_at, false).await
+            |o| match o {
+                StartOutcome::Started(row) => Some(Answer::json(201, &Fast::from((**row).clone()))),
+                _ => None,
+            },
+        )
+        .await
+    })
+    .await
+}
+
+/// The explicit protocol, or else the preferred one.
+async fn chosen(
+    conn: &mut Conn,
+    user_id: &UserId,
+    explicit: Option<Protocol>,
+) -> QueryResult<Option<Protocol>> {
+    Ok(match explicit {
+        Some(p) => Some(p),
+        None => crate::repo::profile::get_in(conn, user_id)
+            .await?
+            .fasting_protocol
+            .and_then(|p| p.parse().ok()),
+    })
+}
+
+/// [`record_in`] with the explicit protocol or else the preferred one (`None` when neither).
+pub async fn record(
+    repo: &Repo,
+    user_id: &UserId,
+    explicit: Option<Protocol>,
+    started_at: DateTime<Utc>,
+    ended_at: DateTime<Utc>,
+    key: Option<&IdempotencyKey>,
+) -> Result<Guarded<Option<RecordOutcome>>, DbError> {
+    let now = Utc::now();
+    repo.with(async |conn| {
+        guard(
+            conn,
+            user_id,
+            key,
+            now,
+            async |conn| match chosen(conn, user_id, explicit).await? {
+                Some(protocol) => record_in(conn, user_id, protocol, started_at, ended_at, now)
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            },
+            |o| match o {
+                Some(RecordOutcome::Recorded(row)) => {
+                    Some(Answer::json(201, &Fast::from((**row).clone())))
+                }
+                _ => None,
+            },
+        )
+        .await
+    })
+    .await
+}
+
+/// Corrects a fast ([`correct_in`]); a change of the diary alone leaves status, timer and
+/// milestones as they are.
+pub async fn correct(
+    repo: &Repo,
+    user_id: &UserId,
+    id: &str,
+    c: Correction,
+    key: Option<&IdempotencyKey>,
+) -> Result<Guarded<CorrectOutcome>, DbError> {
+    let now = Utc::now();
+    repo.with(async |conn| {
+        guard(
+            conn,
+            user_id,
+            key,
+            now,
+            async |conn| {
+                if c.started_at.is_none() && c.ended_at.is_none() && c.protocol.is_none() {
+                    let Some(patch) = &c.symptoms else {
+                        return get_in(conn, user_id, id).await.map(|r| {
+                            r.map_or(CorrectOutcome::NotFound, |r| {
+                                CorrectOutcome::Corrected(Box::new(r))
+                            })
+                        });
+                    };
+                    return patch_symptoms_in(conn, user_id, id, patch).await.map(|r| {
+                        r.map_or(CorrectOutcome::NotFound, |r| {
+                            CorrectOutcome::Corrected(Box::new(r))
+                        })
+                    });
+                }
+                correct_in(conn, user_id, id, c, now).await
+            },
+            |o| match o {
+                CorrectOutcome::Corrected(row) => {
+                    Some(Answer::json(200, &Fast::from((**row).clone())))
+                }
+                _ => None,
+            },
+        )
+        .await
     })
     .await
 }
@@ -388,9 +501,23 @@ pub async fn end(
     user_id: &UserId,
     id: &str,
     ended_at: Option<DateTime<Utc>>,
-) -> Result<EndOutcome, DbError> {
-    repo.with(async |conn| end_in(conn, user_id, id, ended_at).await)
+    key: Option<&IdempotencyKey>,
+) -> Result<Guarded<EndOutcome>, DbError> {
+    repo.with(async |conn| {
+        guard(
+            conn,
+            user_id,
+            key,
+            Utc::now(),
+            async |conn| end_in(conn, user_id, id, ended_at).await,
+            |o| match o {
+                EndOutcome::Ended(row) => Some(Answer::json(200, &Fast::from((**row).clone()))),
+                _ => None,
+            },
+        )
         .await
+    })
+    .await
 }
 
 pub async fn resume(
@@ -423,16 +550,6 @@ pub async fn list(
         .await
 }
 
-pub async fn patch_symptoms(
-    repo: &Repo,
-    user_id: &UserId,
-    id: &str,
-    patch: &Symptoms,
-) -> Result<Option<FastRow>, DbError> {
-    repo.with(async |conn| patch_symptoms_in(conn, user_id, id, patch).await)
-        .await
-}
-
 /// What statistics read: every fast's status and times, and the pause history.
 pub async fn history(
     repo: &Repo,
@@ -443,6 +560,314 @@ pub async fn history(
             spans_in(conn, user_id).await?,
             crate::repo::profile::pauses_in(conn, user_id).await?,
         ))
+    })
+    .await
+}
+
+/// Whether another fast of the user shares time with `[start, end)` (`end` `None`: running on).
+/// Fasts are half-open: one may start at the instant another ended.
+async fn overlaps_in(
+    conn: &mut Conn,
+    user_id: &UserId,
+    except: Option<&str>,
+    start: DateTime<Utc>,
+    end: Option<DateTime<Utc>>,
+) -> QueryResult<bool> {
+    let mut q = fast_event::table
+        .filter(fast_event::user_id.eq(user_id))
+        .filter(
+            fast_event::ended_at
+                .is_null()
+                .or(fast_event::ended_at.gt(start)),
+        )
+        .select(fast_event::id)
+        .into_boxed();
+    if let Some(end) = end {
+        q = q.filter(fast_event::started_at.lt(end));
+    }
+    if let Some(id) = except {
+        q = q.filter(fast_event::id.ne(id.to_owned()));
+    }
+    Ok(q.first::<String>(conn).await.optional()?.is_some())
+}
+
+/// Why a past fast could not be recorded.
+pub enum RecordOutcome {
+    Recorded(Box<FastRow>),
+    Invalid(SpanError),
+    Overlaps,
+    DailyLimit,
+}
+
+/// Records a fast that has already ended. Under the user's lock, like [`start_in`].
+pub(crate) async fn record_in(
+    conn: &mut Conn,
+    user_id: &UserId,
+    protocol: Protocol,
+    started_at: DateTime<Utc>,
+    ended_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> QueryResult<RecordOutcome> {
+    if let Err(e) = check_span(started_at, Some(ended_at), now, false) {
+        return Ok(RecordOutcome::Invalid(e));
+    }
+    conn.transaction(async |conn| {
+        crate::repo::lock_user(conn, user_id).await?;
+        if overlaps_in(conn, user_id, None, started_at, Some(ended_at)).await? {
+            return Ok(RecordOutcome::Overlaps);
+        }
+        if started_that_day(conn, user_id, started_at).await? >= MAX_FASTS_PER_DAY {
+            return Ok(RecordOutcome::DailyLimit);
+        }
+        let row = insert_ended(conn, user_id, protocol, started_at, ended_at, None, now).await?;
+        Ok(RecordOutcome::Recorded(Box::new(row)))
+    })
+    .await
+}
+
+/// How many fasts of the user start on the Rome day of `at`.
+async fn started_that_day(
+    conn: &mut Conn,
+    user_id: &UserId,
+    at: DateTime<Utc>,
+) -> QueryResult<i64> {
+    let (day_start, day_end) = domain::rome::day_range(domain::rome::local_date(at));
+    fast_event::table
+        .filter(fast_event::user_id.eq(user_id))
+        .filter(fast_event::started_at.ge(day_start))
+        .filter(fast_event::started_at.lt(day_end))
+        .count()
+        .get_result(conn)
+        .await
+}
+
+/// Inserts an ended fast: no milestone is ever pushed for it.
+async fn insert_ended(
+    conn: &mut Conn,
+    user_id: &UserId,
+    protocol: Protocol,
+    started_at: DateTime<Utc>,
+    ended_at: DateTime<Utc>,
+    symptoms: Option<serde_json::Value>,
+    now: DateTime<Utc>,
+) -> QueryResult<FastRow> {
+    let planned_end = started_at + protocol.planned_duration();
+    diesel::insert_into(fast_event::table)
+        .values((
+            fast_event::id.eq(session::ids::id()),
+            fast_event::user_id.eq(user_id),
+            fast_event::status.eq(FastStatus::on_end(planned_end, ended_at).as_str()),
+            fast_event::protocol.eq(protocol.to_string()),
+            fast_event::started_at.eq(started_at),
+            fast_event::planned_end_at.eq(planned_end),
+            fast_event::ended_at.eq(ended_at),
+            fast_event::symptoms.eq(symptoms),
+            fast_event::next_milestone_at.eq(None::<DateTime<Utc>>),
+            fast_event::created_at.eq(now),
+            fast_event::updated_at.eq(now),
+        ))
+        .returning(FastRow::as_returning())
+        .get_result(conn)
+        .await
+}
+
+/// A correction of a fast: what is given replaces what is stored.
+#[derive(Debug, Default)]
+pub struct Correction {
+    pub started_at: Option<DateTime<Utc>>,
+    pub ended_at: Option<DateTime<Utc>>,
+    pub protocol: Option<Protocol>,
+    pub symptoms: Option<Symptoms>,
+}
+
+/// Why a fast could not be corrected.
+pub enum CorrectOutcome {
+    Corrected(Box<FastRow>),
+    NotFound,
+    /// An end was given for a fast that is still running.
+    StillRunning,
+    Invalid(SpanError),
+    Overlaps,
+}
+
+/// Corrects a fast's start, end or protocol (and its diary), and computes its status again. A
+/// running fast keeps running: its planned end follows the start and protocol, and milestones
+/// that the correction puts in the past are marked as sent without being sent. Under the user's
+/// lock, like every change of a fast's times.
+pub(crate) async fn correct_in(
+    conn: &mut Conn,
+    user_id: &UserId,
+    id: &str,
+    c: Correction,
+    now: DateTime<Utc>,
+) -> QueryResult<CorrectOutcome> {
+    conn.transaction(async |conn| {
+        crate::repo::lock_user(conn, user_id).await?;
+        let Some(fast) = fast_event::table
+            .filter(fast_event::id.eq(id))
+            .filter(fast_event::user_id.eq(user_id))
+            .select(FastRow::as_select())
+            .for_update()
+            .first(conn)
+            .await
+            .optional()?
+        else {
+            return Ok(CorrectOutcome::NotFound);
+        };
+        if c.ended_at.is_some() && fast.ended_at.is_none() {
+            return Ok(CorrectOutcome::StillRunning);
+        }
+        let start = c.started_at.unwrap_or(fast.started_at);
+        let end = c.ended_at.or(fast.ended_at);
+        let protocol = match c.protocol {
+            Some(p) => p,
+            None => fast
+                .protocol
+                .parse::<Protocol>()
+                .map_err(|e| diesel::result::Error::DeserializationError(Box::new(e)))?,
+        };
+        if c.started_at.is_some() || c.ended_at.is_some() {
+            if let Err(e) = check_span(start, end, now, false) {
+                return Ok(CorrectOutcome::Invalid(e));
+            }
+            if overlaps_in(conn, user_id, Some(&fast.id), start, end).await? {
+                return Ok(CorrectOutcome::Overlaps);
+            }
+        }
+        let planned_end = start + protocol.planned_duration();
+        let (status, notified, next) = match end {
+            Some(end) => (
+                FastStatus::on_end(planned_end, end),
+                fast.notified_milestones,
+                None,
+            ),
+            None => {
+                let mut notified = fast.notified_milestones;
+                notified.extend(
+                    due_milestones(start, planned_end, now, &notified)
+                        .into_iter()
+                        .map(|m| m.key().to_owned()),
+                );
+                let next = next_milestone_at(start, planned_end, &notified, None);
+                (FastStatus::InProgress, notified, next)
+            }
+        };
+        let symptoms = match c.symptoms {
+            Some(patch) => Some(merge_symptoms(fast.symptoms, &patch)?),
+            None => fast.symptoms,
+        };
+        let row = diesel::update(fast_event::table.find(&fast.id))
+            .set((
+                fast_event::status.eq(status.as_str()),
+                fast_event::protocol.eq(protocol.to_string()),
+                fast_event::started_at.eq(start),
+                fast_event::planned_end_at.eq(planned_end),
+                fast_event::ended_at.eq(end),
+                fast_event::notified_milestones.eq(notified),
+                fast_event::next_milestone_at.eq(next),
+                fast_event::symptoms.eq(symptoms),
+                fast_event::updated_at.eq(now),
+            ))
+            .returning(FastRow::as_returning())
+            .get_result(conn)
+            .await?;
+        Ok(CorrectOutcome::Corrected(Box::new(row)))
+    })
+    .await
+}
+
+/// Deletes a fast of the user; whether there was one.
+pub async fn delete(repo: &Repo, user_id: &UserId, id: &str) -> Result<bool, DbError> {
+    repo.with(async |conn| {
+        conn.transaction(async |conn| {
+            crate::repo::lock_user(conn, user_id).await?;
+            let gone = diesel::delete(
+                fast_event::table
+                    .filter(fast_event::id.eq(id))
+                    .filter(fast_event::user_id.eq(user_id)),
+            )
+            .execute(conn)
+            .await?;
+            Ok(gone > 0)
+        })
+        .await
+    })
+    .await
+}
+
+/// One fast of an imported file: its line in the file and its times.
+#[derive(Debug, Clone)]
+pub struct ImportRow {
+    pub line: usize,
+    pub protocol: Protocol,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+}
+
+/// Why a line of an imported file was not imported.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct Skipped {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Imports ended fasts: a row already recorded (same start and end) or overlapping another fast
+/// (recorded before or earlier in the file) is skipped with its reason, as is one over the daily
+/// limit. One transaction under the user's lock: the whole file or, on a failure, nothing.
+pub async fn import(
+    repo: &Repo,
+    user_id: &UserId,
+    rows: Vec<ImportRow>,
+    mut skipped: Vec<Skipped>,
+    now: DateTime<Utc>,
+) -> Result<(usize, Vec<Skipped>), DbError> {
+    repo.with(async |conn| {
+        conn.transaction(async |conn| {
+            crate::repo::lock_user(conn, user_id).await?;
+            let mut known: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)> = fast_event::table
+                .filter(fast_event::user_id.eq(user_id))
+                .select((fast_event::started_at, fast_event::ended_at))
+                .load(conn)
+                .await?;
+            let mut per_day: std::collections::HashMap<chrono::NaiveDate, i64> =
+                std::collections::HashMap::new();
+            for (start, _) in &known {
+                *per_day.entry(domain::rome::local_date(*start)).or_default() += 1;
+            }
+            let mut imported = 0;
+            for row in rows {
+                let (start, end) = (row.started_at, row.ended_at);
+                let reason = if known.iter().any(|(s, e)| *s == start && *e == Some(end)) {
+                    Some("already recorded")
+                } else if known
+                    .iter()
+                    .any(|(s, e)| *s < end && e.is_none_or(|e| e > start))
+                {
+                    Some("overlaps another fast")
+                } else if per_day
+                    .get(&domain::rome::local_date(start))
+                    .is_some_and(|n| *n >= MAX_FASTS_PER_DAY)
+                {
+                    Some("more than 20 fasts start on that day")
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    skipped.push(Skipped {
+                        line: row.line,
+                        reason: reason.to_owned(),
+                    });
+                    continue;
+                }
+                insert_ended(conn, user_id, row.protocol, start, end, None, now).await?;
+                known.push((start, Some(end)));
+                *per_day.entry(domain::rome::local_date(start)).or_default() += 1;
+                imported += 1;
+            }
+            skipped.sort_by_key(|s| s.line);
+            Ok((imported, skipped))
+        })
+        .await
     })
     .await
 }

@@ -13,11 +13,14 @@ pub mod db;
 pub mod devices;
 pub mod export;
 pub mod fasts;
+pub mod idempotency;
 pub mod limits;
 pub mod plans;
 pub mod profile;
 pub mod session;
 mod tls;
+pub mod water;
+pub mod weights;
 
 pub use db::Repo;
 

@@ -10,7 +10,9 @@ use service_kit::db::DbError;
 
 use crate::repo::Repo;
 
+use domain::locale::Locale;
 use domain::stats::PauseSpan;
+use pg_store::schema::auth::user;
 use pg_store::schema::nutrition::{pause_period, profile};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -21,6 +23,10 @@ pub struct Profile {
     pub fasting_paused_until: Option<DateTime<Utc>>,
     pub meal_reminders: bool,
     pub weekly_weigh_in: bool,
+    pub weight_goal_hg: Option<i32>,
+    pub height_cm: Option<i16>,
+    pub water_goal_ml: i32,
+    pub long_fast_acknowledged: bool,
 }
 
 impl Default for Profile {
@@ -32,6 +38,10 @@ impl Default for Profile {
             fasting_paused_until: None,
             meal_reminders: false,
             weekly_weigh_in: true,
+            weight_goal_hg: None,
+            height_cm: None,
+            water_goal_ml: 2000,
+            long_fast_acknowledged: false,
         }
     }
 }
@@ -56,35 +66,61 @@ async fn ensure(conn: &mut Conn, user_id: &UserId) -> QueryResult<()> {
     Ok(())
 }
 
-/// Sets what is given: `protocol` `Some(None)` clears the preferred protocol.
+/// The preferences a `PATCH` gives; `None` leaves a value as it is, `Some(None)` clears it.
+#[derive(Debug, Default, AsChangeset)]
+#[diesel(table_name = profile)]
+pub struct PreferencesPatch {
+    pub fasting_protocol: Option<Option<String>>,
+    pub fasting_milestones: Option<bool>,
+    pub weight_goal_hg: Option<Option<i32>>,
+    pub height_cm: Option<Option<i16>>,
+    pub water_goal_ml: Option<i32>,
+    pub long_fast_acknowledged: Option<bool>,
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+/// Sets what is given, the language on the user's row and the rest on the profile.
 pub(crate) async fn set_preferences_in(
     conn: &mut Conn,
     user_id: &UserId,
-    protocol: Option<Option<String>>,
-    milestones: Option<bool>,
-) -> QueryResult<Profile> {
-    ensure(conn, user_id).await?;
-    let target = profile::table.find(user_id);
-    if let Some(p) = protocol {
-        diesel::update(target)
-            .set(profile::fasting_protocol.eq(p))
+    mut patch: PreferencesPatch,
+    locale: Option<Locale>,
+) -> QueryResult<(Profile, Locale)> {
+    conn.transaction(async |conn| {
+        ensure(conn, user_id).await?;
+        let now = Utc::now();
+        let milestones_on = patch.fasting_milestones == Some(true);
+        patch.updated_at = Some(now);
+        diesel::update(profile::table.find(user_id))
+            .set(&patch)
             .execute(conn)
             .await?;
-    }
-    if let Some(m) = milestones {
-        diesel::update(target)
-            .set(profile::fasting_milestones.eq(m))
-            .execute(conn)
-            .await?;
-        if m {
+        if milestones_on {
             crate::repo::fasts::recheck_milestones_in(conn, user_id).await?;
         }
-    }
-    diesel::update(target)
-        .set(profile::updated_at.eq(Utc::now()))
-        .execute(conn)
-        .await?;
-    get_in(conn, user_id).await
+        if let Some(locale) = locale {
+            diesel::update(user::table.find(user_id))
+                .set((user::locale.eq(locale.as_str()), user::updated_at.eq(now)))
+                .execute(conn)
+                .await?;
+        }
+        Ok((
+            get_in(conn, user_id).await?,
+            locale_in(conn, user_id).await?,
+        ))
+    })
+    .await
+}
+
+/// The user's language.
+pub(crate) async fn locale_in(conn: &mut Conn, user_id: &UserId) -> QueryResult<Locale> {
+    let stored: Option<String> = user::table
+        .find(user_id)
+        .select(user::locale)
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(stored.and_then(|l| l.parse().ok()).unwrap_or_default())
 }
 
 /// Starts a pause until `until`, or ends the current one (`None`), recording the history that
@@ -200,11 +236,22 @@ pub async fn get(repo: &Repo, user_id: &UserId) -> Result<Profile, DbError> {
 pub async fn set_preferences(
     repo: &Repo,
     user_id: &UserId,
-    protocol: Option<Option<String>>,
-    milestones: Option<bool>,
-) -> Result<Profile, DbError> {
-    repo.with(async |conn| set_preferences_in(conn, user_id, protocol, milestones).await)
+    patch: PreferencesPatch,
+    locale: Option<Locale>,
+) -> Result<(Profile, Locale), DbError> {
+    repo.with(async |conn| set_preferences_in(conn, user_id, patch, locale).await)
         .await
+}
+
+/// The preferences and the language.
+pub async fn preferences(repo: &Repo, user_id: &UserId) -> Result<(Profile, Locale), DbError> {
+    repo.with(async |conn| {
+        Ok((
+            get_in(conn, user_id).await?,
+            locale_in(conn, user_id).await?,
+        ))
+    })
+    .await
 }
 
 pub async fn set_pause(

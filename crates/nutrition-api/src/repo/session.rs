@@ -12,9 +12,35 @@ use session::store::{Settle, Verified};
 use session::{Session, User};
 
 use super::Repo;
+use super::profile::Profile;
+use domain::locale::Locale;
 
-/// The profile columns `GET /me` answers with: protocol, milestones, paused until.
-pub type ProfileColumns = (Option<String>, bool, Option<DateTime<Utc>>);
+/// The profile columns `GET /me` answers with (see [`Profile`]).
+type ProfileColumns = (
+    Option<String>,
+    bool,
+    Option<DateTime<Utc>>,
+    bool,
+    bool,
+    Option<i32>,
+    Option<i16>,
+    i32,
+    bool,
+);
+
+fn profile_of(c: ProfileColumns) -> Profile {
+    Profile {
+        fasting_protocol: c.0,
+        fasting_milestones: c.1,
+        fasting_paused_until: c.2,
+        meal_reminders: c.3,
+        weekly_weigh_in: c.4,
+        weight_goal_hg: c.5,
+        height_cm: c.6,
+        water_goal_ml: c.7,
+        long_fast_acknowledged: c.8,
+    }
+}
 
 /// The session of `token` verified at `now` (deleted when expired, extended when due), or none.
 pub async fn verify(
@@ -37,14 +63,15 @@ pub async fn verify(
     }
 }
 
-/// `GET /me`'s read: the session of `token`, its user and the user's profile columns in one
-/// statement, then what [`session::store::plan`] asks of the session.
+/// `GET /me`'s read: the session of `token`, its user, the user's language and profile in one
+/// statement, then what [`session::store::plan`] asks of the session. A user who never changed
+/// a preference has no profile row: the defaults.
 pub async fn me(
     repo: &Repo,
     token: &str,
     now: DateTime<Utc>,
-) -> Result<Option<(Verified, Option<ProfileColumns>)>, DbError> {
-    let row: Option<(Session, User, Option<ProfileColumns>)> = repo
+) -> Result<Option<(Verified, Profile, Locale)>, DbError> {
+    let row: Option<(Session, User, String, Option<ProfileColumns>)> = repo
         .shared(async |mut conn| {
             session_table::table
                 .inner_join(user::table)
@@ -53,10 +80,17 @@ pub async fn me(
                 .select((
                     Session::as_select(),
                     User::as_select(),
+                    user::locale,
                     (
                         profile::fasting_protocol,
                         profile::fasting_milestones,
                         profile::fasting_paused_until,
+                        profile::meal_reminders,
+                        profile::weekly_weigh_in,
+                        profile::weight_goal_hg,
+                        profile::height_cm,
+                        profile::water_goal_ml,
+                        profile::long_fast_acknowledged,
                     )
                         .nullable(),
                 ))
@@ -66,11 +100,13 @@ pub async fn me(
                 .map_err(DbError::from)
         })
         .await?;
-    let Some((current, user, profile)) = row else {
+    let Some((current, user, locale, profile)) = row else {
         return Ok(None);
     };
     let settled = settle(repo, current, user, now).await?;
-    Ok(settled.map(|verified| (verified, profile)))
+    let profile = profile.map(profile_of).unwrap_or_default();
+    let locale = locale.parse().unwrap_or_default();
+    Ok(settled.map(|verified| (verified, profile, locale)))
 }
 
 async fn settle(

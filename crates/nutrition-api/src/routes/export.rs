@@ -74,15 +74,18 @@ pub async fn export(
         "user": me.user,
         "sessions": data.sessions,
         "accounts": accounts,
-        "preferences": {
-            "fastingProtocol": p.fasting_protocol,
-            "fastingMilestones": p.fasting_milestones,
-        },
+        "preferences": super::preferences::Preferences::new(p, data.locale),
         "pauses": {
             "fastingPausedUntil": p.fasting_paused_until.as_ref().map(service_kit::time::format),
             "periods": data.pauses,
         },
         "fasts": data.fasts.into_iter().map(Fast::from).collect::<Vec<_>>(),
+        "weights": data
+            .weights
+            .into_iter()
+            .map(crate::repo::weights::Weight::from)
+            .collect::<Vec<_>>(),
+        "water": data.water,
         "mealPlans": data
             .plans
             .into_iter()

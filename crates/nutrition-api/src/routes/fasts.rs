@@ -1,16 +1,22 @@
 use actix_web::{HttpResponse, web};
 use chrono::{Duration, Utc};
-use domain::fasting::MAX_BACKDATE;
+use domain::fasting::{MAX_BACKDATE, SpanError};
 use domain::protocol::Protocol;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use service_kit::http::{Json, JsonOrEmpty};
 use session::CurrentUser;
 
 use crate::error::{ApiError, invalid};
-use crate::input::{Instant, check_instant};
+use crate::import::FileError;
+use crate::input::{CsvBody, Instant, MaybeIdempotencyKey, check_instant};
 use crate::model::{Fast, MAX_NOTE, Symptoms};
 use crate::repo::Repo;
-use crate::repo::fasts::{self, EndOutcome, ResumeOutcome, StartOutcome};
+use crate::repo::fasts::{
+    self, CorrectOutcome, Correction, EndOutcome, RecordOutcome, ResumeOutcome, Skipped,
+    StartOutcome,
+};
+use crate::repo::idempotency::Guarded;
+use crate::routes::retried;
 use crate::state::AppState;
 
 /// How far ahead of the server's clock a client's "now" may be; later is a future time.
@@ -22,9 +28,13 @@ pub struct StartFast {
     /// Defaults to the preferred protocol.
     #[schema(value_type = Option<domain::protocol::Protocol>)]
     protocol: Option<String>,
-    /// Defaults to now; at most 7 days in the past, never in the future.
+    /// Defaults to now; at most 7 days in the past, never in the future. With `endedAt`: a past
+    /// fast, at most 365 days ago.
     #[schema(value_type = Option<chrono::DateTime<chrono::Utc>>)]
     started_at: Option<Instant>,
+    /// Records a fast that has already ended (with `startedAt`).
+    #[schema(value_type = Option<chrono::DateTime<chrono::Utc>>)]
+    ended_at: Option<Instant>,
 }
 
 /// `POST /me/fast-events`: starts a fast with the given protocol (default: the preferred one),
@@ -33,6 +43,7 @@ pub struct StartFast {
 pub async fn start(
     me: CurrentUser,
     repo: web::Data<Repo>,
+    key: MaybeIdempotencyKey,
     body: JsonOrEmpty<StartFast>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
@@ -42,6 +53,12 @@ pub async fn start(
         .as_deref()
         .map(|p| p.parse::<Protocol>().map_err(|e| invalid("protocol", e)))
         .transpose()?;
+    if let Some(ended_at) = body.ended_at {
+        let started_at = body
+            .started_at
+            .ok_or_else(|| invalid("startedAt", "is required with endedAt"))?;
+        return record(me, repo, key, explicit, started_at.0, ended_at.0).await;
+    }
     let started_at = match body.started_at.map(|t| t.0) {
         None => now,
         Some(t) if t > now + CLOCK_SKEW => {
@@ -52,35 +69,90 @@ pub async fn start(
         }
         Some(t) => t.min(now),
     };
-    let user_id = me.id();
-    let fast = match fasts::start(&repo, user_id, explicit, started_at).await? {
-        StartOutcome::Started(row) => row,
-        StartOutcome::NoProtocol => {
-            return Err(invalid(
-                "protocol",
-                "is required when no preferred protocol is set",
-            ));
-        }
-        StartOutcome::AlreadyRunning => {
+    let fast = match fasts::start(&repo, me.id(), explicit, started_at, key.0.as_ref()).await? {
+        Guarded::Fresh(StartOutcome::Started(row)) => row,
+        Guarded::Fresh(StartOutcome::NoProtocol) => return Err(no_protocol()),
+        Guarded::Fresh(StartOutcome::AlreadyRunning) => {
             return Err(ApiError::Conflict {
                 code: "FAST_ALREADY_RUNNING",
                 message: "a fast is already running",
             });
         }
-        StartOutcome::Overlaps => {
+        Guarded::Fresh(StartOutcome::Overlaps) => {
             return Err(invalid(
                 "startedAt",
                 "must not be before the end of the previous fast",
             ));
         }
-        StartOutcome::DailyLimit => {
-            return Err(ApiError::Unprocessable {
-                code: "DAILY_LIMIT_REACHED",
-                message: "at most 20 fasts may start on one day",
-            });
-        }
+        Guarded::Fresh(StartOutcome::DailyLimit) => return Err(daily_limit()),
+        again => return retried(again),
     };
     Ok(HttpResponse::Created().json(Fast::from(*fast)))
+}
+
+fn no_protocol() -> ApiError {
+    invalid("protocol", "is required when no preferred protocol is set")
+}
+
+fn daily_limit() -> ApiError {
+    ApiError::Unprocessable {
+        code: "DAILY_LIMIT_REACHED",
+        message: "at most 20 fasts may start on one day",
+    }
+}
+
+fn overlap() -> ApiError {
+    ApiError::Conflict {
+        code: "FAST_OVERLAP",
+        message: "this fast would overlap another one",
+    }
+}
+
+fn span_error(e: SpanError) -> ApiError {
+    let (field, rule) = e.field_and_rule();
+    invalid(field, rule)
+}
+
+/// `POST /me/fast-events` with `startedAt` and `endedAt`: a fast that has already ended.
+async fn record(
+    me: CurrentUser,
+    repo: web::Data<Repo>,
+    key: MaybeIdempotencyKey,
+    explicit: Option<Protocol>,
+    started_at: chrono::DateTime<Utc>,
+    ended_at: chrono::DateTime<Utc>,
+) -> Result<HttpResponse, ApiError> {
+    let now = Utc::now();
+    // A client's clock a little ahead is forgiven, as for a start; the fast ends now then.
+    let ended_at = if ended_at > now && ended_at <= now + CLOCK_SKEW {
+        now
+    } else {
+        ended_at
+    };
+    let started_at = if started_at > now && started_at <= now + CLOCK_SKEW {
+        now
+    } else {
+        started_at
+    };
+    match fasts::record(
+        &repo,
+        me.id(),
+        explicit,
+        started_at,
+        ended_at,
+        key.0.as_ref(),
+    )
+    .await?
+    {
+        Guarded::Fresh(Some(RecordOutcome::Recorded(row))) => {
+            Ok(HttpResponse::Created().json(Fast::from(*row)))
+        }
+        Guarded::Fresh(None) => Err(no_protocol()),
+        Guarded::Fresh(Some(RecordOutcome::Invalid(e))) => Err(span_error(e)),
+        Guarded::Fresh(Some(RecordOutcome::Overlaps)) => Err(overlap()),
+        Guarded::Fresh(Some(RecordOutcome::DailyLimit)) => Err(daily_limit()),
+        again => retried(again),
+    }
 }
 
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -97,6 +169,7 @@ pub async fn end(
     me: CurrentUser,
     repo: web::Data<Repo>,
     path: web::Path<String>,
+    key: MaybeIdempotencyKey,
     body: JsonOrEmpty<EndFast>,
 ) -> Result<HttpResponse, ApiError> {
     let now = Utc::now();
@@ -108,15 +181,17 @@ pub async fn end(
     };
     let user_id = me.id();
     let id = path.into_inner();
-    let outcome = fasts::end(&repo, user_id, &id, ended_at).await?;
-    match outcome {
-        EndOutcome::Ended(row) => Ok(HttpResponse::Ok().json(Fast::from(*row))),
-        EndOutcome::NotFound => Err(ApiError::NotFound),
-        EndOutcome::NotRunning => Err(ApiError::Conflict {
+    match fasts::end(&repo, user_id, &id, ended_at, key.0.as_ref()).await? {
+        Guarded::Fresh(EndOutcome::Ended(row)) => Ok(HttpResponse::Ok().json(Fast::from(*row))),
+        Guarded::Fresh(EndOutcome::NotFound) => Err(ApiError::NotFound),
+        Guarded::Fresh(EndOutcome::NotRunning) => Err(ApiError::Conflict {
             code: "FAST_NOT_RUNNING",
             message: "this fast is not running",
         }),
-        EndOutcome::BeforeStart => Err(invalid("endedAt", "must be after the fast started")),
+        Guarded::Fresh(EndOutcome::BeforeStart) => {
+            Err(invalid("endedAt", "must be after the fast started"))
+        }
+        again => retried(again),
     }
 }
 
@@ -221,20 +296,71 @@ pub async fn one(
         .ok_or(ApiError::NotFound)
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PatchFast {
-    symptoms: Symptoms,
+    symptoms: Option<Symptoms>,
+    /// A corrected start: before the end, not in the future, at most 365 days ago.
+    #[schema(value_type = Option<chrono::DateTime<chrono::Utc>>)]
+    started_at: Option<Instant>,
+    /// A corrected end, for an ended fast only.
+    #[schema(value_type = Option<chrono::DateTime<chrono::Utc>>)]
+    ended_at: Option<Instant>,
+    #[schema(value_type = Option<domain::protocol::Protocol>)]
+    protocol: Option<String>,
 }
 
-/// `PATCH /me/fast-events/<id>`: the symptom diary. Status and timer are untouched.
+/// `PATCH /me/fast-events/<id>`: the symptom diary, and corrections of the start, the end and
+/// the protocol; the status is computed again from the corrected times.
 pub async fn patch(
     me: CurrentUser,
     repo: web::Data<Repo>,
     path: web::Path<String>,
+    key: MaybeIdempotencyKey,
     body: Json<PatchFast>,
 ) -> Result<HttpResponse, ApiError> {
-    let s = body.into_inner().symptoms;
+    let body = body.into_inner();
+    if let Some(s) = &body.symptoms {
+        check_symptoms(s)?;
+    }
+    if body.symptoms.is_none()
+        && body.started_at.is_none()
+        && body.ended_at.is_none()
+        && body.protocol.is_none()
+    {
+        return Err(invalid(
+            "body",
+            "must give symptoms, startedAt, endedAt or protocol",
+        ));
+    }
+    let protocol = body
+        .protocol
+        .as_deref()
+        .map(|p| p.parse::<Protocol>().map_err(|e| invalid("protocol", e)))
+        .transpose()?;
+    let correction = Correction {
+        started_at: body.started_at.map(|t| t.0),
+        ended_at: body.ended_at.map(|t| t.0),
+        protocol,
+        symptoms: body.symptoms,
+    };
+    let id = path.into_inner();
+    match fasts::correct(&repo, me.id(), &id, correction, key.0.as_ref()).await? {
+        Guarded::Fresh(CorrectOutcome::Corrected(row)) => {
+            Ok(HttpResponse::Ok().json(Fast::from(*row)))
+        }
+        Guarded::Fresh(CorrectOutcome::NotFound) => Err(ApiError::NotFound),
+        Guarded::Fresh(CorrectOutcome::StillRunning) => Err(invalid(
+            "endedAt",
+            "only an ended fast has an end to correct; end a running one with POST .../end",
+        )),
+        Guarded::Fresh(CorrectOutcome::Invalid(e)) => Err(span_error(e)),
+        Guarded::Fresh(CorrectOutcome::Overlaps) => Err(overlap()),
+        again => retried(again),
+    }
+}
+
+fn check_symptoms(s: &Symptoms) -> Result<(), ApiError> {
     for (name, value) in [
         ("energy", s.energy),
         ("hunger", s.hunger),
@@ -250,11 +376,20 @@ pub async fn patch(
     {
         return Err(invalid("symptoms.note", "must be at most 2000 characters"));
     }
-    let user_id = me.id();
-    let id = path.into_inner();
-    let row = fasts::patch_symptoms(&repo, user_id, &id, &s).await?;
-    row.map(|r| HttpResponse::Ok().json(Fast::from(r)))
-        .ok_or(ApiError::NotFound)
+    Ok(())
+}
+
+/// `DELETE /me/fast-events/<id>`: the fast is gone from history, statistics and streaks.
+pub async fn delete(
+    me: CurrentUser,
+    repo: web::Data<Repo>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    if fasts::delete(&repo, me.id(), &path.into_inner()).await? {
+        Ok(HttpResponse::NoContent().finish())
+    } else {
+        Err(ApiError::NotFound)
+    }
 }
 
 /// `GET /me/fast-events/<id>/break-fast-suggestions`: three easy-to-digest recipes after a fast
@@ -279,4 +414,32 @@ pub async fn suggestions(
     }
     let recipes = state.catalogue.break_fast_suggestions();
     Ok(HttpResponse::Ok().json(serde_json::json!({ "recipes": recipes })))
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ImportReport {
+    imported: usize,
+    /// Lines not imported, with why; `line` counts the header as line 1.
+    skipped: Vec<Skipped>,
+}
+
+/// `POST /me/fast-events/import`: a `text/csv` file, Zero's export or this product's own. The
+/// same file twice imports nothing the second time.
+pub async fn import(
+    me: CurrentUser,
+    repo: web::Data<Repo>,
+    body: CsvBody,
+) -> Result<HttpResponse, ApiError> {
+    let (rows, skipped) = crate::import::read(&body.0).map_err(|e| match e {
+        FileError::UnknownFormat => invalid(
+            "body",
+            "must be Zero's export (Date, Start, End) or this app's (protocol, startedAt, endedAt)",
+        ),
+        FileError::TooManyRows => ApiError::TooLarge(format!(
+            "at most {} rows may be imported at once",
+            crate::import::MAX_ROWS
+        )),
+    })?;
+    let (imported, skipped) = fasts::import(&repo, me.id(), rows, skipped, Utc::now()).await?;
+    Ok(HttpResponse::Ok().json(ImportReport { imported, skipped }))
 }

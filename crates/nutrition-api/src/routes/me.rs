@@ -5,13 +5,7 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::repo::{self, Repo};
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Preferences {
-    fasting_protocol: Option<String>,
-    fasting_milestones: bool,
-}
+use crate::routes::preferences::Preferences;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -45,20 +39,16 @@ pub async fn me(
         .await
         .map_err(ApiError::from)?;
     let (verified, profile) = match found {
-        Some((verified, profile)) => (Some(verified), profile),
+        Some((verified, profile, locale)) => (Some(verified), Some((profile, locale))),
         None => (None, None),
     };
     let verified = token.accept(verified).map_err(actix_web::Error::from)?;
-    let (fasting_protocol, fasting_milestones, fasting_paused_until) =
-        profile.unwrap_or((None, false, None));
+    let (profile, locale) = profile.unwrap_or_default();
     Ok(HttpResponse::Ok().json(Answer {
         user: MeUser {
             user: verified.user,
-            fasting_paused_until,
-            preferences: Preferences {
-                fasting_protocol,
-                fasting_milestones,
-            },
+            fasting_paused_until: profile.fasting_paused_until,
+            preferences: Preferences::new(&profile, locale),
         },
         session: verified.session,
     }))

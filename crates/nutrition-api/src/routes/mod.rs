@@ -13,6 +13,11 @@ pub(crate) mod plans;
 pub(crate) mod preferences;
 pub(crate) mod recipes;
 mod stats;
+pub(crate) mod water;
+pub(crate) mod weights;
+
+use crate::error::ApiError;
+use crate::repo::idempotency::Guarded;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -36,12 +41,14 @@ pub fn config(cfg: &mut web::ServiceConfig) {
                     .route(web::get().to(fasts::list))
                     .route(web::post().to(fasts::start)),
             )
-            // Registered before "/fast-events/{id}" so that "current" is not taken for an id.
+            // Registered before "/fast-events/{id}" so that neither is taken for an id.
             .service(resource("/fast-events/current").route(web::get().to(fasts::current)))
+            .service(resource("/fast-events/import").route(web::post().to(fasts::import)))
             .service(
                 resource("/fast-events/{id}")
                     .route(web::get().to(fasts::one))
-                    .route(web::patch().to(fasts::patch)),
+                    .route(web::patch().to(fasts::patch))
+                    .route(web::delete().to(fasts::delete)),
             )
             .service(resource("/fast-events/{id}/end").route(web::post().to(fasts::end)))
             .service(resource("/fast-events/{id}/resume").route(web::post().to(fasts::resume)))
@@ -49,6 +56,18 @@ pub fn config(cfg: &mut web::ServiceConfig) {
                 resource("/fast-events/{id}/break-fast-suggestions")
                     .route(web::get().to(fasts::suggestions)),
             )
+            .service(
+                resource("/weights")
+                    .route(web::get().to(weights::list))
+                    .route(web::post().to(weights::record)),
+            )
+            .service(resource("/weights/{id}").route(web::delete().to(weights::delete)))
+            .service(
+                resource("/water")
+                    .route(web::get().to(water::day))
+                    .route(web::post().to(water::add)),
+            )
+            .service(resource("/water/{id}").route(web::delete().to(water::delete)))
             .service(resource("/fasting/stats").route(web::get().to(stats::stats)))
             .service(
                 resource("/fasting/pause")
@@ -78,6 +97,23 @@ pub fn config(cfg: &mut web::ServiceConfig) {
             .service(resource("/recipes").route(web::get().to(recipes::list)))
             .service(resource("/recipes/{id}").route(web::get().to(recipes::one))),
     );
+}
+
+/// The answer to a retried write: the first answer again, or 422 when the key was first used
+/// for another request.
+pub(crate) fn retried<T>(outcome: Guarded<T>) -> Result<actix_web::HttpResponse, ApiError> {
+    match outcome {
+        Guarded::Replayed(answer) => {
+            let status = actix_web::http::StatusCode::from_u16(answer.status)
+                .unwrap_or(actix_web::http::StatusCode::OK);
+            Ok(actix_web::HttpResponse::build(status).json(answer.body))
+        }
+        Guarded::KeyReused => Err(ApiError::Unprocessable {
+            code: "IDEMPOTENCY_KEY_REUSED",
+            message: "this Idempotency-Key was used for another request",
+        }),
+        Guarded::Fresh(_) => Err(ApiError::internal("a fresh outcome taken for a retry")),
+    }
 }
 
 fn resource(path: &str) -> actix_web::Resource {

@@ -14,7 +14,7 @@ async fn fill(app: &TestApp, u: &User, push: &FakePushService) -> String {
     app.patch(
         "/me/preferences",
         u,
-        json!({ "fastingProtocol": "16:8", "fastingMilestones": true }),
+        json!({ "fastingProtocol": "16:8", "fastingMilestones": true, "weightGoalKg": null, "heightCm": null, "waterGoalMl": 2000, "locale": "it", "longFastAcknowledged": false }),
     )
     .await;
     app.patch(
@@ -123,7 +123,7 @@ async fn the_json_document_holds_everything_and_no_secret() {
     assert_eq!(accounts[1]["scopes"], json!(["openid", "email"]));
     assert_eq!(
         doc["preferences"],
-        json!({ "fastingProtocol": "16:8", "fastingMilestones": true })
+        json!({ "fastingProtocol": "16:8", "fastingMilestones": true, "weightGoalKg": null, "heightCm": null, "waterGoalMl": 2000, "locale": "it", "longFastAcknowledged": false })
     );
     assert!(doc["pauses"]["fastingPausedUntil"].is_string());
     assert_eq!(doc["pauses"]["periods"].as_array().map(Vec::len), Some(1));

@@ -24,21 +24,21 @@ async fn preferences_default_set_and_clear() {
     let r = app.get("/me/preferences", &u).await;
     assert_eq!(
         r.body,
-        json!({ "fastingProtocol": null, "fastingMilestones": false })
+        json!({ "fastingProtocol": null, "fastingMilestones": false, "weightGoalKg": null, "heightCm": null, "waterGoalMl": 2000, "locale": "it", "longFastAcknowledged": false })
     );
     let r = app
         .patch("/me/preferences", &u, json!({ "fastingProtocol": "16:8" }))
         .await;
     assert_eq!(
         r.body,
-        json!({ "fastingProtocol": "16:8", "fastingMilestones": false })
+        json!({ "fastingProtocol": "16:8", "fastingMilestones": false, "weightGoalKg": null, "heightCm": null, "waterGoalMl": 2000, "locale": "it", "longFastAcknowledged": false })
     );
     let r = app
         .patch("/me/preferences", &u, json!({ "fastingMilestones": true }))
         .await;
     assert_eq!(
         r.body,
-        json!({ "fastingProtocol": "16:8", "fastingMilestones": true }),
+        json!({ "fastingProtocol": "16:8", "fastingMilestones": true, "weightGoalKg": null, "heightCm": null, "waterGoalMl": 2000, "locale": "it", "longFastAcknowledged": false }),
         "absent fields stay"
     );
     let r = app
@@ -46,7 +46,7 @@ async fn preferences_default_set_and_clear() {
         .await;
     assert_eq!(
         r.body,
-        json!({ "fastingProtocol": null, "fastingMilestones": true }),
+        json!({ "fastingProtocol": null, "fastingMilestones": true, "weightGoalKg": null, "heightCm": null, "waterGoalMl": 2000, "locale": "it", "longFastAcknowledged": false }),
         "null clears"
     );
     for (body, field) in [

@@ -210,6 +210,43 @@ impl TestApp {
         self.call(Method::PATCH, path, Some(user), Some(body)).await
     }
 
+    /// A JSON write with an `Idempotency-Key`.
+    pub async fn keyed(
+        &self,
+        method: Method,
+        path: &str,
+        user: &User,
+        key: &str,
+        body: Value,
+    ) -> Resp {
+        let resp = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("cookie", &user.cookie)
+            .header("origin", BASE_URL)
+            .header("idempotency-key", key)
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        Resp::read(resp).await
+    }
+
+    /// A CSV file to the import.
+    pub async fn import(&self, user: &User, csv: &str) -> Resp {
+        let resp = self
+            .http
+            .post(format!("{}/me/fast-events/import", self.base))
+            .header("cookie", &user.cookie)
+            .header("origin", BASE_URL)
+            .header("content-type", "text/csv")
+            .body(csv.to_owned())
+            .send()
+            .await
+            .expect("request");
+        Resp::read(resp).await
+    }
+
     /// Sends a raw body (malformed JSON tests).
     pub async fn raw(&self, method: Method, path: &str, user: &User, body: &str) -> Resp {
         let resp = self

@@ -1,5 +1,7 @@
 //! Black-box tests of nutrition-api against a real Postgres database.
 
+mod body;
+mod corrections;
 mod export;
 mod fasting;
 mod helpers;

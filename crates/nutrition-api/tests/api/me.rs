@@ -16,7 +16,7 @@ async fn a_signed_in_get_me_is_one_statement() {
         .patch(
             "/me/preferences",
             &u,
-            json!({ "fastingProtocol": "16:8", "fastingMilestones": true }),
+            json!({ "fastingProtocol": "16:8", "fastingMilestones": true, "weightGoalKg": null, "heightCm": null, "waterGoalMl": 2000, "locale": "it", "longFastAcknowledged": false }),
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
@@ -30,7 +30,7 @@ async fn a_signed_in_get_me_is_one_statement() {
         assert_eq!(r.body["user"]["email"], "one@example.com", "{}", r.text);
         assert_eq!(
             r.body["user"]["preferences"],
-            json!({ "fastingProtocol": "16:8", "fastingMilestones": true })
+            json!({ "fastingProtocol": "16:8", "fastingMilestones": true, "weightGoalKg": null, "heightCm": null, "waterGoalMl": 2000, "locale": "it", "longFastAcknowledged": false })
         );
         assert!(r.header("set-cookie").is_none(), "nothing to refresh");
     }
@@ -52,7 +52,7 @@ async fn get_me_without_a_profile_row_has_the_defaults() {
     );
     assert_eq!(
         r.body["user"]["preferences"],
-        json!({ "fastingProtocol": null, "fastingMilestones": false })
+        json!({ "fastingProtocol": null, "fastingMilestones": false, "weightGoalKg": null, "heightCm": null, "waterGoalMl": 2000, "locale": "it", "longFastAcknowledged": false })
     );
     assert!(r.body["session"]["expiresAt"].is_string(), "{}", r.text);
     assert!(
