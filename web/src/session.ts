@@ -1,6 +1,7 @@
 // Who is signed in on this page, and the work in progress kept when a session ends under a form.
 
 import type { Me } from './api/types';
+import { setLocale } from './i18n';
 
 let who: Promise<string | null> | null = null;
 
@@ -9,11 +10,15 @@ let who: Promise<string | null> | null = null;
  * that the service worker learns whose answers it keeps before it keeps any. Never redirects:
  * pages that need a session do that themselves.
  */
-export function whoAmI(): Promise<string | null> {
+export function whoAmI(fresh = false): Promise<string | null> {
+  if (fresh) who = null;
   who ??= fetch('/me', { credentials: 'same-origin', headers: { Accept: 'application/json' } })
     .then(async (res) => {
       if (!res.ok) return null;
-      const id = ((await res.json()) as Me).user.id;
+      const me = (await res.json()) as Me;
+      const id = me.user.id;
+      // The person's own language wins over the browser's from the first answer on.
+      setLocale(me.user.preferences.locale);
       lastUser = id;
       try {
         localStorage.setItem(LAST_USER, id);
@@ -28,6 +33,9 @@ export function whoAmI(): Promise<string | null> {
 
 const LAST_USER = 'digiuno:user';
 let lastUser: string | null = null;
+
+/** The user last known on this browser (no request: offline too). */
+export const knownUser = (): string | null => storedUser();
 
 function storedUser(): string | null {
   try {

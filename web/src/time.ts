@@ -1,5 +1,7 @@
 // Dates as the product counts them: Europe/Rome days, weeks starting on Monday.
 
+import { intlLocale } from './i18n';
+
 export const TZ = 'Europe/Rome';
 
 const dayFmt = new Intl.DateTimeFormat('en-CA', { timeZone: TZ, year: 'numeric', month: '2-digit', day: '2-digit' });
@@ -51,20 +53,35 @@ export function overlapHours(start: number, end: number, from: number, to: numbe
   return ms > 0 ? ms / 3_600_000 : 0;
 }
 
-const timeFmt = new Intl.DateTimeFormat('it-IT', { timeZone: TZ, hour: '2-digit', minute: '2-digit' });
-const dateTimeFmt = new Intl.DateTimeFormat('it-IT', {
-  timeZone: TZ,
-  weekday: 'short',
-  day: 'numeric',
-  month: 'short',
-  hour: '2-digit',
-  minute: '2-digit',
-});
-const dateFmt = new Intl.DateTimeFormat('it-IT', { timeZone: TZ, weekday: 'long', day: 'numeric', month: 'long' });
+// Formatters for the app's language, made once per language.
+const cache = new Map<string, Intl.DateTimeFormat | Intl.NumberFormat>();
+function dtf(name: string, options: Intl.DateTimeFormatOptions): Intl.DateTimeFormat {
+  const key = `${intlLocale()}:${name}`;
+  let f = cache.get(key) as Intl.DateTimeFormat | undefined;
+  if (!f) {
+    f = new Intl.DateTimeFormat(intlLocale(), options);
+    cache.set(key, f);
+  }
+  return f;
+}
+function nf(name: string, options: Intl.NumberFormatOptions): Intl.NumberFormat {
+  const key = `${intlLocale()}:${name}`;
+  let f = cache.get(key) as Intl.NumberFormat | undefined;
+  if (!f) {
+    f = new Intl.NumberFormat(intlLocale(), options);
+    cache.set(key, f);
+  }
+  return f;
+}
 
-export const fmtTime = (iso: string | number) => timeFmt.format(new Date(iso));
-export const fmtDateTime = (iso: string | number) => dateTimeFmt.format(new Date(iso));
-export const fmtDate = (iso: string | number) => dateFmt.format(new Date(iso));
+export const fmtTime = (iso: string | number) => dtf('time', { timeZone: TZ, hour: '2-digit', minute: '2-digit' }).format(new Date(iso));
+export const fmtDateTime = (iso: string | number) =>
+  dtf('dateTime', { timeZone: TZ, weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' }).format(new Date(iso));
+export const fmtDate = (iso: string | number) => dtf('date', { timeZone: TZ, weekday: 'long', day: 'numeric', month: 'long' }).format(new Date(iso));
+/** A calendar date (`YYYY-MM-DD`) as "12 nov 2026". */
+export const fmtDay = (date: string) => dtf('day', { timeZone: 'UTC', day: 'numeric', month: 'short', year: 'numeric' }).format(new Date(`${date}T00:00:00Z`));
+/** Any Intl date format of the app's language (charts' labels). */
+export const dateFormat = (name: string, options: Intl.DateTimeFormatOptions) => dtf(name, options);
 
 /** `h:mm:ss` of a duration. */
 export function fmtClock(ms: number): string {
@@ -83,14 +100,33 @@ export function fmtHours(ms: number): string {
   return h > 0 ? `${h} h ${m} min` : `${m} min`;
 }
 
-// Numbers as an Italian reader writes them: `90,7`, `1.200`.
-const decimalFmt = new Intl.NumberFormat('it-IT', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
-const numberFmt = new Intl.NumberFormat('it-IT', { maximumFractionDigits: 1 });
-const percentFmt = new Intl.NumberFormat('it-IT', { style: 'percent', maximumFractionDigits: 0 });
-
+// Numbers as the reader writes them: `90,7` and `1.200` in Italian, `90.7` and `1,200` in English.
 /** One decimal always: `1,5`, `16,0`. */
-export const fmtDecimal = (n: number) => decimalFmt.format(n);
+export const fmtDecimal = (n: number) => nf('decimal', { minimumFractionDigits: 1, maximumFractionDigits: 1 }).format(n);
 /** At most one decimal: `12`, `12,5`, `1.200`. */
-export const fmtNumber = (n: number) => numberFmt.format(n);
+export const fmtNumber = (n: number) => nf('number', { maximumFractionDigits: 1 }).format(n);
 /** A ratio as a percentage: 0.5 → `50%`. */
-export const fmtPercent = (ratio: number) => percentFmt.format(ratio);
+export const fmtPercent = (ratio: number) => nf('percent', { style: 'percent', maximumFractionDigits: 0 }).format(ratio);
+
+/** A number typed by a person in either language: `90,7` or `90.7`; NaN when it is not one. */
+export function parseDecimal(text: string): number {
+  const s = text.trim().replace(/\s/g, '').replace(',', '.');
+  return /^\d+(\.\d+)?$/.test(s) ? Number(s) : NaN;
+}
+
+/** A `datetime-local` value (`YYYY-MM-DDTHH:mm`) read as Rome time, as an instant. */
+export function romeInstant(local: string): number {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})/.exec(local);
+  if (!m) return NaN;
+  const utc = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]));
+  let t = utc - offsetMinutes(utc) * 60_000;
+  t = utc - offsetMinutes(t) * 60_000;
+  return t;
+}
+
+/** An instant as a `datetime-local` value in Rome time. */
+export function romeLocalInput(t: string | number): string {
+  const ms = typeof t === 'number' ? t : Date.parse(t);
+  const local = new Date(ms + offsetMinutes(ms) * 60_000);
+  return local.toISOString().slice(0, 16);
+}

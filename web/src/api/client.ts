@@ -1,16 +1,11 @@
+import { t } from '../i18n';
+import { isLocalId, uuid, write } from '../queue';
 import { sessionEnded } from '../session';
-import type { ApiErrorBody, Body, Fast, Ok, Protocol, RecipeCategory, SlotIn, Symptoms } from './types';
+import { fastingHours } from '../zones';
+import { ApiError } from './errors';
+import type { ApiErrorBody, Body, Drink, Fast, Ok, PatchFast, Protocol, RecipeCategory, SlotIn, Symptoms, Weight } from './types';
 
-/** An answer of the API that is not a success, with the contract's `{code, message}`. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { ApiError };
 
 /** Sent to the sign-in page (with a way back) when the session is missing or has ended. */
 export function toSignIn(): never {
@@ -18,7 +13,7 @@ export function toSignIn(): never {
   sessionEnded();
   const back = location.pathname + location.search;
   location.assign(`/sign-in?callbackURL=${encodeURIComponent(back)}`);
-  throw new ApiError(401, 'UNAUTHORIZED', 'sessione scaduta');
+  throw new ApiError(401, 'UNAUTHORIZED', t('errors.UNAUTHORIZED'));
 }
 
 async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
@@ -32,7 +27,7 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
   try {
     res = await fetch(path, init);
   } catch {
-    throw new ApiError(0, 'OFFLINE', 'Sei offline: riprova quando la connessione torna.');
+    throw new ApiError(0, 'OFFLINE', t('errors.OFFLINE'));
   }
   if (res.status === 401) toSignIn();
   if (res.status === 204) return undefined as T;
@@ -61,13 +56,80 @@ export const api = {
   },
   fasts: (limit: number, before?: string | null) =>
     get<Ok<'fasts_list'>>(`/me/fast-events?limit=${limit}${before ? `&before=${encodeURIComponent(before)}` : ''}`),
-  startFast: (protocol: Protocol) =>
-    request<Ok<'fasts_start'>>('POST', '/me/fast-events', { protocol } satisfies Body<'fasts_start'>),
-  endFast: (id: string) =>
-    request<Ok<'fasts_end'>>('POST', `/me/fast-events/${encodeURIComponent(id)}/end`, {} satisfies Body<'fasts_end'>),
+  /** Starts a fast now; offline it is queued and shown as running at once. */
+  startFast: (protocol: Protocol) => {
+    const local = `local:${uuid()}`;
+    const at = new Date().toISOString();
+    return write<Ok<'fasts_start'>>(
+      { kind: 'start', method: 'POST', path: '/me/fast-events', body: { protocol } satisfies Body<'fasts_start'>, queuedBody: { protocol, startedAt: at } satisfies Body<'fasts_start'>, local },
+      () => ({
+        id: local,
+        status: 'IN_PROGRESS',
+        protocol,
+        startedAt: at,
+        plannedEndAt: new Date(Date.parse(at) + fastingHours(protocol) * 3_600_000).toISOString(),
+        endedAt: null,
+        notifiedMilestones: [],
+        symptoms: null,
+        autoStarted: false,
+      }),
+      toSignIn,
+    );
+  },
+  endFast: (fast: Fast) => {
+    const at = new Date().toISOString();
+    return write<Ok<'fasts_end'>>(
+      { kind: 'end', method: 'POST', path: `/me/fast-events/${encodeURIComponent(fast.id)}/end`, body: {} satisfies Body<'fasts_end'>, queuedBody: { endedAt: at } satisfies Body<'fasts_end'>, target: fast.id },
+      () => ({ ...fast, endedAt: at, status: Date.parse(at) >= Date.parse(fast.plannedEndAt) ? 'COMPLETED' : 'ENDED_EARLY' }),
+      toSignIn,
+    );
+  },
   resumeFast: (id: string) => request<Fast>('POST', `/me/fast-events/${encodeURIComponent(id)}/resume`, {}),
-  saveSymptoms: (id: string, symptoms: Symptoms) =>
-    request<Ok<'fasts_patch'>>('PATCH', `/me/fast-events/${encodeURIComponent(id)}`, { symptoms } satisfies Body<'fasts_patch'>),
+  saveSymptoms: (fast: Fast, symptoms: Symptoms) =>
+    write<Ok<'fasts_patch'>>(
+      { kind: 'patch', method: 'PATCH', path: `/me/fast-events/${encodeURIComponent(fast.id)}`, body: { symptoms } satisfies Body<'fasts_patch'>, target: fast.id },
+      () => ({ ...fast, symptoms }),
+      toSignIn,
+    ),
+  /** Corrects a fast's start, end or protocol; the server computes its status again. */
+  correctFast: (fast: Fast, patch: PatchFast) =>
+    write<Ok<'fasts_patch'>>(
+      { kind: 'patch', method: 'PATCH', path: `/me/fast-events/${encodeURIComponent(fast.id)}`, body: patch, target: fast.id },
+      () => ({ ...fast, ...(patch as Partial<Fast>) }),
+      toSignIn,
+    ),
+  /** Records a fast that has already ended. */
+  addPastFast: (protocol: Protocol, startedAt: string, endedAt: string) =>
+    request<Ok<'fasts_start'>>('POST', '/me/fast-events', { protocol, startedAt, endedAt } satisfies Body<'fasts_start'>),
+  deleteFast: (id: string) => request<undefined>('DELETE', `/me/fast-events/${encodeURIComponent(id)}`),
+  importFasts: async (csv: string): Promise<Ok<'fasts_import'>> => {
+    let res: Response;
+    try {
+      res = await fetch('/me/fast-events/import', { method: 'POST', credentials: 'same-origin', headers: { Accept: 'application/json', 'Content-Type': 'text/csv' }, body: csv });
+    } catch {
+      throw new ApiError(0, 'OFFLINE', t('errors.OFFLINE'));
+    }
+    if (res.status === 401) toSignIn();
+    const data = (await res.json().catch(() => null)) as (Ok<'fasts_import'> & Partial<ApiErrorBody>) | null;
+    if (!res.ok) throw new ApiError(res.status, data?.code ?? 'ERROR', data?.message ?? `HTTP ${res.status}`);
+    return data as Ok<'fasts_import'>;
+  },
+  weights: () => get<Ok<'weights_list'>>('/me/weights'),
+  recordWeight: (w: Body<'weights_record'>) =>
+    write<Weight>(
+      { kind: 'weight', method: 'POST', path: '/me/weights', body: w },
+      () => ({ id: `local:${uuid()}`, kg: w.kg, measuredOn: w.measuredOn ?? '', note: w.note ?? null, createdAt: new Date().toISOString() }),
+      toSignIn,
+    ),
+  deleteWeight: (id: string) => request<undefined>('DELETE', `/me/weights/${encodeURIComponent(id)}`),
+  water: (date?: string) => get<Ok<'water_day'>>(date ? `/me/water?date=${date}` : '/me/water'),
+  addWater: (ml: number) =>
+    write<Drink>(
+      { kind: 'water', method: 'POST', path: '/me/water', body: { ml } satisfies Body<'water_add'> },
+      () => ({ id: `local:${uuid()}`, ml, at: new Date().toISOString() }),
+      toSignIn,
+    ),
+  deleteWater: (id: string) => request<undefined>('DELETE', `/me/water/${encodeURIComponent(id)}`),
   suggestions: (id: string) =>
     get<Ok<'fasts_suggestions'>>(`/me/fast-events/${encodeURIComponent(id)}/break-fast-suggestions`),
   stats: () => get<Ok<'stats'>>('/me/fasting/stats'),
@@ -93,22 +155,12 @@ export const api = {
   testPush: () => request<Ok<'notifications_test'>>('POST', '/me/notifications/test'),
 };
 
+/** A sentence for the person: the known codes in their language, else the server's message. */
 export function errorText(e: unknown): string {
   if (e instanceof ApiError) {
-    const known: Record<string, string> = {
-      FAST_ALREADY_RUNNING: 'Un digiuno è già in corso.',
-      FAST_NOT_RUNNING: 'Questo digiuno è già terminato.',
-      TOO_LATE_TO_RESUME: 'È passato troppo tempo: questo digiuno non si può più riprendere.',
-      FAST_TOO_SHORT: 'I suggerimenti sono per digiuni di almeno 24 ore.',
-      PUSH_DISABLED: 'Le notifiche push non sono attive sul server.',
-      RATE_LIMITED: 'Troppe richieste: riprova tra poco.',
-      INVALID_PASSWORD: 'La password attuale non è corretta.',
-      PASSWORD_TOO_SHORT: 'La nuova password deve avere almeno 8 caratteri.',
-      PASSWORD_TOO_LONG: 'La nuova password può avere al massimo 128 caratteri.',
-      EMAIL_DISABLED: "L'invio di e-mail non è attivo.",
-      SESSION_EXPIRED: 'Per sicurezza inserisci la password.',
-    };
-    return known[e.code] ?? e.message;
+    return t(`errors.${e.code}`, { defaultValue: e.message || t('errors.ERROR') });
   }
   return e instanceof Error ? e.message : String(e);
 }
+
+export { isLocalId };

@@ -34,6 +34,13 @@ export type TestPushResult = Schemas['TestPushResult'];
 export type Suggestions = Schemas['RecipeList'];
 export type Device = Schemas['Device'];
 export type ApiErrorBody = Schemas['ErrorBody'];
+export type PatchFast = Schemas['PatchFast'];
+export type Weight = Schemas['Weight'];
+export type Weights = Schemas['Weights'];
+export type Drink = Schemas['Drink'];
+export type WaterDay = Schemas['WaterDay'];
+export type ImportReport = Schemas['ImportReport'];
+export type Locale = Schemas['Locale'];
 
 // Per-operation shapes (the operationIds of the document), so that the client's calls follow a
 // change of an endpoint's answer or body, not only of the named schemas.

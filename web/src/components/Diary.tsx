@@ -4,11 +4,12 @@ import type { Fast, Symptoms } from '../api/types';
 import { useAction } from '../hooks';
 import { dropDraft, keepDraft, keptDraft, onSessionEnd } from '../session';
 import { Notice } from './ui';
+import { t } from '../i18n';
 
 const SLIDERS: { key: 'energy' | 'hunger' | 'clarity'; label: string }[] = [
-  { key: 'energy', label: 'Energia' },
-  { key: 'hunger', label: 'Fame' },
-  { key: 'clarity', label: 'Lucidità mentale' },
+  { key: 'energy', label: 'diary.energy' },
+  { key: 'hunger', label: 'diary.hunger' },
+  { key: 'clarity', label: 'diary.clarity' },
 ];
 
 interface DiaryDraft {
@@ -59,20 +60,20 @@ export function Diary({ fast, onSaved }: { fast: Fast; onSaved?: (f: Fast) => vo
     e.preventDefault();
     const symptoms: Symptoms = { headache, ...levels, note };
     void action.run(async () => {
-      const saved = await api.saveSymptoms(fast.id, symptoms);
+      const sent = await api.saveSymptoms(fast, symptoms);
       dropDraft(draftName);
       setRestored(false);
-      onSaved?.(saved);
-      return 'Diario salvato.';
+      onSaved?.(sent.data);
+      return sent.queued ? t('sync.queued') : t('diary.saved');
     });
   };
 
   return (
     <form class="card diary" onSubmit={submit} aria-labelledby={`${id}-title`}>
-      <h2 id={`${id}-title`}>Diario dei sintomi</h2>
+      <h2 id={`${id}-title`}>{t('diary.title')}</h2>
       {restored && (
         <div class="notice" role="status">
-          <p>La sessione è scaduta: abbiamo conservato la nota che stavi scrivendo.</p>
+          <p>{t('diary.kept')}</p>
           <button
             type="button"
             class="secondary"
@@ -84,18 +85,18 @@ export function Diary({ fast, onSaved }: { fast: Fast; onSaved?: (f: Fast) => vo
               setNote(s.note ?? '');
             }}
           >
-            Scarta la bozza
+            {t('diary.discard')}
           </button>
         </div>
       )}
       <label class="check">
         <input type="checkbox" name="headache" checked={headache} onChange={(e) => { setHeadache(e.currentTarget.checked); }} />
-        Mal di testa
+        {t('diary.headache')}
       </label>
       {SLIDERS.map(({ key, label }) => (
         <div class="slider" key={key}>
           <label for={`${id}-${key}`}>
-            {label}: <output for={`${id}-${key}`}>{levels[key]}</output>/10
+            {t(label)}: <output for={`${id}-${key}`}>{levels[key]}</output>/10
           </label>
           <input
             id={`${id}-${key}`}
@@ -112,10 +113,10 @@ export function Diary({ fast, onSaved }: { fast: Fast; onSaved?: (f: Fast) => vo
           />
         </div>
       ))}
-      <label for={`${id}-note`}>Nota</label>
+      <label for={`${id}-note`}>{t('diary.note')}</label>
       <textarea id={`${id}-note`} name="note" maxLength={2000} rows={3} value={note} onInput={(e) => { setNote(e.currentTarget.value); }} />
       <button type="submit" disabled={action.busy}>
-        Salva diario
+        {t('diary.save')}
       </button>
       <Notice message={action.message} />
     </form>

@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact';
+import { t } from '../i18n';
 
 export function PageTitle({ children }: { children: ComponentChildren }) {
   return <h1 tabIndex={-1}>{children}</h1>;
@@ -29,12 +30,12 @@ export function LoadError({ error, retry }: { error: string | null; retry: () =>
     <div class="notice error" role="alert">
       <p>{error}</p>
       <button type="button" class="secondary" onClick={retry}>
-        Riprova
+        {t('common.retry')}
       </button>
     </div>
   );
 }
 
 export function Loading({ when }: { when: boolean }) {
-  return when ? <p class="muted">Caricamento…</p> : null;
+  return when ? <p class="muted">{t('common.loading')}</p> : null;
 }

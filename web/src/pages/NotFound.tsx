@@ -1,12 +1,13 @@
 import { PageTitle } from '../components/ui';
+import { t } from '../i18n';
 
 export function NotFound() {
   return (
     <section class="card">
-      <PageTitle>Pagina non trovata</PageTitle>
-      <p>L'indirizzo {location.pathname} non esiste.</p>
+      <PageTitle>{t('notFound.title')}</PageTitle>
+      <p>{t('notFound.text', { path: location.pathname })}</p>
       <p>
-        <a href="/">Torna a Oggi</a>
+        <a href="/">{t('common.backToToday')}</a>
       </p>
     </section>
   );

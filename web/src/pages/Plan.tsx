@@ -3,12 +3,13 @@ import type { Recipe, Slot, SlotCategory, TodayPlan } from '../api/types';
 import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad } from '../hooks';
 import { fmtDate, fmtNumber, fmtTime } from '../time';
+import { t } from '../i18n';
 
 const CATEGORY: Record<SlotCategory, { label: string; recipe: Recipe['category'] }> = {
-  COL: { label: 'Colazione', recipe: 'COLAZIONE' },
-  PRA: { label: 'Pranzo', recipe: 'PRANZO' },
-  SPU: { label: 'Spuntino', recipe: 'SPUNTINO' },
-  CENA: { label: 'Cena', recipe: 'CENA' },
+  COL: { label: 'plan.meals.COL', recipe: 'COLAZIONE' },
+  PRA: { label: 'plan.meals.PRA', recipe: 'PRANZO' },
+  SPU: { label: 'plan.meals.SPU', recipe: 'SPUNTINO' },
+  CENA: { label: 'plan.meals.CENA', recipe: 'CENA' },
 };
 
 export function Plan() {
@@ -27,11 +28,11 @@ export function Plan() {
       const slots = order.map((category, i) => {
         const list = picks[i]?.recipes ?? [];
         const r = list.length ? list[day % list.length] : undefined;
-        return r ? { category, recipeId: r.id } : { category, title: CATEGORY[category].label };
+        return r ? { category, recipeId: r.id } : { category, title: t(CATEGORY[category].label) };
       });
       await api.createPlan(plan.date, false, slots);
       res.reload();
-      return 'Piano di oggi creato.';
+      return t('plan.created');
     });
   };
 
@@ -43,15 +44,14 @@ export function Plan() {
 
   return (
     <>
-      <PageTitle>Piano di oggi</PageTitle>
+      <PageTitle>{t('plan.title')}</PageTitle>
       {res.data && <p class="muted">{fmtDate(`${res.data.date}T12:00:00Z`)}</p>}
       {current.data && (
         <section class="card running-banner" aria-live="polite" data-testid="running-fast">
-          <h2>Digiuno {current.data.protocol} in corso</h2>
+          <h2>{t('today.running', { protocol: current.data.protocol })}</h2>
           <p>
-            Iniziato alle {fmtTime(current.data.startedAt)}
-            {current.data.autoStarted ? ' con la cena' : ''}, fine prevista alle {fmtTime(current.data.plannedEndAt)}.{' '}
-            <a href="/">Apri il timer</a>
+            {t(current.data.autoStarted ? 'plan.runningAuto' : 'plan.runningText', { start: fmtTime(current.data.startedAt), end: fmtTime(current.data.plannedEndAt) })}{' '}
+            <a href="/">{t('plan.openTimer')}</a>
           </p>
         </section>
       )}
@@ -59,10 +59,10 @@ export function Plan() {
       <LoadError error={res.error} retry={res.reload} />
       {res.data && res.data.slots.length === 0 && (
         <section class="card">
-          <h2>Nessun piano per oggi</h2>
-          <p>Crea un piano con una ricetta per ogni pasto: segnare la cena come consumata avvia il digiuno col tuo protocollo.</p>
+          <h2>{t('plan.none')}</h2>
+          <p>{t('plan.noneText')}</p>
           <button type="button" class="primary" onClick={create} disabled={action.busy}>
-            Crea il piano di oggi
+            {t('plan.create')}
           </button>
         </section>
       )}
@@ -80,7 +80,8 @@ export function Plan() {
 
 function SlotItem({ slot, onChange, onFastChanged }: { slot: Slot; onChange: (s: Slot) => void; onFastChanged: () => void }) {
   const action = useAction();
-  const name = slot.recipe?.name ?? slot.title ?? CATEGORY[slot.category].label;
+  const meal = t(CATEGORY[slot.category].label);
+  const name = slot.recipe?.name ?? slot.title ?? meal;
   const toggle = () => {
     void action.run(async () => {
       if (slot.consumed) {
@@ -88,31 +89,29 @@ function SlotItem({ slot, onChange, onFastChanged }: { slot: Slot; onChange: (s:
         onChange(res.slot);
         if (res.removedFast) {
           onFastChanged();
-          return `Digiuno annullato. ${CATEGORY[slot.category].label}: segnato come non consumato.`;
+          return `${t('plan.fastCancelled')} ${t('plan.unconsumed', { meal })}`;
         }
-        return `${CATEGORY[slot.category].label}: segnato come non consumato.`;
+        return t('plan.unconsumed', { meal });
       }
       const res = await api.consume(slot.id);
       onChange(res.slot);
       if (res.autoStartedFast) onFastChanged();
-      return res.autoStartedFast
-        ? 'Il digiuno è iniziato: lo trovi in Oggi. Annulla entro 10 minuti toglie anche il digiuno.'
-        : `${CATEGORY[slot.category].label}: consumato.`;
+      return res.autoStartedFast ? t('plan.fastStarted') : t('plan.consumed', { meal });
     });
   };
   return (
     <li class={slot.consumed ? 'card slot consumed' : 'card slot'} data-category={slot.category}>
-      <h2>{CATEGORY[slot.category].label}</h2>
+      <h2>{meal}</h2>
       <p class="slot-name">{name}</p>
       {slot.recipe && (
         <p class="muted">
           {fmtNumber(slot.recipe.kcal)} kcal · {fmtNumber(slot.recipe.prepMinutes)} min
         </p>
       )}
-      {slot.consumed && slot.consumedAt && <p class="muted">Consumato alle {fmtTime(slot.consumedAt)}</p>}
+      {slot.consumed && slot.consumedAt && <p class="muted">{t('plan.consumedAt', { time: fmtTime(slot.consumedAt) })}</p>}
       <button type="button" class={slot.consumed ? 'secondary' : 'primary'} aria-pressed={slot.consumed} onClick={toggle} disabled={action.busy}>
-        {slot.consumed ? 'Annulla' : 'Segna come consumato'}
-        <span class="sr-only"> · {CATEGORY[slot.category].label}</span>
+        {slot.consumed ? t('common.undo') : t('plan.consume')}
+        <span class="sr-only"> · {meal}</span>
       </button>
       <Notice message={action.message} />
     </li>

@@ -1,12 +1,14 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, errorText, toSignIn } from '../api/client';
-import type { NotificationConfig, NotificationSettings, Preferences, Protocol, User } from '../api/types';
+import type { ImportReport, NotificationConfig, NotificationSettings, Preferences, Protocol, User } from '../api/types';
 import type { AuthFailure } from '../auth';
 import { Card, LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad } from '../hooks';
 import { PushUnreachable, currentSubscription, disablePush, enablePush, forgetDevice, pushSupported } from '../push';
-import { fmtDateTime } from '../time';
+import { fmtDateTime, parseDecimal } from '../time';
+import { locale, lookup, setLocale, t } from '../i18n';
+import type { Locale } from '../i18n';
 import { PROTOCOLS, fastingHours, isProtocol } from '../zones';
 
 // better-auth's client is loaded only here, keeping it off the first screen.
@@ -27,12 +29,15 @@ export function Settings() {
   const res = useLoad(loadSettings);
   return (
     <>
-      <PageTitle>Impostazioni</PageTitle>
+      <PageTitle>{t('settings.title')}</PageTitle>
       <Loading when={res.loading && !res.data} />
       <LoadError error={res.error} retry={res.reload} />
       {res.data && (
         <>
+          <Language />
           <FastingPrefs prefs={res.data.user.preferences} />
+          <BodyPrefs prefs={res.data.user.preferences} />
+          <Import />
           <Reminders settings={res.data.notifications} />
           <Device config={res.data.config} />
           <Account user={res.data.user} />
@@ -60,14 +65,14 @@ function useAutosave() {
   const [status, setStatus] = useState<Status>(null);
   const queue = useRef<Promise<void>>(Promise.resolve());
   const save = (send: () => Promise<unknown>, revert: () => void) => {
-    setStatus({ text: 'Salvataggio…', error: false });
+    setStatus({ text: t('settings.saving'), error: false });
     queue.current = queue.current.then(send).then(
       () => {
-        setStatus({ text: 'Salvato.', error: false });
+        setStatus({ text: t('common.saved'), error: false });
       },
       (e: unknown) => {
         revert();
-        setStatus({ text: `Non salvato: ${errorText(e)}`, error: true });
+        setStatus({ text: t('settings.notSaved', { reason: errorText(e) }), error: true });
       },
     );
   };
@@ -109,8 +114,8 @@ function FastingPrefs({ prefs }: { prefs: Preferences }) {
   const [protocol, setProtocol] = useState<Protocol | ''>(prefs.fastingProtocol ?? '');
   const autosave = useAutosave();
   return (
-    <Card id="prefs-title" title="Digiuno">
-      <label for="pref-protocol">Protocollo preferito</label>
+    <Card id="prefs-title" title={t('settings.fasting')}>
+      <label for="pref-protocol">{t('settings.protocol')}</label>
       <select
         id="pref-protocol"
         value={protocol}
@@ -127,10 +132,10 @@ function FastingPrefs({ prefs }: { prefs: Preferences }) {
           );
         }}
       >
-        <option value="">Nessuno (la cena non avvia il digiuno)</option>
+        <option value="">{t('settings.noProtocol')}</option>
         {PROTOCOLS.map((p) => (
           <option key={p} value={p}>
-            {p} · {fastingHours(p)} ore
+            {t('settings.protocolOption', { protocol: p, count: fastingHours(p) })}
           </option>
         ))}
       </select>
@@ -140,7 +145,7 @@ function FastingPrefs({ prefs }: { prefs: Preferences }) {
         autosave={autosave}
         send={(on) => api.setPreferences({ fastingMilestones: on })}
       >
-        Notifiche delle tappe (idratazione, elettroliti, fine vicina)
+        {t('settings.milestones')}
       </AutosaveCheck>
       <Notice message={autosave.status} testId="prefs-status" />
     </Card>
@@ -150,14 +155,14 @@ function FastingPrefs({ prefs }: { prefs: Preferences }) {
 function Reminders({ settings }: { settings: NotificationSettings }) {
   const autosave = useAutosave();
   return (
-    <Card id="rem-title" title="Promemoria">
+    <Card id="rem-title" title={t('settings.reminders')}>
       <AutosaveCheck
         id="meal-reminders"
         initial={settings.mealReminders}
         autosave={autosave}
         send={(on) => api.setNotificationSettings({ mealReminders: on })}
       >
-        Promemoria dei pasti (13:00, 16:00, 19:00)
+        {t('settings.mealReminders')}
       </AutosaveCheck>
       <AutosaveCheck
         id="weekly-weigh-in"
@@ -165,7 +170,7 @@ function Reminders({ settings }: { settings: NotificationSettings }) {
         autosave={autosave}
         send={(on) => api.setNotificationSettings({ weeklyWeighIn: on })}
       >
-        Pesata settimanale (lunedì alle 9:00)
+        {t('settings.weighIn')}
       </AutosaveCheck>
       <Notice message={autosave.status} testId="reminders-status" />
     </Card>
@@ -198,18 +203,18 @@ function Device({ config }: { config: NotificationConfig }) {
         throw e;
       }
       setSubscribed(true);
-      return 'Notifiche attivate su questo dispositivo.';
+      return t('settings.push.on');
     });
   };
   return (
-    <Card id="push-title" title="Notifiche su questo dispositivo">
+    <Card id="push-title" title={t('settings.push.title')}>
       {!config.pushEnabled || !key ? (
-        <p>Le notifiche push non sono attive su questo server.</p>
+        <p>{t('settings.push.serverOff')}</p>
       ) : !supported ? (
-        <p>Questo browser non supporta le notifiche push.</p>
+        <p>{t('settings.push.unsupported')}</p>
       ) : (
         <>
-          <p data-testid="push-state">{subscribed ? 'Attive su questo dispositivo.' : 'Non attive su questo dispositivo.'}</p>
+          <p data-testid="push-state">{subscribed ? t('settings.push.active') : t('settings.push.inactive')}</p>
           {subscribed ? (
             <div class="row">
               <button
@@ -220,11 +225,11 @@ function Device({ config }: { config: NotificationConfig }) {
                   void action.run(async () => {
                     await disablePush();
                     setSubscribed(false);
-                    return 'Notifiche disattivate su questo dispositivo.';
+                    return t('settings.push.off');
                   })
                 }
               >
-                Disattiva
+                {t('settings.push.turnOff')}
               </button>
               <button
                 type="button"
@@ -232,13 +237,11 @@ function Device({ config }: { config: NotificationConfig }) {
                 onClick={() =>
                   void action.run(async () => {
                     const r = await api.testPush();
-                    return r.sent > 0
-                      ? `Notifica di prova inviata a ${r.sent} ${r.sent === 1 ? 'dispositivo' : 'dispositivi'}.`
-                      : 'Nessun dispositivo ha ricevuto la prova.';
+                    return r.sent > 0 ? t('settings.push.testSent', { count: r.sent }) : t('settings.push.testNone');
                   })
                 }
               >
-                Invia una prova
+                {t('settings.push.test')}
               </button>
             </div>
           ) : (
@@ -250,7 +253,7 @@ function Device({ config }: { config: NotificationConfig }) {
                 turnOn(key);
               }}
             >
-              {action.busy ? 'Attivazione in corso…' : 'Attiva le notifiche'}
+              {action.busy ? t('settings.push.turningOn') : t('settings.push.turnOn')}
             </button>
           )}
         </>
@@ -264,7 +267,7 @@ function Device({ config }: { config: NotificationConfig }) {
             turnOn(key);
           }}
         >
-          Riprova
+          {t('common.retry')}
         </button>
       )}
     </Card>
@@ -274,15 +277,15 @@ function Device({ config }: { config: NotificationConfig }) {
 function Account({ user }: { user: User }) {
   const action = useAction();
   return (
-    <Card id="acc-title" title="Account">
+    <Card id="acc-title" title={t('settings.account.title')}>
       <p>
         {user.name} · {user.email}
       </p>
       {user.emailVerified ? (
-        <p>E-mail verificata.</p>
+        <p>{t('settings.account.verified')}</p>
       ) : (
         <>
-          <p>E-mail non ancora verificata.</p>
+          <p>{t('settings.account.unverified')}</p>
           <button
             type="button"
             class="secondary"
@@ -291,11 +294,11 @@ function Account({ user }: { user: User }) {
               void action.run(async () => {
                 const { authClient, unwrap } = await auth();
                 unwrap(await authClient.sendVerificationEmail({ email: user.email, callbackURL: '/settings' }));
-                return `Ti abbiamo inviato un link di verifica a ${user.email}.`;
+                return t('settings.account.sent', { email: user.email });
               })
             }
           >
-            Invia l'e-mail di verifica
+            {t('settings.account.send')}
           </button>
         </>
       )}
@@ -315,10 +318,10 @@ interface SessionRow {
 }
 
 function device(ua: string | null | undefined): string {
-  if (!ua) return 'Dispositivo sconosciuto';
+  if (!ua) return t('settings.device.unknown');
   const browser = /Firefox\//.test(ua) ? 'Firefox' : /Edg\//.test(ua) ? 'Edge' : /Chrom(e|ium)\//.test(ua) ? 'Chrome' : /Safari\//.test(ua) ? 'Safari' : 'Browser';
   const os = /Android/.test(ua) ? 'Android' : /iPhone|iPad/.test(ua) ? 'iOS' : /Mac OS X/.test(ua) ? 'macOS' : /Windows/.test(ua) ? 'Windows' : /Linux/.test(ua) ? 'Linux' : '';
-  return os ? `${browser} su ${os}` : browser;
+  return os ? t('settings.device.on', { browser, os }) : browser;
 }
 
 function Sessions() {
@@ -333,7 +336,7 @@ function Sessions() {
       const { authClient, unwrap } = await auth();
       unwrap(await authClient.revokeSession({ token: s.token }));
       list.reload();
-      return 'Sessione chiusa.';
+      return t('settings.sessions.closed');
     });
   };
   const others = () => {
@@ -341,11 +344,11 @@ function Sessions() {
       const { authClient, unwrap } = await auth();
       unwrap(await authClient.revokeOtherSessions());
       list.reload();
-      return 'Tutte le altre sessioni sono state chiuse.';
+      return t('settings.sessions.othersClosed');
     });
   };
   return (
-    <Card id="sess-title" title="Sessioni attive">
+    <Card id="sess-title" title={t('settings.sessions.title')}>
       <Loading when={list.loading && !list.data} />
       <LoadError error={list.error} retry={list.reload} />
       <ul class="sessions">
@@ -353,13 +356,13 @@ function Sessions() {
           <li key={s.id}>
             <span>
               {device(s.userAgent)}
-              {s.current ? ' · questo dispositivo' : ''}
+              {s.current ? ` · ${t('settings.sessions.thisDevice')}` : ''}
               <br />
-              <span class="muted">dal {fmtDateTime(new Date(s.createdAt).getTime())}</span>
+              <span class="muted">{t('settings.sessions.since', { time: fmtDateTime(new Date(s.createdAt).getTime()) })}</span>
             </span>
             {!s.current && (
               <button type="button" class="secondary" onClick={() => { revoke(s); }} disabled={action.busy}>
-                Chiudi<span class="sr-only"> la sessione {device(s.userAgent)}</span>
+                {t('settings.sessions.close')}<span class="sr-only"> {t('settings.sessions.closeWhich', { device: device(s.userAgent) })}</span>
               </button>
             )}
           </li>
@@ -367,7 +370,7 @@ function Sessions() {
       </ul>
       {list.data && list.data.length > 1 && (
         <button type="button" class="secondary" onClick={others} disabled={action.busy}>
-          Chiudi tutte le altre sessioni
+          {t('settings.sessions.closeOthers')}
         </button>
       )}
       <Notice message={action.message} />
@@ -385,21 +388,21 @@ function Password() {
     unwrap(await authClient.changePassword({ currentPassword: current, newPassword: next, revokeOtherSessions: revokeOthers }));
     setCurrent('');
     setNext('');
-    return 'Password cambiata.';
+    return t('settings.password.changed');
   });
   return (
     <form class="card" onSubmit={submit} aria-labelledby="pw-title">
-      <h2 id="pw-title">Password</h2>
-      <label for="pw-current">Password attuale</label>
+      <h2 id="pw-title">{t('settings.password.title')}</h2>
+      <label for="pw-current">{t('settings.password.current')}</label>
       <input id="pw-current" type="password" autocomplete="current-password" required value={current} onInput={(e) => { setCurrent(e.currentTarget.value); }} />
-      <label for="pw-new">Nuova password (almeno 8 caratteri)</label>
+      <label for="pw-new">{t('settings.password.new')}</label>
       <input id="pw-new" type="password" autocomplete="new-password" required minLength={8} maxLength={128} value={next} onInput={(e) => { setNext(e.currentTarget.value); }} />
       <label class="check">
         <input type="checkbox" checked={revokeOthers} onChange={(e) => { setRevokeOthers(e.currentTarget.checked); }} />
-        Esci dagli altri dispositivi
+        {t('settings.password.signOutOthers')}
       </label>
       <button type="submit" disabled={action.busy}>
-        Cambia password
+        {t('settings.password.change')}
       </button>
       <Notice message={action.message} />
     </form>
@@ -417,7 +420,7 @@ function QrCode({ text }: { text: string }) {
   if (!matrix) return null;
   const path = matrix.flatMap((row, y) => row.flatMap((dark, x) => (dark ? [`M${x} ${y}h1v1h-1z`] : []))).join('');
   return (
-    <svg class="qr" viewBox={`0 0 ${matrix.length} ${matrix.length}`} role="img" aria-label="Codice QR per l'app di autenticazione" shape-rendering="crispEdges">
+    <svg class="qr" viewBox={`0 0 ${matrix.length} ${matrix.length}`} role="img" aria-label={t('settings.tfa.qr')} shape-rendering="crispEdges">
       <rect width="100%" height="100%" fill="#fff" />
       <path d={path} fill="#000" />
     </svg>
@@ -428,7 +431,7 @@ function QrCode({ text }: { text: string }) {
 function BackupCodes({ codes }: { codes: string[] }) {
   return (
     <>
-      <p>Codici di riserva: ognuno vale una volta, se non hai il telefono. Conservali ora: non li mostreremo più.</p>
+      <p>{t('settings.tfa.backupIntro')}</p>
       <ul class="codes" data-testid="backup-codes">
         {codes.map((c) => (
           <li key={c}>
@@ -451,7 +454,7 @@ function TwoFactor({ enabled }: { enabled: boolean }) {
   const begin = action.submit(async () => {
     const { authClient, unwrap } = await auth();
     const started = unwrap(await authClient.twoFactor.enable({ password }));
-    if (started.method !== 'totp') throw new Error("Il server non ha dato la chiave per l'app.");
+    if (started.method !== 'totp') throw new Error(t('settings.tfa.noKey'));
     setSetup({ uri: started.totpURI, codes: started.backupCodes });
     setPassword('');
     return undefined;
@@ -463,14 +466,14 @@ function TwoFactor({ enabled }: { enabled: boolean }) {
     setCodes(setup?.codes ?? null);
     setSetup(null);
     setCode('');
-    return 'Verifica in due passaggi attiva.';
+    return t('settings.tfa.enabled');
   });
   const renew = () => {
     void action.run(async () => {
       const { authClient, unwrap } = await auth();
       setCodes(unwrap(await authClient.twoFactor.generateBackupCodes({ password })).backupCodes);
       setPassword('');
-      return 'Nuovi codici di riserva: i precedenti non valgono più.';
+      return t('settings.tfa.newCodes');
     });
   };
   const disable = () => {
@@ -480,43 +483,43 @@ function TwoFactor({ enabled }: { enabled: boolean }) {
       setOn(false);
       setCodes(null);
       setPassword('');
-      return 'Verifica in due passaggi disattivata.';
+      return t('settings.tfa.disabled');
     });
   };
   const secret = setup ? (new URL(setup.uri).searchParams.get('secret') ?? '') : '';
   return (
-    <Card id="tfa-title" title="Verifica in due passaggi">
+    <Card id="tfa-title" title={t('settings.tfa.title')}>
       {setup ? (
         <form onSubmit={confirm} class="stack">
-          <p>Inquadra il codice con un'app di autenticazione (per esempio Google Authenticator o Aegis), poi scrivi il codice di 6 cifre che mostra.</p>
+          <p>{t('settings.tfa.scan')}</p>
           <QrCode text={setup.uri} />
           <p class="muted">
-            Oppure inserisci a mano la chiave: <code data-testid="totp-secret">{secret}</code>
+            {t('settings.tfa.manual')} <code data-testid="totp-secret">{secret}</code>
           </p>
-          <label for="tfa-code">Codice dell'app</label>
+          <label for="tfa-code">{t('settings.tfa.code')}</label>
           <input id="tfa-code" inputMode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxLength={6} required value={code} onInput={(e) => { setCode(e.currentTarget.value); }} />
           <button type="submit" disabled={action.busy}>
-            Attiva
+            {t('settings.tfa.enable')}
           </button>
         </form>
       ) : (
         <>
-          <p>{on ? 'Attiva: dopo la password ti chiediamo un codice dell\'app.' : "Dopo la password, ti chiediamo anche un codice dell'app di autenticazione."}</p>
-          <label for="tfa-password">Password</label>
+          <p>{on ? t('settings.tfa.onText') : t('settings.tfa.offText')}</p>
+          <label for="tfa-password">{t('settings.password.title')}</label>
           <input id="tfa-password" type="password" autocomplete="current-password" value={password} onInput={(e) => { setPassword(e.currentTarget.value); }} />
           {on ? (
             <div class="row">
               <button type="button" class="secondary" disabled={action.busy || !password} onClick={renew}>
-                Nuovi codici di riserva
+                {t('settings.tfa.renew')}
               </button>
               <button type="button" class="secondary" disabled={action.busy || !password} onClick={disable}>
-                Disattiva
+                {t('settings.push.turnOff')}
               </button>
             </div>
           ) : (
             <form onSubmit={begin}>
               <button type="submit" disabled={action.busy || !password}>
-                Configura
+                {t('settings.tfa.setUp')}
               </button>
             </form>
           )}
@@ -578,13 +581,13 @@ function useFreshSession(action: ReturnType<typeof useAction>, texts: PasswordPr
     try {
       return await task();
     } catch (e) {
-      throw e instanceof SessionNotFresh ? new Error('Conferma non riuscita: riprova.') : e;
+      throw e instanceof SessionNotFresh ? new Error(t('settings.fresh.failed')) : e;
     }
   });
   const prompt = pending && (
     <form onSubmit={confirm} aria-labelledby={`${texts.id}-confirm`}>
       <p id={`${texts.id}-confirm`}>{texts.why}</p>
-      <label for={`${texts.id}-password`}>Password</label>
+      <label for={`${texts.id}-password`}>{t('settings.password.title')}</label>
       <input id={`${texts.id}-password`} type="password" autocomplete="current-password" required value={password} onInput={(e) => { setPassword(e.currentTarget.value); }} />
       <button type="submit" disabled={action.busy}>
         {texts.confirm}
@@ -611,9 +614,9 @@ function Passkeys() {
   const action = useAction();
   const fresh = useFreshSession(action, {
     id: 'passkey',
-    why: 'Per aggiungere una passkey, conferma che sei tu: inserisci la password.',
-    confirm: 'Conferma e aggiungi',
-    otherwise: "Hai effettuato l'accesso senza password? Esci e accedi di nuovo, poi aggiungi la passkey.",
+    why: t('settings.passkeys.why'),
+    confirm: t('settings.passkeys.confirm'),
+    otherwise: t('settings.passkeys.otherwise'),
   });
   const [editing, setEditing] = useState<string | null>(null);
   const [name, setName] = useState('');
@@ -627,7 +630,7 @@ function Passkeys() {
       // device's list of passkeys, in place of the address. Unnamed, it is listed as "Passkey".
       await authClient.passkey.updatePasskey({ id: added.id, name: device(navigator.userAgent) }).catch(() => undefined);
       list.reload();
-      return 'Passkey aggiunta: da ora puoi accedere da questo dispositivo senza password.';
+      return t('settings.passkeys.added');
     });
   };
   const rename = (p: PasskeyRow) =>
@@ -636,37 +639,37 @@ function Passkeys() {
       unwrap(await authClient.passkey.updatePasskey({ id: p.id, name }));
       setEditing(null);
       list.reload();
-      return 'Nome della passkey salvato.';
+      return t('settings.passkeys.renamed');
     });
   const remove = (p: PasskeyRow) => {
     void action.run(async () => {
       const { authClient, unwrap } = await auth();
       unwrap(await authClient.passkey.deletePasskey({ id: p.id }));
       list.reload();
-      return 'Passkey eliminata. Toglila anche dal gestore delle password del dispositivo: non vale più.';
+      return t('settings.passkeys.removed');
     });
   };
   return (
     <section class="card" aria-labelledby="passkey-title" data-testid="passkeys">
-      <h2 id="passkey-title">Passkey</h2>
-      <p>Con una passkey accedi con l'impronta, il volto o il PIN del dispositivo, senza scrivere né l'indirizzo né la password.</p>
+      <h2 id="passkey-title">{t('settings.passkeys.title')}</h2>
+      <p>{t('settings.passkeys.intro')}</p>
       <Loading when={list.loading && !list.data} />
       <LoadError error={list.error} retry={list.reload} />
-      {list.data?.length === 0 && <p class="muted">Nessuna passkey.</p>}
+      {list.data?.length === 0 && <p class="muted">{t('settings.passkeys.none')}</p>}
       <ul class="sessions">
         {list.data?.map((p) => {
-          const label = p.name ?? 'Passkey';
+          const label = p.name ?? t('settings.passkeys.unnamed');
           return editing === p.id ? (
             <li key={p.id}>
               <form onSubmit={rename(p)} class="stack">
-                <label for="passkey-name">Nuovo nome</label>
+                <label for="passkey-name">{t('settings.passkeys.newName')}</label>
                 <input id="passkey-name" required maxLength={100} value={name} onInput={(e) => { setName(e.currentTarget.value); }} />
                 <div class="row">
                   <button type="submit" disabled={action.busy}>
-                    Salva
+                    {t('common.save')}
                   </button>
                   <button type="button" class="secondary" onClick={() => { setEditing(null); }}>
-                    Annulla
+                    {t('common.cancel')}
                   </button>
                 </div>
               </form>
@@ -676,7 +679,7 @@ function Passkeys() {
               <span>
                 <span>{label}</span>
                 <br />
-                <span class="muted">aggiunta {fmtDateTime(new Date(p.createdAt).getTime())}</span>
+                <span class="muted">{t('settings.passkeys.addedAt', { time: fmtDateTime(new Date(p.createdAt).getTime()) })}</span>
               </span>
               <span class="row">
                 <button
@@ -688,10 +691,10 @@ function Passkeys() {
                     setEditing(p.id);
                   }}
                 >
-                  Rinomina<span class="sr-only"> la passkey {label}</span>
+                  {t('settings.passkeys.rename')}<span class="sr-only"> {t('settings.passkeys.which', { label })}</span>
                 </button>
                 <button type="button" class="secondary" disabled={action.busy} onClick={() => { remove(p); }}>
-                  Elimina<span class="sr-only"> la passkey {label}</span>
+                  {t('common.delete')}<span class="sr-only"> {t('settings.passkeys.which', { label })}</span>
                 </button>
               </span>
             </li>
@@ -700,10 +703,10 @@ function Passkeys() {
       </ul>
       {supported ? (
         <button type="button" class="primary" disabled={action.busy} onClick={add}>
-          Aggiungi una passkey
+          {t('settings.passkeys.add')}
         </button>
       ) : (
-        <p>Questo browser non supporta le passkey: per aggiungerne una usa un browser aggiornato.</p>
+        <p>{t('settings.passkeys.unsupported')}</p>
       )}
       {fresh.prompt}
       <Notice message={action.message} />
@@ -722,7 +725,7 @@ async function downloadExport(format: ExportFormat): Promise<void> {
   try {
     res = await fetch(format === 'csv' ? '/me/export?format=csv' : '/me/export', { credentials: 'same-origin' });
   } catch {
-    throw new ApiError(0, 'OFFLINE', 'Sei offline: riprova quando la connessione torna.');
+    throw new ApiError(0, 'OFFLINE', t('errors.OFFLINE'));
   }
   if (res.status === 401) toSignIn();
   if (!res.ok) {
@@ -745,25 +748,25 @@ function Data() {
   const action = useAction();
   const fresh = useFreshSession(action, {
     id: 'export',
-    why: 'Per proteggere i tuoi dati, conferma che sei tu: inserisci la password.',
-    confirm: 'Conferma e scarica',
-    otherwise: "Hai effettuato l'accesso senza password? Esci e accedi di nuovo, poi esporta.",
+    why: t('settings.data.why'),
+    confirm: t('settings.data.confirm'),
+    otherwise: t('settings.data.otherwise'),
   });
   const download = (format: ExportFormat) => {
     fresh.run(async () => {
       await downloadExport(format);
-      return 'Download avviato.';
+      return t('settings.data.started');
     });
   };
   return (
-    <Card id="data-title" title="I tuoi dati">
-      <p>Scarica una copia di tutto ciò che conserviamo su di te.</p>
+    <Card id="data-title" title={t('settings.data.title')}>
+      <p>{t('settings.data.intro')}</p>
       <div class="row">
         <button type="button" class="secondary" onClick={() => { download('json'); }} disabled={action.busy} data-testid="export-json">
-          Esporta (JSON)
+          {t('settings.data.json')}
         </button>
         <button type="button" class="secondary" onClick={() => { download('csv'); }} disabled={action.busy}>
-          Digiuni (CSV)
+          {t('settings.data.csv')}
         </button>
       </div>
       {fresh.prompt}
@@ -779,18 +782,6 @@ interface ActivityItem {
   ip: string | null;
 }
 
-const ACTIVITY: Record<string, string> = {
-  sign_in: 'Accesso',
-  sign_in_failed: 'Accesso non riuscito',
-  password_changed: 'Password cambiata',
-  email_changed: 'E-mail cambiata',
-  two_factor_enabled: 'Verifica in due passaggi attivata',
-  two_factor_disabled: 'Verifica in due passaggi disattivata',
-  passkey_added: 'Passkey aggiunta',
-  passkey_removed: 'Passkey rimossa',
-  sessions_revoked: 'Sessioni chiuse',
-  export: 'Dati esportati',
-};
 
 /** Where the account was used in the last 90 days: what, when, from which browser and network. */
 function Activity() {
@@ -799,19 +790,19 @@ function Activity() {
     return unwrap(await authClient.$fetch<{ items: ActivityItem[] }>('/activity', { method: 'GET' })).items;
   });
   return (
-    <Card id="activity-title" title="Attività dell'account">
+    <Card id="activity-title" title={t('settings.activity.title')}>
       <Loading when={list.loading && !list.data} />
       <LoadError error={list.error} retry={list.reload} />
-      <p class="muted">Gli ultimi 90 giorni. Non riconosci qualcosa? Cambia la password e chiudi le altre sessioni.</p>
+      <p class="muted">{t('settings.activity.intro')}</p>
       <ul class="sessions" data-testid="activity">
         {list.data?.slice(0, 50).map((item) => (
           <li key={`${item.at}-${item.kind}`}>
             <span>
-              <span>{ACTIVITY[item.kind] ?? item.kind}</span>
+              <span>{t(`settings.activity.kinds.${item.kind}`, { defaultValue: item.kind })}</span>
               <br />
               <span class="muted">
                 {fmtDateTime(new Date(item.at).getTime())} · {device(item.userAgent)}
-                {item.ip ? ` · rete ${item.ip}` : ''}
+                {item.ip ? ` · ${t('settings.activity.network', { ip: item.ip })}` : ''}
               </span>
             </span>
           </li>
@@ -840,9 +831,9 @@ function SignOut() {
     });
   };
   return (
-    <Card id="out-title" title="Esci">
+    <Card id="out-title" title={t('settings.signOut.title')}>
       <button type="button" class="secondary" onClick={out} disabled={action.busy}>
-        Esci da questo dispositivo
+        {t('settings.signOut.button')}
       </button>
       <Notice message={action.message} />
     </Card>
@@ -860,18 +851,216 @@ function DeleteAccount() {
   });
   return (
     <form class="card danger" onSubmit={submit} aria-labelledby="del-title">
-      <h2 id="del-title">Elimina l'account</h2>
-      <p>Cancella per sempre l'account e tutti i dati: digiuni, diario, piani, dispositivi. Non si può annullare.</p>
-      <label for="del-password">Password</label>
+      <h2 id="del-title">{t('settings.delete.title')}</h2>
+      <p>{t('settings.delete.text')}</p>
+      <label for="del-password">{t('settings.password.title')}</label>
       <input id="del-password" type="password" autocomplete="current-password" required value={password} onInput={(e) => { setPassword(e.currentTarget.value); }} />
       <label class="check">
         <input type="checkbox" id="del-confirm" required checked={confirm} onChange={(e) => { setConfirm(e.currentTarget.checked); }} />
-        Ho capito che i miei dati saranno cancellati
+        {t('settings.delete.confirm')}
       </label>
       <button type="submit" class="danger" disabled={action.busy || !confirm}>
-        Elimina l'account
+        {t('settings.delete.title')}
       </button>
       <Notice message={action.message} />
+    </form>
+  );
+}
+
+/** The app's language, saved as the account's and applied at once. */
+function Language() {
+  const [value, setValue] = useState<Locale>(locale());
+  const autosave = useAutosave();
+  return (
+    <Card id="lang-title" title={t('settings.language.title')}>
+      <label for="pref-locale">{t('settings.language.label')}</label>
+      <select
+        id="pref-locale"
+        lang={value}
+        value={value}
+        onChange={(e) => {
+          const next: Locale = e.currentTarget.value === 'en' ? 'en' : 'it';
+          const before = value;
+          setValue(next);
+          setLocale(next);
+          autosave.save(
+            () => api.setPreferences({ locale: next }),
+            () => {
+              setValue(before);
+              setLocale(before);
+            },
+          );
+        }}
+      >
+        <option value="it" lang="it">
+          Italiano
+        </option>
+        <option value="en" lang="en">
+          English
+        </option>
+      </select>
+      <Notice message={autosave.status} testId="locale-status" />
+    </Card>
+  );
+}
+
+/** A number field saved when it is left, when its value is valid; else the card says why. */
+function NumberPref(props: {
+  id: string;
+  label: string;
+  initial: number | null;
+  decimals: boolean;
+  min: number;
+  max: number;
+  optional: boolean;
+  invalid: string;
+  autosave: ReturnType<typeof useAutosave>;
+  send: (v: number | null) => Promise<unknown>;
+}) {
+  const show = (v: number | null) => (v === null ? '' : props.decimals ? String(v).replace('.', locale() === 'it' ? ',' : '.') : String(v));
+  const [text, setText] = useState(show(props.initial));
+  const [saved, setSaved] = useState(props.initial);
+  const commit = () => {
+    const raw = text.trim();
+    const v = raw === '' ? null : parseDecimal(raw);
+    if (v === saved) return;
+    const ok = v === null ? props.optional : !Number.isNaN(v) && v >= props.min && v <= props.max && (props.decimals ? Math.round(v * 10) === v * 10 : Number.isInteger(v));
+    if (!ok) {
+      props.autosave.save(
+        () => Promise.reject(new Error(props.invalid)),
+        () => {
+          setText(show(saved));
+        },
+      );
+      return;
+    }
+    const before = saved;
+    setSaved(v);
+    props.autosave.save(
+      () => props.send(v),
+      () => {
+        setSaved(before);
+        setText(show(before));
+      },
+    );
+  };
+  return (
+    <>
+      <label for={props.id}>{props.label}</label>
+      <input
+        id={props.id}
+        type="text"
+        inputMode={props.decimals ? 'decimal' : 'numeric'}
+        autocomplete="off"
+        value={text}
+        onInput={(e) => {
+          setText(e.currentTarget.value);
+        }}
+        onChange={commit}
+      />
+    </>
+  );
+}
+
+function BodyPrefs({ prefs }: { prefs: Preferences }) {
+  const autosave = useAutosave();
+  return (
+    <Card id="body-prefs-title" title={t('settings.body.title')}>
+      <NumberPref
+        id="pref-goal"
+        label={t('weight.goalKg')}
+        initial={prefs.weightGoalKg}
+        decimals
+        min={20}
+        max={400}
+        optional
+        invalid={t('weight.errors.goal')}
+        autosave={autosave}
+        send={(v) => api.setPreferences({ weightGoalKg: v })}
+      />
+      <NumberPref
+        id="pref-height"
+        label={t('weight.heightCm')}
+        initial={prefs.heightCm}
+        decimals={false}
+        min={100}
+        max={250}
+        optional
+        invalid={t('weight.errors.height')}
+        autosave={autosave}
+        send={(v) => api.setPreferences({ heightCm: v })}
+      />
+      <NumberPref
+        id="pref-water"
+        label={t('settings.body.waterGoal')}
+        initial={prefs.waterGoalMl}
+        decimals={false}
+        min={500}
+        max={6000}
+        optional={false}
+        invalid={t('settings.body.waterInvalid')}
+        autosave={autosave}
+        send={(v) => api.setPreferences({ waterGoalMl: v })}
+      />
+      <Notice message={autosave.status} testId="body-status" />
+    </Card>
+  );
+}
+
+/** Import of fasts from Zero's export or this app's own CSV, with what was skipped and why. */
+function Import() {
+  const [file, setFile] = useState<File | null>(null);
+  const [report, setReport] = useState<ImportReport | null>(null);
+  const action = useAction();
+  const submit = action.submit(async () => {
+    if (!file) throw new Error(t('settings.import.noFile'));
+    if (file.size > 1024 * 1024) throw new Error(t('errors.PAYLOAD_TOO_LARGE'));
+    setReport(null);
+    let r: ImportReport;
+    try {
+      r = await api.importFasts(await file.text());
+    } catch (e) {
+      // The server names the two ways a whole file is refused only in its message.
+      if (e instanceof ApiError && e.code === 'VALIDATION_ERROR') throw new Error(t(/rows/.test(e.message) ? 'settings.import.tooMany' : 'settings.import.unknownFormat'), { cause: e });
+      throw e;
+    }
+    setReport(r);
+    return undefined;
+  });
+  return (
+    <form class="card" onSubmit={submit} aria-labelledby="import-title" data-testid="import">
+      <h2 id="import-title">{t('settings.import.title')}</h2>
+      <p>{t('settings.import.intro')}</p>
+      <label for="import-file">{t('settings.import.file')}</label>
+      <input
+        id="import-file"
+        type="file"
+        accept=".csv,text/csv"
+        onChange={(e) => {
+          setFile(e.currentTarget.files?.[0] ?? null);
+          setReport(null);
+        }}
+      />
+      <button type="submit" class="primary" disabled={action.busy || !file}>
+        {action.busy ? t('settings.import.busy') : t('settings.import.button')}
+      </button>
+      <Notice message={action.message} />
+      {report && (
+        <div role="status" data-testid="import-report">
+          <p>
+            <strong>{t('settings.import.imported', { count: report.imported })}</strong>
+            {report.skipped.length > 0 ? ` ${t('settings.import.skipped', { count: report.skipped.length })}` : ''}
+          </p>
+          {report.skipped.length > 0 && (
+            <ul>
+              {report.skipped.slice(0, 100).map((s) => (
+                <li key={s.line}>{t('settings.import.line', { line: s.line, reason: lookup('settings.import.reasons', s.reason) ?? s.reason })}</li>
+              ))}
+            </ul>
+          )}
+          {report.skipped.length > 100 && <p class="muted">{t('settings.import.more', { count: report.skipped.length - 100 })}</p>}
+        </div>
+      )}
     </form>
   );
 }

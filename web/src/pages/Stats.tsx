@@ -2,7 +2,10 @@ import { api } from '../api/client';
 import type { Fast, Stats as StatsData } from '../api/types';
 import { LoadError, Loading, PageTitle } from '../components/ui';
 import { useLoad } from '../hooks';
-import { addDays, firstOfMonth, fmtDecimal, fmtNumber, fmtPercent, mondayOf, overlapHours, romeDate, romeMidnight } from '../time';
+import { addDays, dateFormat, firstOfMonth, fmtDecimal, fmtNumber, fmtPercent, mondayOf, overlapHours, romeDate, romeMidnight } from '../time';
+import { t } from '../i18n';
+import { onSynced } from '../queue';
+import { useEffect } from 'preact/hooks';
 
 const WEEKS = 8;
 const MONTHS = 6;
@@ -39,10 +42,10 @@ function hoursIn(fasts: Fast[], from: number, to: number, now: number): number {
   }, 0);
 }
 
-const monthName = new Intl.DateTimeFormat('it-IT', { month: 'short', timeZone: 'UTC' });
-const monthLong = new Intl.DateTimeFormat('it-IT', { month: 'long', year: 'numeric', timeZone: 'UTC' });
-const dayLong = new Intl.DateTimeFormat('it-IT', { day: 'numeric', month: 'long', timeZone: 'UTC' });
-const dayShort = new Intl.DateTimeFormat('it-IT', { day: 'numeric', month: 'numeric', timeZone: 'UTC' });
+const monthName = () => dateFormat('monthShort', { month: 'short', timeZone: 'UTC' });
+const monthLong = () => dateFormat('monthLong', { month: 'long', year: 'numeric', timeZone: 'UTC' });
+const dayLong = () => dateFormat('dayLong', { day: 'numeric', month: 'long', timeZone: 'UTC' });
+const dayShort = () => dateFormat('dayShort', { day: 'numeric', month: 'numeric', timeZone: 'UTC' });
 
 function weekBars(fasts: Fast[], now: number): Bar[] {
   const monday = mondayOf(romeDate(now));
@@ -50,7 +53,7 @@ function weekBars(fasts: Fast[], now: number): Bar[] {
     const start = addDays(monday, -7 * (WEEKS - 1 - i));
     const hours = hoursIn(fasts, romeMidnight(start), romeMidnight(addDays(start, 7)), now);
     const d = new Date(`${start}T00:00:00Z`);
-    return { label: dayShort.format(d), long: `settimana dal ${dayLong.format(d)}`, hours };
+    return { label: dayShort().format(d), long: t('stats.weekOf', { day: dayLong().format(d) }), hours };
   });
 }
 
@@ -61,7 +64,7 @@ function monthBars(fasts: Fast[], now: number): Bar[] {
     const end = firstOfMonth(addDays(start, 40));
     const hours = hoursIn(fasts, romeMidnight(start), romeMidnight(end), now);
     const d = new Date(`${start}T00:00:00Z`);
-    return { label: monthName.format(d), long: monthLong.format(d), hours };
+    return { label: monthName().format(d), long: monthLong().format(d), hours };
   });
 }
 
@@ -127,7 +130,7 @@ function BarChart({ title, bars, id, empty }: { title: string; bars: Bar[]; id: 
           {bars.map((b) => (
             <tr key={b.label}>
               <th scope="row">{b.long}</th>
-              <td>{fmtDecimal(b.hours)} ore</td>
+              <td>{t('stats.hours', { hours: fmtDecimal(b.hours) })}</td>
             </tr>
           ))}
         </tbody>
@@ -145,14 +148,14 @@ function Calendar({ days, now }: { days: Set<string>; now: number }) {
   return (
     <figure class="card chart" aria-labelledby="cal-cap">
       <figcaption id="cal-cap">
-        <h2>Calendario della serie</h2>
-        <p class="muted">Giorni con un digiuno completato nelle ultime {CAL_WEEKS} settimane.</p>
+        <h2>{t('stats.calendar')}</h2>
+        <p class="muted">{t('stats.calendarText', { count: CAL_WEEKS })}</p>
       </figcaption>
       {cells.every((d) => !days.has(d)) && (
-        <p class="empty">Ancora nessun digiuno completato in queste settimane: ogni giorno in cui ne completi uno si colora.</p>
+        <p class="empty">{t('stats.calendarEmpty')}</p>
       )}
       <svg viewBox={`0 0 ${7 * size} ${CAL_WEEKS * size + 20}`} role="img" aria-labelledby="cal-cap" aria-describedby="cal-list">
-        {['L', 'M', 'M', 'G', 'V', 'S', 'D'].map((d, i) => (
+        {(t('stats.weekdays', { returnObjects: true }) as string[]).map((d, i) => (
           <text key={`h${i}`} class="label" x={i * size + size / 2} y="14" text-anchor="middle">
             {d}
           </text>
@@ -179,68 +182,71 @@ function Calendar({ days, now }: { days: Set<string>; now: number }) {
       </svg>
       <p class="sr-only" id="cal-list">
         {cells.filter((d) => days.has(d)).length === 0
-          ? 'Nessun giorno completato.'
-          : `Giorni completati: ${cells
-              .filter((d) => days.has(d))
-              .map((d) => dayLong.format(new Date(`${d}T00:00:00Z`)))
-              .join(', ')}.`}
+          ? t('stats.noDays')
+          : t('stats.days', {
+              days: cells
+                .filter((d) => days.has(d))
+                .map((d) => dayLong().format(new Date(`${d}T00:00:00Z`)))
+                .join(', '),
+            })}
       </p>
     </figure>
   );
 }
 
-const days = (n: number) => `${n} ${n === 1 ? 'giorno' : 'giorni'}`;
+const days = (n: number) => t('stats.dayCount', { count: n });
 
 export function Stats() {
   const res = useLoad(loadStats);
+  useEffect(() => onSynced(res.reload), []);
   const now = Date.now();
   const s = res.data?.stats;
   return (
     <>
-      <PageTitle>Statistiche</PageTitle>
+      <PageTitle>{t('stats.title')}</PageTitle>
       <Loading when={res.loading && !res.data} />
       <LoadError error={res.error} retry={res.reload} />
       {s && res.data && (
         <>
           <dl class="card kpis" data-testid="kpis">
             <div>
-              <dt>Ore questa settimana</dt>
+              <dt>{t('stats.weekHours')}</dt>
               <dd data-testid="weekly-hours">{fmtDecimal(s.weeklyHours)}</dd>
             </div>
             <div>
-              <dt>Ore questo mese</dt>
+              <dt>{t('stats.monthHours')}</dt>
               <dd>{fmtDecimal(s.monthlyHours)}</dd>
             </div>
             <div>
-              <dt>Serie attuale</dt>
-              <dd>{days(s.currentStreak)}</dd>
+              <dt>{t('stats.currentStreak')}</dt>
+              <dd data-testid="current-streak">{days(s.currentStreak)}</dd>
             </div>
             <div>
-              <dt>Serie più lunga</dt>
+              <dt>{t('stats.longestStreak')}</dt>
               <dd>{days(s.longestStreak)}</dd>
             </div>
             <div>
-              <dt>Digiuni completati</dt>
+              <dt>{t('stats.completed')}</dt>
               <dd data-testid="sessions">
-                {s.completedSessions} su {s.totalSessions}
+                {t('stats.of', { done: s.completedSessions, total: s.totalSessions })}
               </dd>
             </div>
             <div>
-              <dt>Tasso di completamento</dt>
+              <dt>{t('stats.rate')}</dt>
               <dd>{fmtPercent(s.completionRate)}</dd>
             </div>
           </dl>
           <BarChart
             id="weeks"
-            title="Ore di digiuno per settimana"
+            title={t('stats.perWeek')}
             bars={weekBars(res.data.fasts, now)}
-            empty={`Ancora nessun digiuno concluso nelle ultime ${WEEKS} settimane: le ore di ogni settimana compariranno qui.`}
+            empty={t('stats.weeksEmpty', { count: WEEKS })}
           />
           <BarChart
             id="months"
-            title="Ore di digiuno per mese"
+            title={t('stats.perMonth')}
             bars={monthBars(res.data.fasts, now)}
-            empty={`Ancora nessun digiuno concluso negli ultimi ${MONTHS} mesi: le ore di ogni mese compariranno qui.`}
+            empty={t('stats.monthsEmpty', { count: MONTHS })}
           />
           <Calendar days={streakDays(res.data.fasts)} now={now} />
         </>

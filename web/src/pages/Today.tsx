@@ -1,22 +1,37 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api/client';
-import type { Fast, Pause, Protocol } from '../api/types';
+import type { Fast, Pause, Preferences, Protocol } from '../api/types';
 import { Diary } from '../components/Diary';
+import { Safety } from '../components/Safety';
 import { Suggestions } from '../components/Suggestions';
+import { Water } from '../components/Water';
 import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad, useNow } from '../hooks';
+import { t } from '../i18n';
+import { onSynced, pending } from '../queue';
 import { fmtClock, fmtDateTime, fmtHours, fmtTime } from '../time';
-import { PROTOCOLS, ZONES, fastingHours, isProtocol, milestones, zoneIndexAt } from '../zones';
+import { PROTOCOLS, fastingHours, isProtocol, milestones, zoneIndexAt, zones } from '../zones';
 
 interface TodayData {
   current: Fast | null;
-  protocol: Protocol | null;
+  prefs: Preferences;
   pause: Pause;
+}
+
+/** The server's state, with the starts and ends still waiting to be sent laid over it. */
+function withPending(current: Fast | null): Fast | null {
+  let fast = current;
+  for (const op of pending()) {
+    if (op.kind === 'start') fast = op.optimistic as Fast;
+    else if (op.kind === 'end' && fast && op.target === fast.id) fast = null;
+    else if (op.kind === 'patch' && fast && op.target === fast.id) fast = op.optimistic as Fast;
+  }
+  return fast;
 }
 
 async function loadToday(): Promise<TodayData> {
   const [current, me, pause] = await Promise.all([api.currentFast(), api.me(), api.pause()]);
-  return { current, protocol: me.user.preferences.fastingProtocol, pause };
+  return { current: withPending(current), prefs: me.user.preferences, pause };
 }
 
 export function Today() {
@@ -27,10 +42,12 @@ export function Today() {
   const patch = (p: Partial<TodayData>) => {
     if (data) res.set({ ...data, ...p });
   };
+  // Once the waiting changes are sent, the server's ids and times replace the stand-ins.
+  useEffect(() => onSynced(res.reload), []);
 
   return (
     <>
-      <PageTitle>Oggi</PageTitle>
+      <PageTitle>{t('today.title')}</PageTitle>
       <Loading when={res.loading && !res.data} />
       <LoadError error={res.error} retry={res.reload} />
       {res.data &&
@@ -40,15 +57,19 @@ export function Today() {
             onChange={(f) => {
               patch({ current: f });
             }}
-            onEnded={(f) => {
+            onEnded={(f, queued) => {
               setEnded(f);
-              setUndoable(f);
+              // A fast ended offline is resumed by nobody: the undo needs the server.
+              setUndoable(queued ? null : f);
               patch({ current: null });
             }}
           />
         ) : (
           <Start
-            preferred={res.data.protocol}
+            prefs={res.data.prefs}
+            onAcknowledged={() => {
+              if (data) patch({ prefs: { ...data.prefs, longFastAcknowledged: true } });
+            }}
             onStarted={(f) => {
               setEnded(null);
               setUndoable(null);
@@ -70,6 +91,15 @@ export function Today() {
         />
       )}
       {ended && <Ended fast={ended} onChange={setEnded} />}
+      {res.data && <Water />}
+      {res.data && (
+        <section class="card" aria-labelledby="weight-link-title">
+          <h2 id="weight-link-title">{t('today.weightTitle')}</h2>
+          <p>
+            <a href="/weight">{t('today.weightLink')}</a>
+          </p>
+        </section>
+      )}
       {res.data && <PauseCard pause={res.data.pause} onChange={(p) => { patch({ pause: p }); }} />}
     </>
   );
@@ -100,9 +130,9 @@ function UndoEnd({ fast, onResumed, onExpired }: { fast: Fast; onResumed: (f: Fa
         <Notice message={action.message} />
       ) : (
         <p>
-          Digiuno terminato ·{' '}
+          {t('today.ended')} ·{' '}
           <button type="button" class="secondary" onClick={resume} disabled={action.busy}>
-            Annulla
+            {t('common.undo')}
           </button>
         </p>
       )}
@@ -110,33 +140,62 @@ function UndoEnd({ fast, onResumed, onExpired }: { fast: Fast; onResumed: (f: Fa
   );
 }
 
-function Start({ preferred, onStarted }: { preferred: Protocol | null; onStarted: (f: Fast) => void }) {
-  const [protocol, setProtocol] = useState<Protocol>(preferred ?? '16:8');
+function Start({ prefs, onStarted, onAcknowledged }: { prefs: Preferences; onStarted: (f: Fast) => void; onAcknowledged: () => void }) {
+  const [protocol, setProtocol] = useState<Protocol>(prefs.fastingProtocol ?? '16:8');
+  const [asking, setAsking] = useState(false);
   const action = useAction();
-  const submit = action.submit(async () => {
-    onStarted(await api.startFast(protocol));
-    return undefined;
-  });
+  const start = () =>
+    action.run(async () => {
+      const sent = await api.startFast(protocol);
+      onStarted(sent.data);
+      return sent.queued ? t('sync.queuedStart') : undefined;
+    });
+  const submit = (e: Event) => {
+    e.preventDefault();
+    // The first fast of a day or more waits for the person to read who should not fast alone.
+    if (fastingHours(protocol) >= 24 && !prefs.longFastAcknowledged) {
+      setAsking(true);
+      return;
+    }
+    void start();
+  };
+  if (asking) {
+    return (
+      <Safety
+        protocol={protocol}
+        onAccept={async () => {
+          await api.setPreferences({ longFastAcknowledged: true });
+          onAcknowledged();
+          setAsking(false);
+          await start();
+        }}
+        onCancel={() => {
+          setAsking(false);
+          setProtocol('16:8');
+        }}
+      />
+    );
+  }
   return (
     <form class="card" onSubmit={submit}>
-      <h2>Nessun digiuno in corso</h2>
-      <label for="protocol">Protocollo</label>
+      <h2>{t('today.noFast')}</h2>
+      <label for="protocol">{t('today.protocol')}</label>
       <select id="protocol" name="protocol" value={protocol} onChange={(e) => { const v = e.currentTarget.value; if (isProtocol(v)) setProtocol(v); }}>
         {PROTOCOLS.map((p) => (
           <option key={p} value={p}>
-            {p} · {fastingHours(p)} ore di digiuno
+            {t('today.protocolOption', { protocol: p, count: fastingHours(p) })}
           </option>
         ))}
       </select>
       <button type="submit" class="primary" disabled={action.busy}>
-        Inizia il digiuno
+        {t('today.start')}
       </button>
       <Notice message={action.message} />
     </form>
   );
 }
 
-function Running({ fast, onChange, onEnded }: { fast: Fast; onChange: (f: Fast) => void; onEnded: (f: Fast) => void }) {
+function Running({ fast, onChange, onEnded }: { fast: Fast; onChange: (f: Fast) => void; onEnded: (f: Fast, queued: boolean) => void }) {
   const now = useNow();
   const action = useAction();
   const start = Date.parse(fast.startedAt);
@@ -145,14 +204,16 @@ function Running({ fast, onChange, onEnded }: { fast: Fast; onChange: (f: Fast) 
   const progress = Math.min(1, elapsed / (end - start));
   const hours = elapsed / 3_600_000;
   const zi = zoneIndexAt(hours);
-  const zone = ZONES[zi];
+  const all = zones();
+  const zone = all[zi];
   const next = milestones(start, end).find((m) => m.at > now);
   const r = 52;
   const c = 2 * Math.PI * r;
 
   const finish = () => {
     void action.run(async () => {
-      onEnded(await api.endFast(fast.id));
+      const sent = await api.endFast(fast);
+      onEnded(sent.data, sent.queued);
       return undefined;
     });
   };
@@ -161,15 +222,15 @@ function Running({ fast, onChange, onEnded }: { fast: Fast; onChange: (f: Fast) 
     <>
       <section class="card timer" aria-labelledby="timer-title">
         <h2 id="timer-title">
-          Digiuno {fast.protocol} in corso{fast.autoStarted ? ' (avviato dalla cena)' : ''}
+          {t(fast.autoStarted ? 'today.runningAuto' : 'today.running', { protocol: fast.protocol })}
         </h2>
         <div class="ring">
-          <svg viewBox="0 0 120 120" role="img" aria-label={`Completato al ${Math.round(progress * 100)}%`}>
+          <svg viewBox="0 0 120 120" role="img" aria-label={t('today.progress', { percent: Math.round(progress * 100) })}>
             <circle class="track" cx="60" cy="60" r={r} />
             <circle class="bar" cx="60" cy="60" r={r} stroke-dasharray={`${c * progress} ${c}`} transform="rotate(-90 60 60)" />
           </svg>
           <div class="ring-text">
-            <span class="clock" data-testid="elapsed" role="timer" aria-label={`Trascorso ${fmtHours(elapsed)}`}>
+            <span class="clock" data-testid="elapsed" role="timer" aria-label={t('today.elapsed', { time: fmtHours(elapsed) })}>
               {fmtClock(elapsed)}
             </span>
             <span class="muted">{Math.round(progress * 100)}%</span>
@@ -177,39 +238,39 @@ function Running({ fast, onChange, onEnded }: { fast: Fast; onChange: (f: Fast) 
         </div>
         <dl class="facts">
           <div>
-            <dt>Iniziato</dt>
+            <dt>{t('today.startedAt')}</dt>
             <dd>{fmtDateTime(fast.startedAt)}</dd>
           </div>
           <div>
-            <dt>Fine prevista</dt>
+            <dt>{t('today.plannedEnd')}</dt>
             <dd>{fmtDateTime(fast.plannedEndAt)}</dd>
           </div>
           <div>
-            <dt>{now < end ? 'Mancano' : 'Oltre il previsto'}</dt>
+            <dt>{now < end ? t('today.left') : t('today.beyond')}</dt>
             <dd>{fmtHours(Math.abs(end - now))}</dd>
           </div>
           <div>
-            <dt>Prossima tappa</dt>
-            <dd data-testid="next-milestone">{next ? `${next.label} alle ${fmtTime(next.at)}` : 'Nessuna'}</dd>
+            <dt>{t('today.nextMilestone')}</dt>
+            <dd data-testid="next-milestone">{next ? t('today.milestoneAt', { label: next.label, time: fmtTime(next.at) }) : t('today.none')}</dd>
           </div>
         </dl>
         <button type="button" class="primary" onClick={finish} disabled={action.busy}>
-          Termina il digiuno
+          {t('today.end')}
         </button>
         <Notice message={action.message} />
       </section>
       {zone && (
         <section class="card" aria-labelledby="zone-title">
-          <h2 id="zone-title">Fase: {zone.title}</h2>
+          <h2 id="zone-title">{t('today.zone', { title: zone.title })}</h2>
           <p>{zone.summary}</p>
           <p class="source">
-            Fonte:{' '}
+            {t('today.source')}{' '}
             <a href={zone.sourceUrl} rel="noopener noreferrer" target="_blank">
               {zone.source}
             </a>
           </p>
-          <ol class="zones" aria-label="Fasi del digiuno">
-            {ZONES.map((z, i) => (
+          <ol class="zones" aria-label={t('today.zones')}>
+            {all.map((z, i) => (
               <li key={z.key} class={i < zi ? 'done' : i === zi ? 'now' : ''} aria-current={i === zi ? 'step' : undefined}>
                 <span class="zone-hour">{z.fromHour} h</span> {z.title}
               </li>
@@ -227,12 +288,10 @@ function Ended({ fast, onChange }: { fast: Fast; onChange: (f: Fast) => void }) 
   return (
     <>
       <section class="card" aria-labelledby="ended-title">
-        <h2 id="ended-title">{fast.status === 'COMPLETED' ? 'Digiuno completato' : 'Digiuno terminato in anticipo'}</h2>
-        <p>
-          Durata: <strong>{fmtHours(length)}</strong> (obiettivo {fastingHours(fast.protocol)} ore).
-        </p>
+        <h2 id="ended-title">{fast.status === 'COMPLETED' ? t('today.completed') : t('today.endedEarly')}</h2>
+        <p>{t('today.length', { length: fmtHours(length), count: fastingHours(fast.protocol) })}</p>
       </section>
-      {length >= 24 * 3_600_000 && <Suggestions fastId={fast.id} />}
+      {length >= 24 * 3_600_000 && !fast.id.startsWith('local:') && <Suggestions fastId={fast.id} />}
       <Diary fast={fast} onSaved={onChange} />
     </>
   );
@@ -244,24 +303,24 @@ function PauseCard({ pause, onChange }: { pause: Pause; onChange: (p: Pause) => 
     void action.run(async () => {
       const p = await api.setPause(until);
       onChange(p);
-      return p.paused ? 'Pausa attivata.' : 'Pausa terminata.';
+      return p.paused ? t('pause.on') : t('pause.off');
     });
   };
   return (
     <section class="card" aria-labelledby="pause-title">
-      <h2 id="pause-title">Giorno libero</h2>
+      <h2 id="pause-title">{t('pause.title')}</h2>
       {pause.paused && pause.fastingPausedUntil ? (
         <>
-          <p data-testid="pause-state">In pausa fino a {fmtDateTime(pause.fastingPausedUntil)}: niente promemoria e la serie non si interrompe.</p>
+          <p data-testid="pause-state">{t('pause.until', { time: fmtDateTime(pause.fastingPausedUntil) })}</p>
           <button type="button" class="secondary" onClick={() => { set(null); }} disabled={action.busy}>
-            Termina la pausa
+            {t('pause.end')}
           </button>
         </>
       ) : (
         <>
-          <p>Una pausa sospende i promemoria fino a domani alle 06:00 senza interrompere la serie.</p>
+          <p>{t('pause.explain')}</p>
           <button type="button" class="secondary" onClick={() => { set(); }} disabled={action.busy}>
-            Metti in pausa fino a domani
+            {t('pause.start')}
           </button>
         </>
       )}
