@@ -3,7 +3,9 @@
 //! fast, the pause, the not-found page, offline use and sign-out; and Web Push from the app's
 //! subscription through push-scheduler to the service worker's notification; and one test per
 //! promise of the web app (`web/tests/cases.mjs`: push that answers, offline state, kept drafts,
-//! undo, settings that save, layout, numbers, pages). The browser steps
+//! undo, settings that save, layout, numbers, pages); and what keeps people using it
+//! (`web/tests/tracking.mjs`: weights, water, corrected, past and imported fasts, the safety
+//! notice, English, offline writes sent once). The browser steps
 //! are in `web/tests/*.mjs`; these tests start the stack and run them with `node`.
 
 mod common;
@@ -255,4 +257,65 @@ async fn numbers_show_a_decimal_comma() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_weight_page_is_a_page_of_the_app() {
     web_case("weight", false).await;
+}
+
+/// Runs one case of `web/tests/tracking.mjs` on a fresh stack.
+async fn tracking_case(case: &'static str) {
+    let stack = start_stack().await;
+    let base = stack.base();
+    let result =
+        tokio::task::spawn_blocking(move || run_node("tracking.mjs", &base, &[("CASE", case)]))
+            .await
+            .expect("join");
+    match result {
+        Ok(out) => {
+            println!("{out}");
+            assert!(out.contains(&format!("tracking {case}: passed")), "{out}");
+        }
+        Err(out) => panic!(
+            "{out}\n--- auth ---\n{}\n--- nutrition-api ---\n{}",
+            stack.auth.log(),
+            stack.nutrition.log()
+        ),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weight_recorded_shows_in_the_trend_with_the_goal_and_bmi() {
+    tracking_case("weight").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn water_is_added_with_one_tap_and_undone() {
+    tracking_case("water").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrected_start_changes_the_statistics_and_the_streak() {
+    tracking_case("correct-fast").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_past_fast_is_added_and_an_overlapping_one_refused() {
+    tracking_case("past-fast").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zero_export_is_imported_once_with_a_report() {
+    tracking_case("import-zero").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_long_fast_waits_for_the_safety_notice_once() {
+    tracking_case("safety").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn english_switches_every_screen_at_once() {
+    tracking_case("english").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fast_started_and_ended_offline_is_one_fast_once_online() {
+    tracking_case("offline-queue").await;
 }

@@ -378,7 +378,8 @@ const CASES = {
     await page.goto(`${BASE}/weight`);
     await page.getByRole('heading', { level: 1, name: 'Peso' }).waitFor();
     assert.equal(await page.getByText('Pagina non trovata').count(), 0);
-    await page.getByRole('link', { name: /Torna a Oggi/ }).click();
+    await page.getByRole('heading', { name: 'Registra il peso' }).waitFor();
+    await page.getByRole('link', { name: 'Oggi' }).click();
     await page.waitForURL(`${BASE}/`);
   },
 };

@@ -58,7 +58,7 @@ export function Water() {
           <div class="water-row">
             <svg class="water-ring" viewBox="0 0 80 80" role="img" aria-label={t('water.ring', { total: fmtNumber(day.totalMl), goal: fmtNumber(day.goalMl), percent: fmtPercent(ratio) })}>
               <circle class="track" cx="40" cy="40" r={r} />
-              <circle class="bar" cx="40" cy="40" r={r} stroke-dasharray={`${c * ratio} ${c}`} transform="rotate(-90 40 40)" />
+              {ratio > 0 && <circle class="bar" cx="40" cy="40" r={r} stroke-dasharray={`${c * ratio} ${c}`} transform="rotate(-90 40 40)" />}
             </svg>
             <p data-testid="water-total">
               <strong>{t('water.total', { total: fmtNumber(day.totalMl), goal: fmtNumber(day.goalMl) })}</strong>

@@ -102,7 +102,6 @@ function PastFast({ onAdded }: { onAdded: () => void }) {
   const [end, setEnd] = useState('');
   const [protocol, setProtocol] = useState<Protocol>('16:8');
   const action = useAction();
-  const max = romeLocalInput(Date.now());
   const submit = action.submit(async () => {
     const s = span(start, end);
     await api.addPastFast(protocol, s.startedAt, s.endedAt ?? '');
@@ -126,9 +125,9 @@ function PastFast({ onAdded }: { onAdded: () => void }) {
     <form class="card" onSubmit={submit} aria-labelledby="past-title" data-testid="past-form">
       <h2 id="past-title">{t('history.addPast')}</h2>
       <label for="past-start">{t('history.start')}</label>
-      <input id="past-start" type="datetime-local" required max={max} value={start} onInput={(e) => { setStart(e.currentTarget.value); }} />
+      <input id="past-start" type="datetime-local" required value={start} onInput={(e) => { setStart(e.currentTarget.value); }} />
       <label for="past-end">{t('history.end')}</label>
-      <input id="past-end" type="datetime-local" required max={max} value={end} onInput={(e) => { setEnd(e.currentTarget.value); }} />
+      <input id="past-end" type="datetime-local" required value={end} onInput={(e) => { setEnd(e.currentTarget.value); }} />
       <label for="past-protocol">{t('today.protocol')}</label>
       <ProtocolSelect id="past-protocol" value={protocol} onChange={setProtocol} />
       <div class="row">

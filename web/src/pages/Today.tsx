@@ -38,6 +38,8 @@ export function Today() {
   const res = useLoad(loadToday);
   const [ended, setEnded] = useState<Fast | null>(null);
   const [undoable, setUndoable] = useState<Fast | null>(null);
+  // Kept apart from the loaded data, which the start that follows replaces as a whole.
+  const [acknowledged, setAcknowledged] = useState(false);
   const data = res.data;
   const patch = (p: Partial<TodayData>) => {
     if (data) res.set({ ...data, ...p });
@@ -67,8 +69,9 @@ export function Today() {
         ) : (
           <Start
             prefs={res.data.prefs}
+            acknowledged={acknowledged || res.data.prefs.longFastAcknowledged}
             onAcknowledged={() => {
-              if (data) patch({ prefs: { ...data.prefs, longFastAcknowledged: true } });
+              setAcknowledged(true);
             }}
             onStarted={(f) => {
               setEnded(null);
@@ -140,7 +143,7 @@ function UndoEnd({ fast, onResumed, onExpired }: { fast: Fast; onResumed: (f: Fa
   );
 }
 
-function Start({ prefs, onStarted, onAcknowledged }: { prefs: Preferences; onStarted: (f: Fast) => void; onAcknowledged: () => void }) {
+function Start({ prefs, acknowledged, onStarted, onAcknowledged }: { prefs: Preferences; acknowledged: boolean; onStarted: (f: Fast) => void; onAcknowledged: () => void }) {
   const [protocol, setProtocol] = useState<Protocol>(prefs.fastingProtocol ?? '16:8');
   const [asking, setAsking] = useState(false);
   const action = useAction();
@@ -153,7 +156,7 @@ function Start({ prefs, onStarted, onAcknowledged }: { prefs: Preferences; onSta
   const submit = (e: Event) => {
     e.preventDefault();
     // The first fast of a day or more waits for the person to read who should not fast alone.
-    if (fastingHours(protocol) >= 24 && !prefs.longFastAcknowledged) {
+    if (fastingHours(protocol) >= 24 && !acknowledged) {
       setAsking(true);
       return;
     }

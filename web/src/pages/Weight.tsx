@@ -61,6 +61,7 @@ function Record({ onRecorded }: { onRecorded: (w: WeightEntry, queued: boolean) 
     onRecorded(entry, sent.queued);
     setKg('');
     setNote('');
+    setDate(today);
     return sent.queued ? t('sync.queued') : t('weight.recorded', { kg: fmtDecimal(entry.kg) });
   });
   return (
@@ -69,7 +70,7 @@ function Record({ onRecorded }: { onRecorded: (w: WeightEntry, queued: boolean) 
       <label for="weight-kg">{t('weight.kg')}</label>
       <input id="weight-kg" type="text" inputMode="decimal" autocomplete="off" required placeholder={fmtDecimal(70.5)} value={kg} onInput={(e) => { setKg(e.currentTarget.value); }} />
       <label for="weight-date">{t('weight.date')}</label>
-      <input id="weight-date" type="date" max={today} value={date} onInput={(e) => { setDate(e.currentTarget.value); }} />
+      <input id="weight-date" type="date" value={date} onInput={(e) => { setDate(e.currentTarget.value); }} />
       <label for="weight-note">{t('weight.note')}</label>
       <input id="weight-note" type="text" maxLength={500} value={note} onInput={(e) => { setNote(e.currentTarget.value); }} />
       <button type="submit" class="primary" disabled={action.busy}>
