@@ -158,7 +158,7 @@ async fn screenshots() {
     }
 }
 
-/// Not part of the timed suite: Lighthouse scores of /, /plan and /stats (README lists them)
+/// Not part of the timed suite: Lighthouse scores of /, /plan, /weight and /stats (docs/web-app.md lists them)
 /// (`cargo nextest run -p e2e --test web --run-ignored only lighthouse`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "slow; needs the lighthouse CLI; run on purpose"]

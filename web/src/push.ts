@@ -1,4 +1,5 @@
 import { api } from './api/client';
+import { t } from './i18n';
 
 function keyBytes(base64url: string): Uint8Array<ArrayBuffer> {
   const b64 = base64url.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (base64url.length % 4)) % 4);
@@ -26,7 +27,7 @@ export async function currentSubscription(): Promise<PushSubscription | null> {
 /** The browser's push service could not be reached (or did not answer in time). */
 export class PushUnreachable extends Error {
   constructor(options?: ErrorOptions) {
-    super('Attivazione non riuscita: nessun servizio di notifiche raggiungibile.', options);
+    super(t('push.unreachable'), options);
   }
 }
 
@@ -58,7 +59,7 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T> {
 /** Asks for permission, subscribes with the server's VAPID key and registers this device. */
 export async function enablePush(vapidPublicKey: string): Promise<PushSubscription> {
   const permission = await Notification.requestPermission();
-  if (permission !== 'granted') throw new Error('Permesso per le notifiche negato dal browser.');
+  if (permission !== 'granted') throw new Error(t('push.denied'));
   let sub: PushSubscription;
   try {
     sub = await within(
@@ -71,7 +72,7 @@ export async function enablePush(vapidPublicKey: string): Promise<PushSubscripti
     );
   } catch (e) {
     // A refusal that came with the subscription (permission withdrawn meanwhile) is the browser's.
-    if (e instanceof DOMException && e.name === 'NotAllowedError') throw new Error('Permesso per le notifiche negato dal browser.', { cause: e });
+    if (e instanceof DOMException && e.name === 'NotAllowedError') throw new Error(t('push.denied'), { cause: e });
     throw new PushUnreachable({ cause: e });
   }
   await api.registerDevice(sub.endpoint, b64url(sub.getKey('p256dh')), b64url(sub.getKey('auth')));
