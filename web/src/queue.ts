@@ -65,7 +65,7 @@ export function uuid(): string {
 
 export const isLocalId = (id: string) => id.startsWith('local:');
 
-/** The ops still to send for the user last known on this browser. */
+/** The ops still to send for the user last known on this browser (their number, for the note). */
 export function pending(kind?: OpKind): Op[] {
   const user = knownUser();
   if (!user) return [];
@@ -73,10 +73,13 @@ export function pending(kind?: OpKind): Op[] {
   return kind ? ops.filter((o) => o.kind === kind) : ops;
 }
 
-/** The server's id for a placeholder, once known. */
-export function realId(id: string): string {
-  const user = knownUser();
-  return (user && stored(user).ids[id]) || id;
+/**
+ * The ops of `user`, the person the page's data belongs to: a page never lays the waiting
+ * changes of the person last signed in on this browser over another person's data.
+ */
+export function pendingOf(user: string, kind?: OpKind): Op[] {
+  const ops = stored(user).ops;
+  return kind ? ops.filter((o) => o.kind === kind) : ops;
 }
 
 const listeners = new Set<() => void>();
@@ -204,7 +207,9 @@ export function flush(): Promise<void> {
           failure = err.code;
         }
         const rest = stored(user).ops.filter((o) => o.key !== op.key);
-        save(user, { ops: rest, ids: rest.length ? ids : {} });
+        // Names given by the server stay known to this page once the queue is empty, for a
+        // change made on what it still shows under a placeholder.
+        save(user, { ops: rest, ids });
         sentAny = true;
       }
       if (sentAny) synced.forEach((fn) => { fn(); });

@@ -378,6 +378,7 @@ const CASES = {
     assert.equal(await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('digiuno:queue:')).length), 0);
     step('the page shows the server state');
     await page.goto(`${BASE}/history`);
+    await page.getByTestId('fast').first().getByText('Terminato prima').waitFor();
     assert.equal(await page.getByTestId('fast').count(), 1);
   },
 };

@@ -3,7 +3,8 @@ import { api, isLocalId } from '../api/client';
 import type { Drink, WaterDay } from '../api/types';
 import { useAction, useLoad } from '../hooks';
 import { t } from '../i18n';
-import { onSynced, pending } from '../queue';
+import { onSynced, pendingOf } from '../queue';
+import { whoAmI } from '../session';
 import { fmtNumber, fmtPercent, fmtTime, romeDate } from '../time';
 import { LoadError, Loading, Notice } from './ui';
 
@@ -11,8 +12,8 @@ const GLASS = 250;
 
 /** Today's water with drinks still waiting to be sent. */
 async function loadWater(): Promise<WaterDay> {
-  const day = await api.water();
-  const waiting = pending('water')
+  const [day, user] = await Promise.all([api.water(), whoAmI()]);
+  const waiting = (user ? pendingOf(user, 'water') : [])
     .map((o) => o.optimistic as Drink)
     .filter((d) => romeDate(Date.parse(d.at)) === day.date);
   return { ...day, items: [...day.items, ...waiting], totalMl: day.totalMl + waiting.reduce((s, d) => s + d.ml, 0) };

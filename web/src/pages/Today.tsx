@@ -8,7 +8,7 @@ import { Water } from '../components/Water';
 import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad, useNow } from '../hooks';
 import { t } from '../i18n';
-import { onSynced, pending } from '../queue';
+import { onSynced, pendingOf } from '../queue';
 import { fmtClock, fmtDateTime, fmtHours, fmtTime } from '../time';
 import { PROTOCOLS, fastingHours, isProtocol, milestones, zoneIndexAt, zones } from '../zones';
 
@@ -19,9 +19,9 @@ interface TodayData {
 }
 
 /** The server's state, with the starts and ends still waiting to be sent laid over it. */
-function withPending(current: Fast | null): Fast | null {
+function withPending(user: string, current: Fast | null): Fast | null {
   let fast = current;
-  for (const op of pending()) {
+  for (const op of pendingOf(user)) {
     if (op.kind === 'start') fast = op.optimistic as Fast;
     else if (op.kind === 'end' && fast && op.target === fast.id) fast = null;
     else if (op.kind === 'patch' && fast && op.target === fast.id) fast = op.optimistic as Fast;
@@ -31,7 +31,7 @@ function withPending(current: Fast | null): Fast | null {
 
 async function loadToday(): Promise<TodayData> {
   const [current, me, pause] = await Promise.all([api.currentFast(), api.me(), api.pause()]);
-  return { current: withPending(current), prefs: me.user.preferences, pause };
+  return { current: withPending(me.user.id, current), prefs: me.user.preferences, pause };
 }
 
 export function Today() {

@@ -4,13 +4,14 @@ import type { Weight as WeightEntry, Weights } from '../api/types';
 import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad } from '../hooks';
 import { t } from '../i18n';
-import { onSynced, pending } from '../queue';
+import { onSynced, pendingOf } from '../queue';
+import { whoAmI } from '../session';
 import { dateFormat, fmtDay, fmtDecimal, parseDecimal, romeDate } from '../time';
 
 /** The weights with those still waiting to be sent; one a day, as the server keeps them. */
 async function loadWeights(): Promise<Weights> {
-  const w = await api.weights();
-  const waiting = pending('weight').map((o) => o.optimistic as WeightEntry);
+  const [w, user] = await Promise.all([api.weights(), whoAmI()]);
+  const waiting = (user ? pendingOf(user, 'weight') : []).map((o) => o.optimistic as WeightEntry);
   if (waiting.length === 0) return w;
   const days = new Set(waiting.map((x) => x.measuredOn));
   const items = [...w.items.filter((x) => !days.has(x.measuredOn)), ...waiting].sort((a, b) => a.measuredOn.localeCompare(b.measuredOn));
