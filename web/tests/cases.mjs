@@ -298,6 +298,9 @@ const CASES = {
     const { page } = await newPage({ viewport: { width: 320, height: 640 } });
     await signUp(page);
     await json(page, '/me/fast-events', 'POST', { protocol: '16:8', startedAt: new Date(Date.now() - 3_600_000).toISOString() });
+    await json(page, '/me/weights', 'POST', { kg: 80.4, note: 'una nota abbastanza lunga da andare a capo su uno schermo stretto' });
+    await json(page, '/me/preferences', 'PATCH', { weightGoalKg: 75, heightCm: 180 });
+    await json(page, '/me/water', 'POST', { ml: 250 });
     const wide = [];
     for (const path of ['/', '/plan', '/history', '/stats', '/settings', '/weight', '/non-esiste']) {
       await page.goto(`${BASE}${path}`);

@@ -72,6 +72,7 @@ export function Water() {
             {undoable && (
               <button type="button" class="secondary" onClick={() => { remove(undoable); }} disabled={action.busy}>
                 {t('common.undo')}
+                <span class="sr-only"> {t('water.undoWhich')}</span>
               </button>
             )}
           </div>
