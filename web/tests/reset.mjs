@@ -15,6 +15,9 @@ try {
   await page.fill('#password', 'la-vecchia-password');
   await page.click('form.credentials button[type=submit]');
   await page.waitForURL(`${BASE}/`);
+  // Today's requests answered first: one sent after the cookies are gone would be a 401, and the
+  // app's move to the sign-in page would cut the navigation below short.
+  await page.waitForLoadState('networkidle');
   await context.clearCookies();
   const before = (await newestMailTo(email, -1).catch(() => ({ count: 0 }))).count;
 
