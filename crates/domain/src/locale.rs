@@ -49,7 +49,12 @@ impl Locale {
             };
             let mut quality: u16 = 1000;
             for param in pieces {
-                if let Some(q) = param.trim().strip_prefix("q=") {
+                let param = param.trim();
+                // Parameter names are case-insensitive (RFC 9110).
+                if let Some(q) = param
+                    .strip_prefix("q=")
+                    .or_else(|| param.strip_prefix("Q="))
+                {
                     quality = parse_quality(q).unwrap_or(0);
                 }
             }
@@ -130,5 +135,51 @@ mod tests {
             Locale::from_accept_language(Some(";;,,q=,en;q=abc")),
             Locale::It
         );
+    }
+
+    #[test]
+    fn quality_orders_before_position() {
+        let pick = |h: &str| Locale::from_accept_language(Some(h));
+        assert_eq!(pick("en-US;q=0.9, it"), Locale::It);
+        assert_eq!(pick("it;q=0.3, de, en-GB;q=0.4"), Locale::En);
+        assert_eq!(
+            pick("en;q=0.5, it;q=0.5"),
+            Locale::En,
+            "a tie goes to the first"
+        );
+        assert_eq!(pick("it-CH;Q=0.2, en;q=0.1"), Locale::It);
+        assert_eq!(pick(" en-AU ; q=1.000 , it"), Locale::En);
+    }
+
+    #[test]
+    fn what_names_neither_language_is_italian() {
+        let pick = |h: &str| Locale::from_accept_language(Some(h));
+        for header in [
+            "",
+            "*",
+            "fr-FR, de;q=0.9",
+            "english",
+            "en_US",
+            "en;q=2",
+            "en;q=-1",
+            "en;q=0.000",
+            "\u{0}",
+            "-en, ,,,",
+        ] {
+            assert_eq!(pick(header), Locale::It, "{header:?}");
+        }
+        let long = format!("{}en", "x,".repeat(5000));
+        assert_eq!(pick(&long), Locale::It, "only the first tags are read");
+    }
+
+    #[test]
+    fn codes_round_trip() {
+        for l in Locale::ALL {
+            assert_eq!(l.as_str().parse::<Locale>(), Ok(l));
+            assert_eq!(l.to_string(), l.as_str());
+        }
+        assert_eq!(Locale::default(), Locale::It);
+        assert!("EN".parse::<Locale>().is_err());
+        assert!("".parse::<Locale>().is_err());
     }
 }

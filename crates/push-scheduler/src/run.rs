@@ -12,7 +12,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Jsonb, Nullable, Text, Timestamp, Timestamptz};
 use domain::fasting::{Milestone, due_milestones, next_milestone_at};
-use domain::notifications::{Kind, payload};
+use domain::notifications::{Kind, payloads};
 
 use crate::deliver::Shutdown;
 use crate::jobs::{Job, Slot};
@@ -111,7 +111,15 @@ const FAIR_RANK: &str = "LEAST(row_number() OVER (PARTITION BY d.user_id ORDER B
 /// Meal reminders: switched on, and not paused at the run's time (`$1`).
 const MEAL_RULE: &str = "COALESCE(p.meal_reminders, FALSE) AND (p.fasting_paused_until IS NULL OR p.fasting_paused_until <= $1)";
 
-/// Queues `kind` for every device of every user that `rule` keeps; counts the users it leaves out.
+/// Each recipient's payload out of the statement's `{"it": …, "en": …}` (`payloads`): the one of
+/// the user's language, read from `auth.user` (`u`) in the statement that picks the recipients, so
+/// a language changed a moment before counts; Italian when the row has no other.
+fn in_locale(payloads: &str) -> String {
+    format!("COALESCE({payloads} -> u.locale, {payloads} -> 'it')")
+}
+
+/// Queues `kind` for every device of every user that `rule` keeps, in the user's language;
+/// counts the users it leaves out.
 fn broadcast(
     conn: &mut PgConnection,
     job: Job,
@@ -121,12 +129,14 @@ fn broadcast(
     now: DateTime<Utc>,
     expires: DateTime<Utc>,
 ) -> QueryResult<Queued> {
-    let body = serde_json::to_value(payload(kind)).unwrap_or_default();
+    let body = payloads(kind);
+    let payload = in_locale("$4::jsonb");
     // `rule` is one of this module's constants, never input.
     let queued = diesel::sql_query(format!(
         "INSERT INTO scheduler.outbox (job, slot, user_id, device_id, endpoint, p256dh, auth, payload, expires_at, fair_rank)
-         SELECT $2, $3, d.user_id, d.id, d.endpoint, d.p256dh, d.auth, $4, $5, {FAIR_RANK}
+         SELECT $2, $3, d.user_id, d.id, d.endpoint, d.p256dh, d.auth, {payload}, $5, {FAIR_RANK}
            FROM nutrition.device_token d
+           JOIN auth.\"user\" u ON u.id = d.user_id
            LEFT JOIN nutrition.profile p ON p.user_id = d.user_id
           WHERE $1 = $1 AND ({rule})
          ON CONFLICT (job, slot, device_id) DO NOTHING"
@@ -272,8 +282,7 @@ fn milestones(
                 now,
             ) {
                 Step::Push { keys, latest, next } => {
-                    let body =
-                        serde_json::to_value(payload(Kind::Milestone(latest))).unwrap_or_default();
+                    let body = payloads(Kind::Milestone(latest));
                     push.ids.push(fast.id);
                     push.keys.push(keys.join(","));
                     push.next.push(next);
@@ -365,6 +374,7 @@ struct PushBatch {
     /// The keys to record, comma-separated (Postgres arrays cannot be ragged).
     keys: Vec<String>,
     next: Vec<Option<DateTime<Utc>>>,
+    /// Every language's payload of the milestone pushed (see [`payloads`]).
     payloads: Vec<serde_json::Value>,
 }
 
@@ -376,8 +386,8 @@ struct LaterBatch {
     next: Vec<Option<DateTime<Utc>>>,
 }
 
-/// Records the batch's milestones and queues one row per device of each fast recorded, in one
-/// statement. The rows are locked in id order, so two runs over the same fasts (overlapping
+/// Records the batch's milestones and queues one row per device of each fast recorded, in its
+/// user's language, in one statement. The rows are locked in id order, so two runs over the same fasts (overlapping
 /// slots on two replicas) wait for each other instead of deadlocking.
 fn record_and_queue(
     conn: &mut PgConnection,
@@ -388,6 +398,7 @@ fn record_and_queue(
     if batch.ids.is_empty() {
         return Ok(0);
     }
+    let payload = in_locale("r.payload");
     let queued = diesel::sql_query(format!(
         "WITH todo AS (
              SELECT u.id, string_to_array(u.keys, ',') AS keys, u.next, u.payload
@@ -407,8 +418,9 @@ fn record_and_queue(
              RETURNING f.user_id, t.payload
          )
          INSERT INTO scheduler.outbox (job, slot, user_id, device_id, endpoint, p256dh, auth, payload, expires_at, fair_rank)
-         SELECT $5, $6, d.user_id, d.id, d.endpoint, d.p256dh, d.auth, r.payload, $7, {FAIR_RANK}
+         SELECT $5, $6, d.user_id, d.id, d.endpoint, d.p256dh, d.auth, {payload}, $7, {FAIR_RANK}
            FROM recorded r JOIN nutrition.device_token d ON d.user_id = r.user_id
+           JOIN auth.\"user\" u ON u.id = d.user_id
          ON CONFLICT (job, slot, device_id) DO NOTHING"
     ))
     .bind::<Array<Text>, _>(&batch.ids)

@@ -250,7 +250,8 @@ pub async fn test(
             });
         }
     };
-    let body = serde_json::to_vec(&payload(Kind::Test)).map_err(ApiError::internal)?;
+    let (_, locale) = profile::preferences(&repo, user_id).await?;
+    let body = serde_json::to_vec(&payload(Kind::Test, locale)).map_err(ApiError::internal)?;
     // One topic for every test push: a device that is offline gets the latest one, not a pile.
     let options = push::Options {
         topic: Some(push::Topic::derive("test")),

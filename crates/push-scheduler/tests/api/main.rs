@@ -4,6 +4,7 @@ mod batch;
 mod due;
 mod helpers;
 mod jobs;
+mod language;
 mod operations;
 mod safety;
 mod tarpit;
