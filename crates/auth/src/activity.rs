@@ -47,11 +47,13 @@ pub fn signed_in(
     if let Some(user) = user {
         let token = links::issue(conn, Purpose::NotMe, &user.id, now)?;
         let link = links::not_me_link(base_url, &token);
+        let locale = crate::i18n::user_locale(conn, &user.id)?;
         let mail = crate::mail::new_device(
             &link,
             &user.name,
-            &device(client.user_agent.as_deref()),
-            client.network.as_deref().unwrap_or("sconosciuta"),
+            &device(client.user_agent.as_deref(), locale),
+            client.network.as_deref(),
+            locale,
         );
         outbox::enqueue(conn, &mail.to(&user.email))?;
     }
@@ -60,9 +62,10 @@ pub fn signed_in(
 
 /// The browser and system a user agent names, in words the mail can show: the user agent itself
 /// is whatever the client sent, and a mail of ours must not carry someone else's text or links.
-pub fn device(user_agent: Option<&str>) -> String {
+pub fn device(user_agent: Option<&str>, locale: crate::i18n::Locale) -> String {
+    let texts = crate::i18n::texts(locale);
     let Some(ua) = user_agent else {
-        return "un browser sconosciuto".to_owned();
+        return texts.unknown_browser.to_owned();
     };
     let browser = [
         ("Firefox/", "Firefox"),
@@ -73,7 +76,7 @@ pub fn device(user_agent: Option<&str>) -> String {
     ]
     .into_iter()
     .find(|(mark, _)| ua.contains(mark))
-    .map_or("un browser", |(_, name)| name);
+    .map_or(texts.some_browser, |(_, name)| name);
     let system = [
         ("Android", "Android"),
         ("iPhone", "iOS"),
@@ -86,7 +89,10 @@ pub fn device(user_agent: Option<&str>) -> String {
     .find(|(mark, _)| ua.contains(mark))
     .map(|(_, name)| name);
     match system {
-        Some(system) => format!("{browser} su {system}"),
+        Some(system) => texts
+            .browser_on_system
+            .replace("{browser}", browser)
+            .replace("{system}", system),
         None => browser.to_owned(),
     }
 }
@@ -171,18 +177,24 @@ pub fn list(conn: &mut Tx, user_id: &UserId, now: DateTime<Utc>) -> QueryResult<
 #[cfg(test)]
 mod tests {
     use super::device;
+    use crate::i18n::Locale::{En, It};
 
     #[test]
     fn devices_are_named_not_quoted() {
         let firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0";
-        assert_eq!(device(Some(firefox)), "Firefox su Linux");
+        assert_eq!(device(Some(firefox), It), "Firefox su Linux");
         let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 \
                       (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1";
-        assert_eq!(device(Some(iphone)), "Safari su iOS");
+        assert_eq!(device(Some(iphone), It), "Safari su iOS");
         let android =
             "Mozilla/5.0 (Linux; Android 15) AppleWebKit/537.36 Chrome/131.0 Mobile Safari/537.36";
-        assert_eq!(device(Some(android)), "Chrome su Android");
-        assert_eq!(device(Some("Visit https://evil.example now")), "un browser");
-        assert_eq!(device(None), "un browser sconosciuto");
+        assert_eq!(device(Some(android), It), "Chrome su Android");
+        assert_eq!(
+            device(Some("Visit https://evil.example now"), It),
+            "un browser"
+        );
+        assert_eq!(device(None, It), "un browser sconosciuto");
+        assert_eq!(device(Some(firefox), En), "Firefox on Linux");
+        assert_eq!(device(None, En), "an unknown browser");
     }
 }

@@ -9,6 +9,7 @@ pub mod codes;
 pub mod csrf;
 pub mod error;
 pub mod google;
+pub mod i18n;
 pub mod import;
 pub mod keys;
 pub mod links;

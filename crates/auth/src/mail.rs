@@ -1,7 +1,9 @@
-//! The mails auth sends, in Italian: plain text and HTML, the link in both.
+//! The mails auth sends, in the recipient's language: plain text and HTML, the link in both. The
+//! texts are in [`crate::i18n`].
 
 use mailer::message::escape_html;
 
+use crate::i18n::{self, Locale};
 use crate::otp::Kind;
 use crate::repo::outbox::{
     KIND_CHANGE_EMAIL, KIND_CHANGE_EMAIL_CODE, KIND_EMAIL_VERIFICATION, KIND_NEW_DEVICE,
@@ -9,52 +11,51 @@ use crate::repo::outbox::{
     KIND_VERIFICATION_CODE, NewMail,
 };
 
-/// Shown with every code: a code opens an account, so the mail says not to pass it on.
-const CODE_NOTE: &str = "Il codice vale 5 minuti. Non comunicarlo a nessuno.";
-/// The same for the second factor of a sign-in, whose code lives shorter.
-const TWO_FACTOR_NOTE: &str = "Il codice vale 3 minuti. Non comunicarlo a nessuno.";
-
 /// The mail with a password reset link and the same reset as a code; address it with
 /// `.to(&email)`.
-pub fn password_reset(link: &str, code: &str, name: &str) -> NewMail {
+pub fn password_reset(link: &str, code: &str, name: &str, locale: Locale) -> NewMail {
+    let t = &i18n::texts(locale).reset_mail;
     compose(
+        locale,
         KIND_PASSWORD_RESET,
         name,
-        "Reimposta la tua password",
-        "abbiamo ricevuto una richiesta di reimpostare la password del tuo account. Per scegliere \
-         una nuova password apri questo link entro un'ora:",
-        Some(("Reimposta la password", link)),
+        t.subject,
+        t.lead,
+        Some((t.button, link)),
         Some(code),
-        "Se non sei stato tu, ignora questa e-mail: la tua password resta quella di prima.",
+        t.footer,
     )
 }
 
 /// The mail with an address verification link and the same verification as a code; address it
 /// with `.to(&email)`.
-pub fn email_verification(link: &str, code: &str, name: &str) -> NewMail {
+pub fn email_verification(link: &str, code: &str, name: &str, locale: Locale) -> NewMail {
+    let t = &i18n::texts(locale).verification_mail;
     compose(
+        locale,
         KIND_EMAIL_VERIFICATION,
         name,
-        "Conferma il tuo indirizzo e-mail",
-        "per confermare che questo indirizzo e-mail è tuo apri questo link:",
-        Some(("Conferma l'indirizzo", link)),
+        t.subject,
+        t.lead,
+        Some((t.button, link)),
         Some(code),
-        "Se non hai creato tu un account, ignora questa e-mail.",
+        t.footer,
     )
 }
 
 /// The mail to a new address with the link that moves the account to it; address it with
 /// `.to(&new_email)`.
-pub fn change_email(link: &str, name: &str) -> NewMail {
+pub fn change_email(link: &str, name: &str, locale: Locale) -> NewMail {
+    let t = &i18n::texts(locale).change_email_mail;
     compose(
+        locale,
         KIND_CHANGE_EMAIL,
         name,
-        "Conferma il tuo nuovo indirizzo e-mail",
-        "hai chiesto di usare questo indirizzo per il tuo account. Per confermarlo apri questo link \
-         entro un'ora:",
-        Some(("Conferma il nuovo indirizzo", link)),
+        t.subject,
+        t.lead,
+        Some((t.button, link)),
         None,
-        "Se non sei stato tu, ignora questa e-mail: il tuo account resta com'era.",
+        t.footer,
     )
 }
 
@@ -62,62 +63,56 @@ pub fn change_email(link: &str, name: &str) -> NewMail {
 /// the link that ends every session and asks for a new password; address it with
 /// `.to(&email)`. `device` names the browser and system (never the raw user agent), `network` is
 /// as the activity keeps it.
-pub fn new_device(link: &str, name: &str, device: &str, network: &str) -> NewMail {
-    let lead = format!(
-        "qualcuno ha appena effettuato l'accesso al tuo account da un browser e una rete che non \
-         avevamo mai visto: {device}, rete {network}. Se sei stato tu, non devi fare nulla. Se non \
-         sei stato tu, apri questo link entro 7 giorni: chiuderemo tutte le sessioni e ti \
-         chiederemo una nuova password."
-    );
+pub fn new_device(
+    link: &str,
+    name: &str,
+    device: &str,
+    network: Option<&str>,
+    locale: Locale,
+) -> NewMail {
+    let texts = i18n::texts(locale);
+    let t = &texts.new_device_mail;
+    let lead = t
+        .lead
+        .replace("{device}", device)
+        .replace("{network}", network.unwrap_or(texts.unknown_network));
     compose(
+        locale,
         KIND_NEW_DEVICE,
         name,
-        "Nuovo accesso al tuo account",
+        t.subject,
         &lead,
-        Some(("Non sono stato io", link)),
+        Some((t.button, link)),
         None,
-        "Puoi vedere gli accessi recenti nelle impostazioni dell'app, alla voce Attività.",
+        t.footer,
     )
 }
 
 /// The mail with a code alone, for `kind`; address it with `.to(&email)`.
-pub fn code(kind: Kind, code: &str, name: &str) -> NewMail {
-    let (mail_kind, subject, lead, footer) = match kind {
-        Kind::SignIn => (
-            KIND_SIGN_IN_CODE,
-            "Il tuo codice di accesso",
-            "ecco il codice per accedere al tuo account:",
-            "Se non hai chiesto tu di accedere, ignora questa e-mail.",
-        ),
-        Kind::EmailVerification => (
-            KIND_VERIFICATION_CODE,
-            "Il tuo codice di verifica",
-            "ecco il codice per confermare che questo indirizzo e-mail è tuo:",
-            "Se non hai creato tu un account, ignora questa e-mail.",
-        ),
-        Kind::ChangeEmail => (
-            KIND_CHANGE_EMAIL_CODE,
-            "Il tuo codice per cambiare indirizzo e-mail",
-            "ecco il codice per usare questo indirizzo per il tuo account:",
-            "Se non sei stato tu, ignora questa e-mail: il tuo account resta com'era.",
-        ),
-        Kind::TwoFactor => (
-            KIND_TWO_FACTOR_CODE,
-            "Il tuo codice di verifica in due passaggi",
-            "ecco il codice per completare l'accesso al tuo account:",
-            "Se non stai accedendo tu, qualcuno conosce la tua password: cambiala subito.",
-        ),
-        Kind::ForgetPassword => (
-            KIND_RESET_CODE,
-            "Il tuo codice per reimpostare la password",
-            "ecco il codice per scegliere una nuova password:",
-            "Se non sei stato tu, ignora questa e-mail: la tua password resta quella di prima.",
-        ),
+pub fn code(kind: Kind, code: &str, name: &str, locale: Locale) -> NewMail {
+    let texts = i18n::texts(locale);
+    let (mail_kind, t) = match kind {
+        Kind::SignIn => (KIND_SIGN_IN_CODE, &texts.sign_in_code_mail),
+        Kind::EmailVerification => (KIND_VERIFICATION_CODE, &texts.verification_code_mail),
+        Kind::ChangeEmail => (KIND_CHANGE_EMAIL_CODE, &texts.change_email_code_mail),
+        Kind::TwoFactor => (KIND_TWO_FACTOR_CODE, &texts.two_factor_code_mail),
+        Kind::ForgetPassword => (KIND_RESET_CODE, &texts.reset_code_mail),
     };
-    compose(mail_kind, name, subject, lead, None, Some(code), footer)
+    compose(
+        locale,
+        mail_kind,
+        name,
+        t.subject,
+        t.lead,
+        None,
+        Some(code),
+        t.footer,
+    )
 }
 
+#[allow(clippy::too_many_arguments)]
 fn compose(
+    locale: Locale,
     kind: &'static str,
     name: &str,
     subject: &str,
@@ -126,16 +121,18 @@ fn compose(
     code: Option<&str>,
     footer: &str,
 ) -> NewMail {
+    let texts = i18n::texts(locale);
     let name = name.trim();
     let greeting = if name.is_empty() {
-        "Ciao,".to_owned()
+        format!("{},", texts.greeting)
     } else {
-        format!("Ciao {name},")
+        format!("{} {name},", texts.greeting)
     };
     let mut text = format!("{greeting}\n\n{lead}\n\n");
     let mut html = format!(
-        "<!doctype html>\n<html lang=\"it\"><body style=\"font-family: sans-serif\">\n\
+        "<!doctype html>\n<html lang=\"{}\"><body style=\"font-family: sans-serif\">\n\
          <p>{}</p>\n<p>{}</p>\n",
+        locale.as_str(),
         escape_html(&greeting),
         escape_html(lead),
     );
@@ -148,15 +145,16 @@ fn compose(
         ));
     }
     if let Some(code) = code {
+        // The second factor's code lives shorter than the others.
         let note = if kind == KIND_TWO_FACTOR_CODE {
-            TWO_FACTOR_NOTE
+            texts.two_factor_code_note
         } else {
-            CODE_NOTE
+            texts.code_note
         };
         let before = if link.is_some() {
-            "Oppure inserisci questo codice nell'app:\n\n"
+            format!("{}\n\n", texts.or_enter_code)
         } else {
-            ""
+            String::new()
         };
         text.push_str(&format!("{before}    {code}\n\n{note}\n\n"));
         html.push_str(&format!(
@@ -185,8 +183,13 @@ mod tests {
 
     #[test]
     fn link_and_name_in_both_parts_escaped_in_html() {
-        let m = password_reset("https://app.example.com/reset?token=a&b", "012345", "<Ada>")
-            .to("a@example.com");
+        let m = password_reset(
+            "https://app.example.com/reset?token=a&b",
+            "012345",
+            "<Ada>",
+            Locale::It,
+        )
+        .to("a@example.com");
         assert_eq!(m.to, "a@example.com");
         assert_eq!(m.kind, KIND_PASSWORD_RESET);
         assert!(m.text.contains("https://app.example.com/reset?token=a&b"));
@@ -203,7 +206,7 @@ mod tests {
 
     #[test]
     fn verification_without_a_name() {
-        let m = email_verification("https://x.example/v", "123456", "  ");
+        let m = email_verification("https://x.example/v", "123456", "  ", Locale::It);
         assert_eq!(m.kind, KIND_EMAIL_VERIFICATION);
         assert!(m.text.starts_with("Ciao,\n"));
         assert_eq!(m.to_name, None);
@@ -212,10 +215,70 @@ mod tests {
 
     #[test]
     fn a_code_alone() {
-        let m = code(Kind::SignIn, "987654", "Ada");
+        let m = code(Kind::SignIn, "987654", "Ada", Locale::It);
         assert_eq!(m.kind, KIND_SIGN_IN_CODE);
         assert!(m.text.contains("    987654\n"), "{}", m.text);
         assert!(!m.text.contains("Oppure"));
         assert!(!m.html.contains("href"));
+    }
+
+    #[test]
+    fn every_mail_in_english() {
+        let link = "https://x.example/l";
+        let mails = [
+            password_reset(link, "111111", "Ada", Locale::En),
+            email_verification(link, "222222", "Ada", Locale::En),
+            change_email(link, "Ada", Locale::En),
+            new_device(link, "Ada", "Firefox on Linux", None, Locale::En),
+            code(Kind::SignIn, "333333", "Ada", Locale::En),
+            code(Kind::EmailVerification, "333333", "Ada", Locale::En),
+            code(Kind::ChangeEmail, "333333", "Ada", Locale::En),
+            code(Kind::TwoFactor, "333333", "Ada", Locale::En),
+            code(Kind::ForgetPassword, "333333", "Ada", Locale::En),
+        ];
+        for m in mails {
+            assert!(m.text.starts_with("Hello Ada,\n"), "{}", m.text);
+            assert!(m.html.contains("<html lang=\"en\">"));
+            for italian in ["Ciao", "codice", "e-mail", "tuo", "sconosciuta"] {
+                assert!(!m.text.contains(italian), "{italian}: {}", m.text);
+                assert!(!m.subject.contains(italian), "{italian}: {}", m.subject);
+            }
+        }
+        let m = new_device(link, "", "Firefox on Linux", None, Locale::En);
+        assert!(m.text.starts_with("Hello,\n"));
+        assert!(
+            m.text.contains("Firefox on Linux, network unknown."),
+            "{}",
+            m.text
+        );
+        let m = code(Kind::TwoFactor, "444444", "Ada", Locale::En);
+        assert!(m.text.contains("valid for 3 minutes"));
+    }
+
+    /// The Italian mails as they were before English came.
+    #[test]
+    fn italian_stays_as_it_was() {
+        let m = password_reset("https://x.example/r", "012345", "Ada", Locale::It);
+        assert_eq!(
+            m.text,
+            "Ciao Ada,\n\nabbiamo ricevuto una richiesta di reimpostare la password del tuo account. \
+             Per scegliere una nuova password apri questo link entro un'ora:\n\n\
+             https://x.example/r\n\nOppure inserisci questo codice nell'app:\n\n    012345\n\n\
+             Il codice vale 5 minuti. Non comunicarlo a nessuno.\n\n\
+             Se non sei stato tu, ignora questa e-mail: la tua password resta quella di prima.\n"
+        );
+        assert!(m.html.contains("<html lang=\"it\">"));
+        let m = new_device(
+            "https://x.example/n",
+            "Ada",
+            "Firefox su Linux",
+            None,
+            Locale::It,
+        );
+        assert!(
+            m.text.contains("Firefox su Linux, rete sconosciuta."),
+            "{}",
+            m.text
+        );
     }
 }

@@ -35,6 +35,8 @@ pub struct NewUser<'a> {
     pub email: &'a str,
     pub email_verified: bool,
     pub image: Option<&'a str>,
+    /// The language the account's mails, pages and pushes use: the browser's at sign-up.
+    pub locale: domain::locale::Locale,
 }
 
 /// Inserts a user; `Ok(None)` when the e-mail address is taken (also by a concurrent request).
@@ -50,6 +52,7 @@ pub fn insert(
             user::email.eq(new.email),
             user::email_verified.eq(new.email_verified),
             user::image.eq(new.image),
+            user::locale.eq(new.locale.as_str()),
             user::created_at.eq(now),
             user::updated_at.eq(now),
         ))

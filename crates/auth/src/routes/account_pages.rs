@@ -1,9 +1,10 @@
 //! The forgotten-password pages: plain forms posting to the API, which answers a form with a
 //! redirect back here (or to the sign-in page once the password is set). No JavaScript needed.
 
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
+use crate::i18n::{self, Texts};
 use crate::mailbox;
 use crate::routes::pages::{alert, esc, html_page};
 use crate::state::AppState;
@@ -15,53 +16,74 @@ pub struct ForgotQuery {
     email: Option<String>,
 }
 
-const UNAVAILABLE: &str = r#"<p class="error" role="alert">Il recupero della password via e-mail non è disponibile. Contatta l'assistenza.</p>
-    <p><a href="/sign-in">Torna all'accesso</a></p>"#;
+fn unavailable(t: &Texts) -> String {
+    format!(
+        r#"<p class="error" role="alert">{}</p>
+    <p><a href="/sign-in">{}</a></p>"#,
+        t.reset_unavailable, t.back_to_sign_in
+    )
+}
 
 /// `GET /forgot-password`: asks for the address to send the reset link to.
 pub async fn forgot_password_page(
+    req: HttpRequest,
     state: web::Data<AppState>,
     query: web::Query<ForgotQuery>,
 ) -> HttpResponse {
-    let title = "Password dimenticata";
+    let locale = i18n::page_locale(&req, &state).await;
+    let t = i18n::texts(locale);
+    let title = t.forgot_title;
     if !mailbox::enabled(&state) {
-        return html_page(title, UNAVAILABLE, "'self'");
+        return html_page(locale, title, &unavailable(t), "'self'");
     }
     let inner = if query.sent.is_some() {
         // The mail's code does what its link does, for a person whose link would open another
         // browser than the app they use.
         let email = query.email.as_deref().unwrap_or_default();
         format!(
-            r#"{}<p class="notice" role="status">Se l'indirizzo è registrato, riceverai a breve un'e-mail con il link per scegliere una nuova password (vale un'ora) e un codice di 6 cifre (vale 5 minuti).</p>
-    <p>Hai il codice? Inseriscilo qui con la nuova password.</p>
+            r#"{}<p class="notice" role="status">{}</p>
+    <p>{}</p>
     <form method="post" action="/api/auth/email-otp/reset-password">
-      <label for="email">E-mail</label>
+      <label for="email">{}</label>
       <input id="email" name="email" type="email" autocomplete="email" required maxlength="254" value="{}">
-      <label for="otp">Codice di 6 cifre</label>
+      <label for="otp">{}</label>
       <input id="otp" name="otp" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{{6}}" maxlength="6" required>
-      <label for="password">Nuova password <span class="hint">(almeno 8 caratteri)</span></label>
+      <label for="password">{} <span class="hint">{}</span></label>
       <input id="password" name="password" type="password" autocomplete="new-password" required minlength="8" maxlength="128">
-      <button type="submit">Salva la password</button>
+      <button type="submit">{}</button>
     </form>
-    <p class="hint">Dopo il cambio, tutti i dispositivi collegati verranno disconnessi.</p>
-    <p><a href="/sign-in">Torna all'accesso</a></p>"#,
-            alert(query.error.as_deref()),
-            esc(email)
+    <p class="hint">{}</p>
+    <p><a href="/sign-in">{}</a></p>"#,
+            alert(query.error.as_deref(), locale),
+            t.reset_sent,
+            t.have_code,
+            t.email_label,
+            esc(email),
+            t.code_label,
+            t.new_password_label,
+            t.min_length_hint,
+            t.save_password,
+            t.signed_out_everywhere_hint,
+            t.back_to_sign_in,
         )
     } else {
         format!(
             r#"{}
-    <p>Inserisci l'indirizzo e-mail del tuo account: ti invieremo un link per scegliere una nuova password.</p>
+    <p>{}</p>
     <form method="post" action="/api/auth/request-password-reset">
-      <label for="email">E-mail</label>
+      <label for="email">{}</label>
       <input id="email" name="email" type="email" autocomplete="email" required maxlength="254">
-      <button type="submit">Invia il link</button>
+      <button type="submit">{}</button>
     </form>
-    <p><a href="/sign-in">Torna all'accesso</a></p>"#,
-            alert(query.error.as_deref())
+    <p><a href="/sign-in">{}</a></p>"#,
+            alert(query.error.as_deref(), locale),
+            t.forgot_intro,
+            t.email_label,
+            t.send_link,
+            t.back_to_sign_in,
         )
     };
-    html_page(title, &inner, "'self'")
+    html_page(locale, title, &inner, "'self'")
 }
 
 #[derive(Debug, Deserialize)]
@@ -72,8 +94,14 @@ pub struct ResetQuery {
 
 /// `GET /reset-password?token=`: the form for the new password; without a token (or after an
 /// invalid one) it points back to `/forgot-password`.
-pub async fn reset_password_page(query: web::Query<ResetQuery>) -> HttpResponse {
-    let title = "Nuova password";
+pub async fn reset_password_page(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    query: web::Query<ResetQuery>,
+) -> HttpResponse {
+    let locale = i18n::page_locale(&req, &state).await;
+    let t = i18n::texts(locale);
+    let title = t.reset_title;
     let token = query
         .token
         .as_deref()
@@ -83,19 +111,24 @@ pub async fn reset_password_page(query: web::Query<ResetQuery>) -> HttpResponse 
             r#"{}
     <form method="post" action="/api/auth/reset-password">
       <input type="hidden" name="token" value="{}">
-      <label for="newPassword">Nuova password <span class="hint">(almeno 8 caratteri)</span></label>
+      <label for="newPassword">{} <span class="hint">{}</span></label>
       <input id="newPassword" name="newPassword" type="password" autocomplete="new-password" required minlength="8" maxlength="128">
-      <button type="submit">Salva la password</button>
+      <button type="submit">{}</button>
     </form>
-    <p class="hint">Dopo il cambio, tutti i dispositivi collegati verranno disconnessi.</p>"#,
-            alert(error),
-            esc(token)
+    <p class="hint">{}</p>"#,
+            alert(error, locale),
+            esc(token),
+            t.new_password_label,
+            t.min_length_hint,
+            t.save_password,
+            t.signed_out_everywhere_hint,
         ),
         _ => format!(
             r#"{}
-    <p><a href="/forgot-password">Richiedi un nuovo link</a></p>"#,
-            alert(Some("INVALID_TOKEN"))
+    <p><a href="/forgot-password">{}</a></p>"#,
+            alert(Some("INVALID_TOKEN"), locale),
+            t.request_new_link
         ),
     };
-    html_page(title, &inner, "'self'")
+    html_page(locale, title, &inner, "'self'")
 }

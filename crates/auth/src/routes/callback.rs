@@ -130,6 +130,7 @@ async fn finish(
     let origin = client::origin(req, &state.settings.trusted_proxies);
     let require_verified = state.settings.require_email_verification;
     let base_url = auth.base_url.clone();
+    let locale = crate::i18n::request_locale(req);
     let linked = state
         .db
         .write(move |conn| {
@@ -141,6 +142,7 @@ async fn finish(
                 &origin,
                 &base_url,
                 require_verified,
+                locale,
             )
         })
         .await
@@ -187,7 +189,9 @@ enum Refused {
 
 /// Finds the user of this Google account, links it to the user with the same verified e-mail
 /// address, or creates the user; then opens a session. With verification required, a new user
-/// needs an address Google vouches for: nothing else would prove it.
+/// needs an address Google vouches for: nothing else would prove it. A new user keeps `locale`,
+/// the language of the browser that came back from Google.
+#[allow(clippy::too_many_arguments)]
 fn link(
     conn: &mut Tx,
     profile: &google::Profile,
@@ -196,6 +200,7 @@ fn link(
     origin: &session::store::Origin,
     base_url: &url::Url,
     require_verified: bool,
+    locale: crate::i18n::Locale,
 ) -> QueryResult<Result<Linked, Refused>> {
     let now = Utc::now();
     let (user, new_user) =
@@ -246,6 +251,7 @@ fn link(
                     email,
                     email_verified: profile.email_verified,
                     image: profile.picture.as_deref().filter(|p| p.len() <= 2048),
+                    locale,
                 };
                 let Some(user) = users::insert(conn, &new, now)? else {
                     return Ok(Err(Refused::Raced));

@@ -124,6 +124,9 @@ async fn send_code(
     let started = tokio::time::Instant::now();
     let allowed = state.mail_allowed(&email).await?;
     let secret = state.settings.auth.secret.expose().to_owned();
+    // For an address without an account (a sign-up by code), the language of the browser that
+    // asked: the one the account will keep.
+    let browser = crate::i18n::request_locale(req);
     let queued = state
         .db
         .write(move |conn| {
@@ -131,8 +134,12 @@ async fn send_code(
             if !allowed || (user.is_none() && kind != Kind::SignIn) {
                 return Ok::<_, ApiError>(false);
             }
+            let locale = match &user {
+                Some(u) => crate::i18n::user_locale(conn, &u.id)?,
+                None => browser,
+            };
             let name = user.map(|u| u.name).unwrap_or_default();
-            mailbox::queue_code(conn, &secret, kind, &email, &email, &name)?;
+            mailbox::queue_code(conn, &secret, kind, &email, &email, &name, locale)?;
             Ok(true)
         })
         .await;
@@ -201,6 +208,7 @@ async fn sign_in_with_code(
         .await?;
     let origin = client::origin(req, &state.settings.trusted_proxies);
     let base_url = state.settings.auth.base_url.clone();
+    let locale = crate::i18n::request_locale(req);
     let (session, user, mailed) = state
         .db
         .write(move |conn| {
@@ -214,6 +222,7 @@ async fn sign_in_with_code(
                         email: &email,
                         email_verified: true,
                         image: image.as_deref(),
+                        locale,
                     };
                     // Taken meanwhile by a sign-up.
                     users::insert(conn, &new, now)?.ok_or(ApiError::UserExists)?
@@ -460,7 +469,16 @@ pub async fn request_email_change(
             }
             let subject = format!("{}:{new_email}", me.user.id);
             let name = &me.user.name;
-            mailbox::queue_code(conn, &secret, Kind::ChangeEmail, &subject, &new_email, name)?;
+            let locale = crate::i18n::user_locale(conn, &me.user.id)?;
+            mailbox::queue_code(
+                conn,
+                &secret,
+                Kind::ChangeEmail,
+                &subject,
+                &new_email,
+                name,
+                locale,
+            )?;
             Ok(true)
         })
         .await?;

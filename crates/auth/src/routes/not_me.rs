@@ -11,6 +11,7 @@ use session::activity::Kind;
 use crate::answers::Status;
 use crate::body::Body;
 use crate::error::ApiError;
+use crate::i18n::{self, Locale, Texts};
 use crate::links::{self, Purpose};
 use crate::redirect;
 use crate::repo::sessions;
@@ -32,34 +33,54 @@ pub struct NotMe {
     token: String,
 }
 
-const EXPIRED: &str = r#"<p class="error" role="alert">Questo link non è più valido: è scaduto o è già stato usato.</p>
-    <p>Se pensi che qualcun altro usi il tuo account, <a href="/forgot-password">scegli una nuova password</a>: tutti i dispositivi collegati verranno disconnessi.</p>"#;
+fn expired(t: &Texts) -> String {
+    format!(
+        r#"<p class="error" role="alert">{}</p>
+    <p>{}</p>"#,
+        t.not_me_expired, t.not_me_expired_next
+    )
+}
 
-/// `GET /api/auth/not-me?token=`: what the link will do, and the button that does it.
+/// `GET /api/auth/not-me?token=`: what the link will do, and the button that does it. In the
+/// language of the account the link belongs to, which its mail was written in, unless the
+/// reader chose another.
 pub async fn page(
+    req: HttpRequest,
     state: web::Data<AppState>,
     query: web::Query<TokenQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let title = "Non sono stato io";
+    let chosen = i18n::chosen_locale(&req, &state).await;
     let token = query.into_inner().token.unwrap_or_default();
     let lookup = token.clone();
     let live = state
         .db
-        .read(move |conn| links::peek(conn, Purpose::NotMe, &lookup, Utc::now()))
+        .read(
+            move |conn| match links::peek(conn, Purpose::NotMe, &lookup, Utc::now())? {
+                Some(user_id) => Ok(Some(i18n::user_locale(conn, &user_id)?)),
+                None => Ok::<_, ApiError>(None),
+            },
+        )
         .await?;
-    if live.is_none() {
-        return Ok(html_page(title, EXPIRED, "'self'"));
-    }
+    let Some(owner) = live else {
+        let locale = chosen.unwrap_or_else(|| i18n::request_locale(&req));
+        let t = i18n::texts(locale);
+        return Ok(html_page(locale, t.not_me_title, &expired(t), "'self'"));
+    };
+    let locale: Locale = chosen.unwrap_or(owner);
+    let t = i18n::texts(locale);
     let inner = format!(
-        r#"<p>Se non hai effettuato tu l'accesso di cui ti abbiamo scritto, chiudiamo ora tutte le sessioni del tuo account, su ogni dispositivo, e ti chiediamo una nuova password.</p>
+        r#"<p>{}</p>
     <form method="post" action="/api/auth/not-me/confirm">
       <input type="hidden" name="token" value="{}">
-      <button type="submit">Chiudi tutte le sessioni</button>
+      <button type="submit">{}</button>
     </form>
-    <p><a href="/">Sono stato io: torna all'app</a></p>"#,
-        esc(&token)
+    <p><a href="/">{}</a></p>"#,
+        t.not_me_explained,
+        esc(&token),
+        t.end_all_sessions,
+        t.it_was_me
     );
-    Ok(html_page(title, &inner, "'self'"))
+    Ok(html_page(locale, t.not_me_title, &inner, "'self'"))
 }
 
 /// `POST /api/auth/not-me/confirm` `{token}`: ends every session of the account (recorded as
@@ -97,7 +118,11 @@ pub async fn not_me(
             &reset,
         ))),
         (Some(_), false) => Ok(HttpResponse::Ok().json(Status::DONE)),
-        (None, true) => Ok(html_page("Non sono stato io", EXPIRED, "'self'")),
+        (None, true) => {
+            let locale = i18n::page_locale(&req, &state).await;
+            let t = i18n::texts(locale);
+            Ok(html_page(locale, t.not_me_title, &expired(t), "'self'"))
+        }
         (None, false) => Err(ApiError::bad("INVALID_TOKEN")),
     }
 }

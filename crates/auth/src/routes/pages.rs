@@ -1,11 +1,14 @@
 //! The sign-in and sign-up pages: plain HTML forms that post to the API and work without
 //! JavaScript. The API answers a form with a redirect: to the callback on success, back to the
 //! page with `?error=CODE` on failure, which the page shows next to the form.
+//!
+//! Every page speaks the language [`i18n::page_locale`] picks; its texts are in [`crate::i18n`].
 
 use actix_web::http::header;
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
+use crate::i18n::{self, Locale, Texts};
 use crate::redirect::q;
 use crate::state::AppState;
 
@@ -35,64 +38,24 @@ enum Page {
 }
 
 pub async fn sign_in_page(
+    req: HttpRequest,
     state: web::Data<AppState>,
     query: web::Query<PageQuery>,
 ) -> HttpResponse {
+    let locale = i18n::page_locale(&req, &state).await;
     if query.with.as_deref() == Some("code") && crate::mailbox::enabled(&state) {
-        return render_code(&state, &query);
+        return render_code(&state, &query, locale);
     }
-    render(&state, &query, Page::SignIn)
+    render(&state, &query, Page::SignIn, locale)
 }
 
 pub async fn sign_up_page(
+    req: HttpRequest,
     state: web::Data<AppState>,
     query: web::Query<PageQuery>,
 ) -> HttpResponse {
-    render(&state, &query, Page::SignUp)
-}
-
-/// What the user reads for each error code.
-pub fn message(code: &str) -> &'static str {
-    match code {
-        "INVALID_EMAIL_OR_PASSWORD" => "E-mail o password non corretti.",
-        "INVALID_EMAIL" => "L'indirizzo e-mail non è valido.",
-        "PASSWORD_TOO_SHORT" => "La password deve avere almeno 8 caratteri.",
-        "PASSWORD_TOO_LONG" => "La password può avere al massimo 128 caratteri.",
-        "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" => {
-            "Esiste già un account con questa e-mail. Accedi o usa un'altra e-mail."
-        }
-        "RATE_LIMITED" => "Troppi tentativi. Riprova tra qualche secondo.",
-        "INVALID_CALLBACK_URL" => "L'indirizzo di ritorno non è consentito.",
-        "ACCOUNT_NOT_LINKED" => "Esiste già un account con questa e-mail: accedi con la password.",
-        "ACCESS_DENIED" => "Accesso con Google annullato.",
-        "STATE_MISMATCH" | "STATE_EXPIRED" | "STATE_MISSING" => {
-            "La richiesta di accesso è scaduta. Riprova."
-        }
-        "VALIDATION_ERROR" => "Controlla i dati inseriti.",
-        "EMAIL_NOT_VERIFIED" => {
-            "Conferma prima il tuo indirizzo e-mail: ti abbiamo inviato un nuovo link."
-        }
-        "INVALID_TOKEN" => "Il link non è valido o è scaduto. Richiedine uno nuovo.",
-        "GOOGLE_EMAIL_NOT_VERIFIED" => {
-            "Google non conferma questo indirizzo e-mail: registrati con e-mail e password."
-        }
-        "EMAIL_DISABLED" => "L'invio di e-mail non è disponibile al momento.",
-        "INVALID_OTP" => "Il codice non è corretto o è già stato usato.",
-        "OTP_EXPIRED" => "Il codice è scaduto: fatti inviare un nuovo codice.",
-        "TOO_MANY_ATTEMPTS" => "Troppi tentativi con questo codice: fatti inviare un nuovo codice.",
-        "INVALID_CODE" => "Il codice non è corretto. Usa quello che l'app mostra adesso.",
-        "INVALID_BACKUP_CODE" => "Il codice di riserva non è corretto o è già stato usato.",
-        "INVALID_TWO_FACTOR_COOKIE" | "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE" => {
-            "L'accesso è scaduto o ha avuto troppi tentativi: accedi di nuovo con la password."
-        }
-        "ACCOUNT_TEMPORARILY_LOCKED" => {
-            "Troppi codici sbagliati: l'accesso è bloccato per 15 minuti."
-        }
-        "INVALID_ORIGIN" | "MISSING_OR_NULL_ORIGIN" => {
-            "Richiesta non consentita. Riprova da questa pagina."
-        }
-        _ => "Qualcosa è andato storto. Riprova.",
-    }
+    let locale = i18n::page_locale(&req, &state).await;
+    render(&state, &query, Page::SignUp, locale)
 }
 
 /// Escapes text for HTML content and double-quoted attributes: the mails' escaper, one for
@@ -100,11 +63,11 @@ pub fn message(code: &str) -> &'static str {
 pub use mailer::message::escape_html as esc;
 
 /// The page's error for `code`, as an alert above the form.
-pub fn alert(code: Option<&str>) -> String {
+pub fn alert(code: Option<&str>, locale: Locale) -> String {
     code.map(|c| {
         format!(
             r#"<p class="error" role="alert" id="form-error">{}</p>"#,
-            message(c)
+            i18n::error(locale, c)
         )
     })
     .unwrap_or_default()
@@ -136,7 +99,8 @@ fn carried_callback(auth: &session::AuthSettings, query: &PageQuery) -> (Option<
     (callback, hidden)
 }
 
-fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
+fn render(state: &AppState, query: &PageQuery, page: Page, locale: Locale) -> HttpResponse {
+    let t = i18n::texts(locale);
     let auth = &state.settings.auth;
     let (callback, hidden_callback) = carried_callback(auth, query);
     let passkeys = page == Page::SignIn && state.passkeys.is_some();
@@ -146,42 +110,54 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
     } else {
         "email"
     };
-    let error = alert(query.error.as_deref());
+    let error = alert(query.error.as_deref(), locale);
     let email = esc(query.email.as_deref().unwrap_or_default());
+    let Texts {
+        email_label,
+        password_label,
+        ..
+    } = t;
     let (title, action, fields, submit, other) = match page {
         Page::SignIn => (
-            "Accedi",
+            t.sign_in_title,
             "/api/auth/sign-in/email",
             format!(
-                r#"<label for="email">E-mail</label>
+                r#"<label for="email">{email_label}</label>
       <input id="email" name="email" type="email" autocomplete="{email_autocomplete}" required maxlength="254" value="{email}">
-      <label for="password">Password</label>
+      <label for="password">{password_label}</label>
       <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="128">
-      <label class="check"><input type="checkbox" name="rememberMe" value="true" checked> Ricordami su questo dispositivo</label>"#
+      <label class="check"><input type="checkbox" name="rememberMe" value="true" checked> {}</label>"#,
+                t.remember_me
             ),
-            "Accedi",
+            t.sign_in_submit,
             format!(
-                r#"Non hai un account? <a href="/sign-up{}">Registrati</a>"#,
-                callback_query('?', callback.as_deref())
+                r#"{} <a href="/sign-up{}">{}</a>"#,
+                t.no_account,
+                callback_query('?', callback.as_deref()),
+                t.sign_up_link
             ),
         ),
         Page::SignUp => (
-            "Crea un account",
+            t.sign_up_title,
             "/api/auth/sign-up/email",
             format!(
-                r#"<label for="name">Nome</label>
+                r#"<label for="name">{}</label>
       <input id="name" name="name" type="text" autocomplete="name" required maxlength="200" value="{}">
-      <label for="email">E-mail</label>
+      <label for="email">{email_label}</label>
       <input id="email" name="email" type="email" autocomplete="email" required maxlength="254" value="{email}">
-      <label for="password">Password <span class="hint">(almeno 8 caratteri)</span></label>
+      <label for="password">{password_label} <span class="hint">{}</span></label>
       <input id="password" name="password" type="password" autocomplete="new-password" required minlength="8" maxlength="128">
       <input type="hidden" name="rememberMe" value="true">"#,
-                esc(query.name.as_deref().unwrap_or_default())
+                t.name_label,
+                esc(query.name.as_deref().unwrap_or_default()),
+                t.min_length_hint
             ),
-            "Registrati",
+            t.sign_up_submit,
             format!(
-                r#"Hai già un account? <a href="/sign-in{}">Accedi</a>"#,
-                callback_query('?', callback.as_deref())
+                r#"{} <a href="/sign-in{}">{}</a>"#,
+                t.have_account,
+                callback_query('?', callback.as_deref()),
+                t.sign_in_link
             ),
         ),
     };
@@ -189,41 +165,52 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
     let forgot = if page == Page::SignIn && crate::mailbox::enabled(state) {
         format!(
             r#"
-    <p class="forgot"><a href="/sign-in?with=code{}">Accedi con un codice via e-mail</a></p>
-    <p class="forgot"><a href="/forgot-password">Password dimenticata?</a></p>"#,
-            callback_query('&', callback.as_deref())
+    <p class="forgot"><a href="/sign-in?with=code{}">{}</a></p>
+    <p class="forgot"><a href="/forgot-password">{}</a></p>"#,
+            callback_query('&', callback.as_deref()),
+            t.with_code_link,
+            t.forgot_link
         )
     } else {
         String::new()
     };
     let notice = match (query.reset.as_deref(), query.verified.as_deref()) {
-        (Some(_), _) => {
-            r#"<p class="notice" role="status">Password aggiornata. Accedi con la nuova password.</p>"#
-        }
-        (_, Some(_)) => r#"<p class="notice" role="status">Indirizzo e-mail confermato.</p>"#,
-        _ => "",
-    };
+        (Some(_), _) => Some(t.password_updated),
+        (_, Some(_)) => Some(t.email_confirmed),
+        _ => None,
+    }
+    .map(|n| format!(r#"<p class="notice" role="status">{n}</p>"#))
+    .unwrap_or_default();
     let error = format!("{notice}{error}");
     // The social button and its divider exist only with a configured provider.
     let social = if state.settings.google.is_some() {
         format!(
             r#"<form method="post" action="/api/auth/sign-in/social" class="social">
       <input type="hidden" name="provider" value="google">{hidden_callback}
-      <button type="submit" class="google">Continua con Google</button>
+      <button type="submit" class="google">{}</button>
     </form>
-    <div class="divider" role="separator"><span>oppure</span></div>"#
+    <div class="divider" role="separator"><span>{}</span></div>"#,
+            t.continue_with_google, t.or
         )
     } else {
         String::new()
     };
     // Hidden until the script finds WebAuthn in the browser: without it the button does nothing.
+    // The script's messages travel in the page, so that they come from the one catalogue.
     let passkey = if passkeys {
         format!(
             r#"
-    <div class="divider passkey" role="separator"><span>oppure</span></div>
-    <button type="button" id="passkey" class="secondary" data-next="{}" hidden>Accedi con una passkey</button>
-    <p id="passkey-status" class="error" role="alert" hidden></p>"#,
-            esc(callback.as_deref().unwrap_or("/"))
+    <div class="divider passkey" role="separator"><span>{}</span></div>
+    <button type="button" id="passkey" class="secondary" data-next="{}" hidden>{}</button>
+    <p id="passkey-status" class="error" role="alert" data-not-found="{}" data-failed="{}" data-expired="{}" data-rate-limited="{}" data-other="{}" hidden></p>"#,
+            t.or,
+            esc(callback.as_deref().unwrap_or("/")),
+            t.passkey_button,
+            esc(t.passkey_not_found),
+            esc(t.passkey_failed),
+            esc(t.passkey_expired),
+            esc(t.passkey_rate_limited),
+            esc(t.passkey_other),
         )
     } else {
         String::new()
@@ -243,6 +230,7 @@ fn render(state: &AppState, query: &PageQuery, page: Page) -> HttpResponse {
         None => "'self'".to_owned(),
     };
     page_with(
+        locale,
         title,
         &inner,
         &form_action,
@@ -263,54 +251,67 @@ pub async fn sign_in_script() -> HttpResponse {
 }
 
 /// The sign-in page's way by code: first the address, then the code mailed to it.
-fn render_code(state: &AppState, query: &PageQuery) -> HttpResponse {
+fn render_code(state: &AppState, query: &PageQuery, locale: Locale) -> HttpResponse {
+    let t = i18n::texts(locale);
     let (callback, hidden_callback) = carried_callback(&state.settings.auth, query);
     let back = callback_query('?', callback.as_deref());
-    let error = alert(query.error.as_deref());
+    let error = alert(query.error.as_deref(), locale);
     let email = query.email.as_deref().unwrap_or_default();
     let inner = if query.sent.is_some() && !email.is_empty() {
         format!(
             r#"{error}
-    <p class="notice" role="status">Se l'indirizzo <strong>{shown}</strong> può ricevere un codice, te lo abbiamo appena inviato. Vale 5 minuti.</p>
+    <p class="notice" role="status">{sent}</p>
     <form method="post" action="/api/auth/sign-in/email-otp" class="credentials">
       <input type="hidden" name="email" value="{shown}">
-      <label for="otp">Codice di 6 cifre</label>
+      <label for="otp">{code_label}</label>
       <input id="otp" name="otp" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{{6}}" maxlength="6" required autofocus>
       {hidden_callback}
-      <button type="submit">Accedi</button>
+      <button type="submit">{submit}</button>
     </form>
-    <p><a href="/sign-in?with=code&amp;email={again}{callback_amp}">Invia un nuovo codice</a></p>
-    <p><a href="/sign-in{back}">Accedi con la password</a></p>"#,
+    <p><a href="/sign-in?with=code&amp;email={again}{callback_amp}">{send_new}</a></p>
+    <p><a href="/sign-in{back}">{with_password}</a></p>"#,
+            sent = t.code_sent.replace("{email}", &esc(email)),
             shown = esc(email),
+            code_label = t.code_label,
+            submit = t.sign_in_submit,
             again = esc(&q(email)),
             callback_amp = callback_query('&', callback.as_deref()),
+            send_new = t.send_new_code,
+            with_password = t.with_password,
         )
     } else {
         format!(
             r#"{error}
     <form method="post" action="/api/auth/email-otp/send-verification-otp" class="credentials">
-      <label for="email">E-mail</label>
+      <label for="email">{email_label}</label>
       <input id="email" name="email" type="email" autocomplete="email" required maxlength="254" value="{shown}">
       <input type="hidden" name="type" value="sign-in">
       {hidden_callback}
-      <button type="submit">Inviami un codice</button>
+      <button type="submit">{send_me}</button>
     </form>
-    <p>Ti inviamo un codice di 6 cifre: non serve la password. Se non hai un account, lo creiamo.</p>
-    <p><a href="/sign-in{back}">Accedi con la password</a></p>"#,
+    <p>{explained}</p>
+    <p><a href="/sign-in{back}">{with_password}</a></p>"#,
+            email_label = t.email_label,
             shown = esc(email),
+            send_me = t.send_me_a_code,
+            explained = t.code_explained,
+            with_password = t.with_password,
         )
     };
-    html_page("Accedi con un codice", &inner, "'self'")
+    html_page(locale, t.code_title, &inner, "'self'")
 }
 
 /// `GET /two-factor`: the second step of a password sign-in with two-factor on, a code of the
 /// authenticator app or a backup code. The password step left the challenge cookie.
 pub async fn two_factor_page(
+    req: HttpRequest,
     state: web::Data<AppState>,
     query: web::Query<PageQuery>,
 ) -> HttpResponse {
+    let locale = i18n::page_locale(&req, &state).await;
+    let t = i18n::texts(locale);
     let (callback, hidden_callback) = carried_callback(&state.settings.auth, &query);
-    let error = alert(query.error.as_deref());
+    let error = alert(query.error.as_deref(), locale);
     let here = |backup: bool| {
         let flag = if backup { "?backup=1" } else { "" };
         let sep = if backup { '&' } else { '?' };
@@ -322,41 +323,58 @@ pub async fn two_factor_page(
     let (action, field, other) = if query.backup.is_some() {
         (
             "/api/auth/two-factor/verify-backup-code",
-            r#"<label for="code">Codice di riserva</label>
+            format!(
+                r#"<label for="code">{}</label>
       <input id="code" name="code" type="text" autocomplete="off" autocapitalize="off" spellcheck="false" maxlength="11" required autofocus>"#,
-            format!(r#"<a href="{}">Usa il codice dell'app</a>"#, here(false)),
+                t.backup_code_label
+            ),
+            format!(r#"<a href="{}">{}</a>"#, here(false), t.use_app_code),
         )
     } else {
         (
             "/api/auth/two-factor/verify-totp",
-            r#"<label for="code">Codice di 6 cifre dell'app di autenticazione</label>
-      <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required autofocus>"#,
-            format!(r#"<a href="{}">Usa un codice di riserva</a>"#, here(true)),
+            format!(
+                r#"<label for="code">{}</label>
+      <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{{6}}" maxlength="6" required autofocus>"#,
+                t.app_code_label
+            ),
+            format!(r#"<a href="{}">{}</a>"#, here(true), t.use_backup_code),
         )
     };
     let inner = format!(
         r#"{error}
     <form method="post" action="{action}" class="credentials">
       {field}
-      <label class="check"><input type="checkbox" name="trustDevice" value="true"> Non chiederlo più su questo dispositivo per 30 giorni</label>
+      <label class="check"><input type="checkbox" name="trustDevice" value="true"> {trust}</label>
       {hidden_callback}
-      <button type="submit">Verifica</button>
+      <button type="submit">{verify}</button>
     </form>
     <p>{other}</p>
-    <p><a href="/sign-in{back}">Ricomincia l'accesso</a></p>"#,
+    <p><a href="/sign-in{back}">{restart}</a></p>"#,
+        trust = t.trust_device,
+        verify = t.verify,
         back = callback_query('?', callback.as_deref()),
+        restart = t.restart_sign_in,
     );
-    html_page("Verifica in due passaggi", &inner, "'self'")
+    html_page(locale, t.two_factor_title, &inner, "'self'")
 }
 
-/// A complete page around `inner` (already escaped HTML), with the headers every page sends.
-pub fn html_page(title: &str, inner: &str, form_action: &str) -> HttpResponse {
-    page_with(title, inner, form_action, None)
+/// A complete page in `locale` around `inner` (already escaped HTML), with the headers every
+/// page sends.
+pub fn html_page(locale: Locale, title: &str, inner: &str, form_action: &str) -> HttpResponse {
+    page_with(locale, title, inner, form_action, None)
 }
 
 /// [`html_page`] that also runs auth's script at `script` (a path of ours): the one script a
 /// page may run and the one place it may fetch from are this origin.
-fn page_with(title: &str, inner: &str, form_action: &str, script: Option<&str>) -> HttpResponse {
+fn page_with(
+    locale: Locale,
+    title: &str,
+    inner: &str,
+    form_action: &str,
+    script: Option<&str>,
+) -> HttpResponse {
+    let lang = locale.as_str();
     let (tag, policy) = match script {
         Some(src) => (
             format!(r#"<script src="{src}" defer></script>"#),
@@ -366,7 +384,7 @@ fn page_with(title: &str, inner: &str, form_action: &str, script: Option<&str>) 
     };
     let html = format!(
         r##"<!doctype html>
-<html lang="it">
+<html lang="{lang}">
 <head>
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -1,4 +1,4 @@
-// The sign-in page's passkeys: the browser's own picker behind the "Accedi con una passkey"
+// The sign-in page's passkeys: the browser's own picker behind the "sign in with a passkey"
 // button, and its autofill on the address field (conditional mediation), so that a person with
 // a passkey signs in without typing anything. Plain script, no build step: the page works
 // without it, and it adds nothing a browser without WebAuthn could not use.
@@ -17,14 +17,15 @@
   const bytes = (text) =>
     Uint8Array.from(atob(text.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
 
+  // The page carries the messages in its own language (auth's catalogue, crates/auth/src/i18n.rs).
   const messages = {
-    PASSKEY_NOT_FOUND: 'Questa passkey non è più collegata a un account. Accedi con la password.',
-    AUTHENTICATION_FAILED: 'La passkey non è stata riconosciuta. Riprova o accedi con la password.',
-    CHALLENGE_NOT_FOUND: 'La richiesta è scaduta. Riprova.',
-    RATE_LIMITED: 'Troppi tentativi. Riprova tra qualche minuto.',
+    PASSKEY_NOT_FOUND: status.dataset.notFound,
+    AUTHENTICATION_FAILED: status.dataset.failed,
+    CHALLENGE_NOT_FOUND: status.dataset.expired,
+    RATE_LIMITED: status.dataset.rateLimited,
   };
   const show = (code) => {
-    status.textContent = messages[code] ?? 'Accesso con la passkey non riuscito. Riprova o accedi con la password.';
+    status.textContent = messages[code] ?? status.dataset.other ?? '';
     status.hidden = false;
   };
 

@@ -93,6 +93,7 @@ async fn request_reset(
             }
             let token = links::issue(conn, Purpose::Reset, &user.id, Utc::now())?;
             let link = links::reset_link(&auth.base_url, &token, &callback);
+            let locale = crate::i18n::user_locale(conn, &user.id)?;
             mailbox::queue(
                 conn,
                 auth.secret.expose(),
@@ -100,6 +101,7 @@ async fn request_reset(
                 &user.email,
                 &user.name,
                 &link,
+                locale,
             )?;
             Ok::<_, ApiError>(true)
         })

@@ -76,6 +76,7 @@ async fn handle(
     let mail = mailbox::enabled(state);
     let auth = state.settings.auth.clone();
     let verify_callback = callback.clone().unwrap_or_else(|| "/".to_owned());
+    let locale = crate::i18n::request_locale(req);
     let (user, session) = state
         .db
         .write(move |conn| {
@@ -85,6 +86,7 @@ async fn handle(
                 email: &email,
                 email_verified: false,
                 image: image.as_deref(),
+                locale,
             };
             let user = users::insert(conn, &new, now)?.ok_or(ApiError::UserExists)?;
             accounts::insert(conn, &NewAccount::credential(&user.id, &hash), now)?;

@@ -188,6 +188,7 @@ pub async fn send_otp(
         state
             .db
             .write(move |conn| {
+                let locale = crate::i18n::user_locale(conn, &user.id)?;
                 mailbox::queue_code(
                     conn,
                     &key,
@@ -195,6 +196,7 @@ pub async fn send_otp(
                     &subject,
                     &user.email,
                     &user.name,
+                    locale,
                 )
             })
             .await?;

@@ -286,6 +286,7 @@ pub async fn change_email(
             }
             let token = links::issue_change(conn, &user.id, &new_email, now)?;
             let link = links::verify_link(&auth.base_url, &token, &callback);
+            let locale = crate::i18n::user_locale(conn, &user.id)?;
             crate::mailbox::queue(
                 conn,
                 auth.secret.expose(),
@@ -293,6 +294,7 @@ pub async fn change_email(
                 &new_email,
                 &user.name,
                 &link,
+                locale,
             )?;
             Ok(true)
         })

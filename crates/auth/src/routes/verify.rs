@@ -28,6 +28,7 @@ pub fn send_verification(
 ) -> Result<(), ApiError> {
     let token = links::issue(conn, Purpose::Verify, &user.id, Utc::now())?;
     let link = links::verify_link(&auth.base_url, &token, callback);
+    let locale = crate::i18n::user_locale(conn, &user.id)?;
     mailbox::queue(
         conn,
         auth.secret.expose(),
@@ -35,6 +36,7 @@ pub fn send_verification(
         &user.email,
         &user.name,
         &link,
+        locale,
     )
 }
 

@@ -78,7 +78,8 @@ async fn a_committed_mail_is_delivered_once_and_a_rolled_back_one_never() {
     let rolled_back: Result<(), diesel::result::Error> = conn.transaction(|c| {
         outbox::enqueue(
             c,
-            &auth::mail::password_reset(link, "123456", "Nobody").to("gone@example.com"),
+            &auth::mail::password_reset(link, "123456", "Nobody", auth::i18n::Locale::It)
+                .to("gone@example.com"),
         )?;
         Err(diesel::result::Error::RollbackTransaction)
     });
@@ -87,8 +88,13 @@ async fn a_committed_mail_is_delivered_once_and_a_rolled_back_one_never() {
         .transaction(|c| {
             outbox::enqueue(
                 c,
-                &auth::mail::password_reset(link, "123456", "Ada\r\nBcc: victim@example.com")
-                    .to("ada@example.com"),
+                &auth::mail::password_reset(
+                    link,
+                    "123456",
+                    "Ada\r\nBcc: victim@example.com",
+                    auth::i18n::Locale::It,
+                )
+                .to("ada@example.com"),
             )
         })
         .expect("queue");
@@ -152,12 +158,14 @@ async fn an_unusable_address_is_parked_without_blocking_the_next_mail() {
     let mut conn = db.connect();
     let bad = outbox::enqueue(
         &mut conn,
-        &auth::mail::email_verification("http://x/v", "123456", "A").to("not an address"),
+        &auth::mail::email_verification("http://x/v", "123456", "A", auth::i18n::Locale::It)
+            .to("not an address"),
     )
     .expect("queue");
     outbox::enqueue(
         &mut conn,
-        &auth::mail::email_verification("http://x/v", "123456", "B").to("b@example.com"),
+        &auth::mail::email_verification("http://x/v", "123456", "B", auth::i18n::Locale::It)
+            .to("b@example.com"),
     )
     .expect("queue");
     let app = spawn_mail_app(db).await;
@@ -177,7 +185,8 @@ async fn delivered_and_parked_mail_is_deleted_after_30_days() {
     let mut queue = |to: &str| {
         outbox::enqueue(
             &mut conn,
-            &auth::mail::email_verification("http://x/v", "123456", "A").to(to),
+            &auth::mail::email_verification("http://x/v", "123456", "A", auth::i18n::Locale::It)
+                .to(to),
         )
         .expect("queue")
     };

@@ -8,6 +8,7 @@ mod email_otp;
 mod flood;
 mod helpers;
 mod import;
+mod language;
 mod links;
 mod mail;
 mod mail_outbox;

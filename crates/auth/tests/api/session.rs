@@ -202,7 +202,15 @@ async fn me_returns_user_with_preferences_and_session() {
     assert!(user["fastingPausedUntil"].is_null());
     assert_eq!(
         user["preferences"],
-        json!({ "fastingProtocol": null, "fastingMilestones": false })
+        json!({
+            "fastingProtocol": null,
+            "fastingMilestones": false,
+            "weightGoalKg": null,
+            "heightCm": null,
+            "waterGoalMl": 2000,
+            "locale": "it",
+            "longFastAcknowledged": false
+        })
     );
     assert_eq!(me.body["session"]["userId"], user["id"]);
 
@@ -217,8 +225,11 @@ async fn me_returns_user_with_preferences_and_session() {
         "2026-11-23T05:00:00.000Z"
     );
     assert_eq!(
-        me.body["user"]["preferences"],
-        json!({ "fastingProtocol": "16:8", "fastingMilestones": true })
+        (
+            &me.body["user"]["preferences"]["fastingProtocol"],
+            &me.body["user"]["preferences"]["fastingMilestones"]
+        ),
+        (&json!("16:8"), &json!(true))
     );
     assert_eq!(
         get(&app.http, &format!("{}/me", api.base), None)
