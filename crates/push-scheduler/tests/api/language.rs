@@ -19,7 +19,14 @@ fn english(w: &World, user_id: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_weekly_weigh_in_and_milestones_speak_each_users_language() {
-    let w = World::new().await;
+    let mut w = World::new().await;
+    // As in production: the service's role may read only the id and the language of a user.
+    let url = testkit::postgres::as_role(w.db.url(), "push_scheduler_svc");
+    for (k, v) in &mut w.env {
+        if k == "DATABASE_URL" {
+            v.clone_from(&url);
+        }
+    }
     let en = w.person("en@example.com", Some(Profile::default()));
     english(&w, &en.id);
     let it = w.person("it@example.com", None);
