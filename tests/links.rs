@@ -206,8 +206,10 @@ async fn every_address_the_product_hands_out_opens_a_page_through_the_proxy() {
 
     // Pushes.
     for kind in domain::notifications::Kind::ALL {
-        let p = domain::notifications::payload(kind);
-        addresses.push((format!("push {}", p.kind), p.url));
+        for locale in domain::locale::Locale::ALL {
+            let p = domain::notifications::payload(kind, locale);
+            addresses.push((format!("push {} ({locale})", p.kind), p.url));
+        }
     }
 
     // Links between pages: every page path named in the web app's and auth's sources.
