@@ -42,7 +42,7 @@ try {
   assert.equal(me, 200);
 
   step('the spent code does not sign in a second browser');
-  const other = await browser.newContext();
+  const other = await browser.newContext({ locale: 'it-IT', timezoneId: 'Europe/Rome' });
   const again = await other.newPage();
   await again.goto(`${BASE}/sign-in?with=code&sent=1&email=${encodeURIComponent(email)}`);
   await again.fill('#otp', code);

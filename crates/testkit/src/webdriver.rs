@@ -90,6 +90,8 @@ impl ChromeDriver {
                         "--no-first-run", "--disable-quic",
                         format!("--user-data-dir={}", profile.to_string_lossy()),
                     ],
+                    // The person these tests play reads Italian: pages follow Accept-Language.
+                    "prefs": { "intl.accept_languages": "it-IT,it" },
                 },
             }},
         });
