@@ -19,7 +19,7 @@ use pg_store::schema::nutrition::fast_event;
 
 use crate::input::IdempotencyKey;
 use crate::model::{Fast, FastRow, Symptoms};
-use crate::repo::idempotency::{Answer, Guarded, guard};
+use crate::repo::idempotency::{Answer, Guarded, run};
 
 /// Why a fast could not be started.
 pub enum StartOutcome {
@@ -380,25 +380,22 @@ pub async fn start(
     started_at: DateTime<Utc>,
     key: Option<&IdempotencyKey>,
 ) -> Result<Guarded<StartOutcome>, DbError> {
-    repo.with(async |conn| {
-        guard(
-            conn,
-            user_id,
-            key,
-            Utc::now(),
-            async |conn| {
-                let Some(protocol) = chosen(conn, user_id, explicit).await? else {
-                    return Ok(StartOutcome::NoProtocol);
-                };
-                start_in(conn, user_id, protocol, started_at, false).await
-            },
-            |o| match o {
-                StartOutcome::Started(row) => Some(Answer::json(201, &Fast::from((**row).clone()))),
-                _ => None,
-            },
-        )
-        .await
-    })
+    run(
+        repo,
+        user_id,
+        key,
+        Utc::now(),
+        async |conn| {
+            let Some(protocol) = chosen(conn, user_id, explicit).await? else {
+                return Ok(StartOutcome::NoProtocol);
+            };
+            start_in(conn, user_id, protocol, started_at, false).await
+        },
+        |o| match o {
+            StartOutcome::Started(row) => Some(Answer::json(201, &Fast::from((**row).clone()))),
+            _ => None,
+        },
+    )
     .await
 }
 
@@ -427,27 +424,24 @@ pub async fn record(
     key: Option<&IdempotencyKey>,
 ) -> Result<Guarded<Option<RecordOutcome>>, DbError> {
     let now = Utc::now();
-    repo.with(async |conn| {
-        guard(
-            conn,
-            user_id,
-            key,
-            now,
-            async |conn| match chosen(conn, user_id, explicit).await? {
-                Some(protocol) => record_in(conn, user_id, protocol, started_at, ended_at, now)
-                    .await
-                    .map(Some),
-                None => Ok(None),
-            },
-            |o| match o {
-                Some(RecordOutcome::Recorded(row)) => {
-                    Some(Answer::json(201, &Fast::from((**row).clone())))
-                }
-                _ => None,
-            },
-        )
-        .await
-    })
+    run(
+        repo,
+        user_id,
+        key,
+        now,
+        async |conn| match chosen(conn, user_id, explicit).await? {
+            Some(protocol) => record_in(conn, user_id, protocol, started_at, ended_at, now)
+                .await
+                .map(Some),
+            None => Ok(None),
+        },
+        |o| match o {
+            Some(RecordOutcome::Recorded(row)) => {
+                Some(Answer::json(201, &Fast::from((**row).clone())))
+            }
+            _ => None,
+        },
+    )
     .await
 }
 
@@ -461,38 +455,33 @@ pub async fn correct(
     key: Option<&IdempotencyKey>,
 ) -> Result<Guarded<CorrectOutcome>, DbError> {
     let now = Utc::now();
-    repo.with(async |conn| {
-        guard(
-            conn,
-            user_id,
-            key,
-            now,
-            async |conn| {
-                if c.started_at.is_none() && c.ended_at.is_none() && c.protocol.is_none() {
-                    let Some(patch) = &c.symptoms else {
-                        return get_in(conn, user_id, id).await.map(|r| {
-                            r.map_or(CorrectOutcome::NotFound, |r| {
-                                CorrectOutcome::Corrected(Box::new(r))
-                            })
-                        });
-                    };
-                    return patch_symptoms_in(conn, user_id, id, patch).await.map(|r| {
+    run(
+        repo,
+        user_id,
+        key,
+        now,
+        async |conn| {
+            if c.started_at.is_none() && c.ended_at.is_none() && c.protocol.is_none() {
+                let Some(patch) = &c.symptoms else {
+                    return get_in(conn, user_id, id).await.map(|r| {
                         r.map_or(CorrectOutcome::NotFound, |r| {
                             CorrectOutcome::Corrected(Box::new(r))
                         })
                     });
-                }
-                correct_in(conn, user_id, id, c, now).await
-            },
-            |o| match o {
-                CorrectOutcome::Corrected(row) => {
-                    Some(Answer::json(200, &Fast::from((**row).clone())))
-                }
-                _ => None,
-            },
-        )
-        .await
-    })
+                };
+                return patch_symptoms_in(conn, user_id, id, patch).await.map(|r| {
+                    r.map_or(CorrectOutcome::NotFound, |r| {
+                        CorrectOutcome::Corrected(Box::new(r))
+                    })
+                });
+            }
+            correct_in(conn, user_id, id, c, now).await
+        },
+        |o| match o {
+            CorrectOutcome::Corrected(row) => Some(Answer::json(200, &Fast::from((**row).clone()))),
+            _ => None,
+        },
+    )
     .await
 }
 
@@ -503,20 +492,17 @@ pub async fn end(
     ended_at: Option<DateTime<Utc>>,
     key: Option<&IdempotencyKey>,
 ) -> Result<Guarded<EndOutcome>, DbError> {
-    repo.with(async |conn| {
-        guard(
-            conn,
-            user_id,
-            key,
-            Utc::now(),
-            async |conn| end_in(conn, user_id, id, ended_at).await,
-            |o| match o {
-                EndOutcome::Ended(row) => Some(Answer::json(200, &Fast::from((**row).clone()))),
-                _ => None,
-            },
-        )
-        .await
-    })
+    run(
+        repo,
+        user_id,
+        key,
+        Utc::now(),
+        async |conn| end_in(conn, user_id, id, ended_at).await,
+        |o| match o {
+            EndOutcome::Ended(row) => Some(Answer::json(200, &Fast::from((**row).clone()))),
+            _ => None,
+        },
+    )
     .await
 }
 

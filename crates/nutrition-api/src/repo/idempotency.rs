@@ -14,7 +14,8 @@ use pg_store::schema::nutrition::idempotency;
 use session::UserId;
 
 use crate::input::IdempotencyKey;
-use crate::repo::Conn;
+use crate::repo::{Conn, Repo};
+use service_kit::db::DbError;
 
 /// How long a key's answer is kept.
 pub const KEPT_FOR: Duration = Duration::hours(24);
@@ -43,6 +44,19 @@ pub enum Guarded<T> {
     Replayed(Answer),
     /// The key was first used for another method or path.
     KeyReused,
+}
+
+/// [`guard`] on a connection of the worker's pool: how every guarded write of the repository runs.
+pub(crate) async fn run<T>(
+    repo: &Repo,
+    user_id: &UserId,
+    key: Option<&IdempotencyKey>,
+    now: DateTime<Utc>,
+    write: impl AsyncFnOnce(&mut Conn) -> QueryResult<T>,
+    answer: impl FnOnce(&T) -> Option<Answer>,
+) -> Result<Guarded<T>, DbError> {
+    repo.with(async |conn| guard(conn, user_id, key, now, write, answer).await)
+        .await
 }
 
 /// Runs `write` in a transaction guarded by `key` (unguarded without one). `answer` says what

@@ -11,7 +11,7 @@ use session::UserId;
 
 use crate::input::IdempotencyKey;
 use crate::repo::Repo;
-use crate::repo::idempotency::{Answer, Guarded, guard};
+use crate::repo::idempotency::{Answer, Guarded, run};
 
 #[derive(Debug, Clone, Queryable, Selectable, Serialize, utoipa::ToSchema)]
 #[diesel(table_name = water, check_for_backend(diesel::pg::Pg))]
@@ -39,47 +39,44 @@ pub async fn add(
     key: Option<&IdempotencyKey>,
 ) -> Result<Guarded<AddOutcome>, DbError> {
     let day = domain::rome::local_date(at);
-    repo.with(async |conn| {
-        guard(
-            conn,
-            user_id,
-            key,
-            at,
-            async |conn| {
-                conn.transaction(async |conn| {
-                    crate::repo::lock_user(conn, user_id).await?;
-                    let that_day: i64 = water::table
-                        .filter(water::user_id.eq(user_id))
-                        .filter(water::day.eq(day))
-                        .count()
-                        .get_result(conn)
-                        .await?;
-                    if that_day >= MAX_WATER_PER_DAY {
-                        return Ok(AddOutcome::DailyLimit);
-                    }
-                    let drink = diesel::insert_into(water::table)
-                        .values((
-                            water::id.eq(session::ids::id()),
-                            water::user_id.eq(user_id),
-                            water::ml.eq(ml),
-                            water::at.eq(at),
-                            water::day.eq(day),
-                            water::created_at.eq(at),
-                        ))
-                        .returning(Drink::as_returning())
-                        .get_result(conn)
-                        .await?;
-                    Ok(AddOutcome::Added(drink))
-                })
-                .await
-            },
-            |o| match o {
-                AddOutcome::Added(d) => Some(Answer::json(201, d)),
-                AddOutcome::DailyLimit => None,
-            },
-        )
-        .await
-    })
+    run(
+        repo,
+        user_id,
+        key,
+        at,
+        async |conn| {
+            conn.transaction(async |conn| {
+                crate::repo::lock_user(conn, user_id).await?;
+                let that_day: i64 = water::table
+                    .filter(water::user_id.eq(user_id))
+                    .filter(water::day.eq(day))
+                    .count()
+                    .get_result(conn)
+                    .await?;
+                if that_day >= MAX_WATER_PER_DAY {
+                    return Ok(AddOutcome::DailyLimit);
+                }
+                let drink = diesel::insert_into(water::table)
+                    .values((
+                        water::id.eq(session::ids::id()),
+                        water::user_id.eq(user_id),
+                        water::ml.eq(ml),
+                        water::at.eq(at),
+                        water::day.eq(day),
+                        water::created_at.eq(at),
+                    ))
+                    .returning(Drink::as_returning())
+                    .get_result(conn)
+                    .await?;
+                Ok(AddOutcome::Added(drink))
+            })
+            .await
+        },
+        |o| match o {
+            AddOutcome::Added(d) => Some(Answer::json(201, d)),
+            AddOutcome::DailyLimit => None,
+        },
+    )
     .await
 }
 

@@ -9,7 +9,7 @@ use service_kit::db::DbError;
 use session::UserId;
 
 use crate::input::IdempotencyKey;
-use crate::repo::idempotency::{Answer, Guarded, guard};
+use crate::repo::idempotency::{Answer, Guarded, run};
 use crate::repo::{Conn, Repo};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -66,57 +66,54 @@ pub async fn record(
     key: Option<&IdempotencyKey>,
 ) -> Result<Guarded<Recorded>, DbError> {
     let now = Utc::now();
-    repo.with(async |conn| {
-        guard(
-            conn,
-            user_id,
-            key,
-            now,
-            async |conn| {
-                conn.transaction(async |conn| {
-                    let replaced = diesel::delete(
-                        weight::table
-                            .filter(weight::user_id.eq(user_id))
-                            .filter(weight::measured_on.eq(measured_on)),
-                    )
-                    .execute(conn)
-                    .await?
-                        > 0;
-                    // A parallel record of the same day waits on the unique index and then
-                    // finds this row: it replaces it in its own turn.
-                    let row = diesel::insert_into(weight::table)
-                        .values((
-                            weight::id.eq(session::ids::id()),
-                            weight::user_id.eq(user_id),
-                            weight::measured_on.eq(measured_on),
-                            weight::weight_hg.eq(weight_hg),
-                            weight::note.eq(&note),
-                            weight::created_at.eq(now),
-                        ))
-                        .on_conflict((weight::user_id, weight::measured_on))
-                        .do_update()
-                        .set((
-                            weight::id.eq(session::ids::id()),
-                            weight::weight_hg.eq(weight_hg),
-                            weight::note.eq(&note),
-                            weight::created_at.eq(now),
-                        ))
-                        .returning(WeightRow::as_returning())
-                        .get_result(conn)
-                        .await?;
-                    Ok(Recorded { row, replaced })
-                })
-                .await
-            },
-            |r| {
-                Some(Answer::json(
-                    if r.replaced { 200 } else { 201 },
-                    &Weight::from(r.row.clone()),
-                ))
-            },
-        )
-        .await
-    })
+    run(
+        repo,
+        user_id,
+        key,
+        now,
+        async |conn| {
+            conn.transaction(async |conn| {
+                let replaced = diesel::delete(
+                    weight::table
+                        .filter(weight::user_id.eq(user_id))
+                        .filter(weight::measured_on.eq(measured_on)),
+                )
+                .execute(conn)
+                .await?
+                    > 0;
+                // A parallel record of the same day waits on the unique index and then
+                // finds this row: it replaces it in its own turn.
+                let row = diesel::insert_into(weight::table)
+                    .values((
+                        weight::id.eq(session::ids::id()),
+                        weight::user_id.eq(user_id),
+                        weight::measured_on.eq(measured_on),
+                        weight::weight_hg.eq(weight_hg),
+                        weight::note.eq(&note),
+                        weight::created_at.eq(now),
+                    ))
+                    .on_conflict((weight::user_id, weight::measured_on))
+                    .do_update()
+                    .set((
+                        weight::id.eq(session::ids::id()),
+                        weight::weight_hg.eq(weight_hg),
+                        weight::note.eq(&note),
+                        weight::created_at.eq(now),
+                    ))
+                    .returning(WeightRow::as_returning())
+                    .get_result(conn)
+                    .await?;
+                Ok(Recorded { row, replaced })
+            })
+            .await
+        },
+        |r| {
+            Some(Answer::json(
+                if r.replaced { 200 } else { 201 },
+                &Weight::from(r.row.clone()),
+            ))
+        },
+    )
     .await
 }
 

@@ -77,7 +77,7 @@ pub async fn day(
     };
     let user_id = me.id();
     let items = water::day(&repo, user_id, date).await?;
-    let (p, _) = profile::preferences(&repo, user_id).await?;
+    let p = profile::get(&repo, user_id).await?;
     Ok(HttpResponse::Ok().json(WaterDay {
         date,
         total_ml: items.iter().map(|d| i64::from(d.ml)).sum(),

@@ -130,7 +130,7 @@ pub async fn list(
     let reach = from.and_then(|f| f.checked_sub_signed(Duration::days(TREND_DAYS - 1)));
     let user_id = me.id();
     let history = weights::history(&repo, user_id, reach, to, MAX_ITEMS + TREND_DAYS).await?;
-    let (p, _) = profile::preferences(&repo, user_id).await?;
+    let p = profile::get(&repo, user_id).await?;
     let points: Vec<(NaiveDate, i32)> = history
         .rows
         .iter()
