@@ -459,3 +459,9 @@ async fn a_person_adds_a_passkey_and_signs_in_with_it_without_typing_an_address(
     let limit = [("AUTH_RATE_LIMIT_MAX", "20")];
     mail_journey_at("passkey.mjs", "passkey: all steps passed", &limit, true).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_who_switched_to_english_reads_the_mail_and_its_pages_in_english() {
+    let limit = [("AUTH_RATE_LIMIT_MAX", "20")];
+    mail_journey("english.mjs", "english: all steps passed", &limit).await;
+}

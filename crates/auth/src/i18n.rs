@@ -555,6 +555,33 @@ async fn signed_in_locale(req: &HttpRequest, state: &AppState) -> Option<Locale>
     stored.parse().ok()
 }
 
+/// The language of a page opened from a mailed link: the reader's choice, else the language of
+/// the account the link's live token belongs to (the one its mail was written in), else the
+/// browser's.
+pub async fn link_locale(
+    req: &HttpRequest,
+    state: &AppState,
+    purpose: crate::links::Purpose,
+    token: &str,
+) -> Locale {
+    if let Some(chosen) = chosen_locale(req, state).await {
+        return chosen;
+    }
+    let token = token.to_owned();
+    let owner = state
+        .db
+        .read(
+            move |conn| match crate::links::peek(conn, purpose, &token, chrono::Utc::now())? {
+                Some(user_id) => user_locale(conn, &user_id).map(Some),
+                None => Ok(None),
+            },
+        )
+        .await
+        .ok()
+        .flatten();
+    owner.unwrap_or_else(|| request_locale(req))
+}
+
 /// The stored language of `user_id`; Italian for a user that is gone or a value this version
 /// does not know.
 pub fn user_locale(conn: &mut crate::repo::Tx, user_id: &session::UserId) -> QueryResult<Locale> {

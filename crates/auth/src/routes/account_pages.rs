@@ -5,6 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
 use crate::i18n::{self, Texts};
+use crate::links::Purpose;
 use crate::mailbox;
 use crate::routes::pages::{alert, esc, html_page};
 use crate::state::AppState;
@@ -99,17 +100,20 @@ pub async fn reset_password_page(
     state: web::Data<AppState>,
     query: web::Query<ResetQuery>,
 ) -> HttpResponse {
-    let locale = i18n::page_locale(&req, &state).await;
-    let t = i18n::texts(locale);
-    let title = t.reset_title;
     let token = query
         .token
         .as_deref()
         .filter(|t| !t.is_empty() && t.len() <= 128);
+    let locale = match token {
+        Some(token) => i18n::link_locale(&req, &state, Purpose::Reset, token).await,
+        None => i18n::page_locale(&req, &state).await,
+    };
+    let t = i18n::texts(locale);
+    let title = t.reset_title;
     let inner = match (token, query.error.as_deref()) {
         (Some(token), error) if error != Some("INVALID_TOKEN") => format!(
             r#"{}
-    <form method="post" action="/api/auth/reset-password">
+    <form method="post" action="/api/auth/reset-password?lang={}">
       <input type="hidden" name="token" value="{}">
       <label for="newPassword">{} <span class="hint">{}</span></label>
       <input id="newPassword" name="newPassword" type="password" autocomplete="new-password" required minlength="8" maxlength="128">
@@ -117,6 +121,7 @@ pub async fn reset_password_page(
     </form>
     <p class="hint">{}</p>"#,
             alert(error, locale),
+            locale.as_str(),
             esc(token),
             t.new_password_label,
             t.min_length_hint,

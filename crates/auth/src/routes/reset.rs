@@ -183,7 +183,11 @@ pub async fn reset_password(
         return outcome;
     }
     Ok(match outcome {
-        Ok(_) => redirect::see_other("/sign-in?reset=1"),
+        // The form's page put its language on the action: the sign-in page after it keeps it.
+        Ok(_) => match crate::i18n::query_locale(&req) {
+            Some(lang) => redirect::see_other(&format!("/sign-in?reset=1&lang={}", lang.as_str())),
+            None => redirect::see_other("/sign-in?reset=1"),
+        },
         Err(e) => {
             let token = Some(token.as_str()).filter(|t| !t.is_empty() && t.len() <= 128);
             redirect::back_to_page("/reset-password", e.code(), &[("token", token)])
