@@ -14,6 +14,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use chrono::{NaiveTime, Utc};
+use domain::locale::Locale;
+use domain::notifications::{self, Kind};
 use testkit::push_service::FakePushService;
 use testkit::stack::{ScratchDir, bin};
 
@@ -54,6 +56,18 @@ fn vapid_keys() -> (String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lunch_reminder_reaches_the_service_worker_of_the_subscribed_app() {
+    lunch_reminder_in(Locale::It).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_who_switched_to_english_gets_the_pushes_in_english() {
+    lunch_reminder_in(Locale::En).await;
+}
+
+/// A person turns meal reminders and push on in the app (after switching it to `locale`), gets
+/// the test push and tomorrow's lunch reminder in that language, and the service worker shows
+/// them and opens their pages.
+async fn lunch_reminder_in(locale: Locale) {
     let push = FakePushService::start().await;
     let (public, private) = vapid_keys();
     let env = [
@@ -76,6 +90,7 @@ async fn a_lunch_reminder_reaches_the_service_worker_of_the_subscribed_app() {
             &b,
             &[
                 ("PHASE", "register"),
+                ("LANG_CHOSEN", locale.as_str()),
                 ("PROFILE", p.as_str()),
                 ("FAKE_ENDPOINT", s.endpoint.as_str()),
                 ("FAKE_P256DH", s.p256dh.as_str()),
@@ -91,6 +106,10 @@ async fn a_lunch_reminder_reaches_the_service_worker_of_the_subscribed_app() {
     let test_push = push.received(&sub);
     assert_eq!(test_push.len(), 1, "the test push from /settings");
     assert_eq!(test_push[0].json()["kind"], "test");
+    assert_eq!(
+        test_push[0].json()["title"],
+        notifications::payload(Kind::Test, locale).title
+    );
 
     // Tomorrow's lunch at 13:00 Rome, as the external cron would fire it: a slot that the stack's
     // own push-scheduler, serving in real time, cannot have claimed first, whatever the hour.
@@ -121,17 +140,24 @@ async fn a_lunch_reminder_reaches_the_service_worker_of_the_subscribed_app() {
         .map(|d| d.json())
         .find(|j| j["kind"] == "meal_lunch")
         .unwrap_or_else(|| panic!("no lunch reminder among {received:?}"));
-    assert_eq!(lunch["url"], "/plan");
+    assert_eq!(
+        lunch,
+        serde_json::to_value(notifications::payload(Kind::MealLunch, locale)).expect("json")
+    );
 
     let payload = lunch.to_string();
+    let weigh_in = serde_json::to_string(&notifications::payload(Kind::WeeklyWeighIn, locale))
+        .expect("json");
     let shown = tokio::task::spawn_blocking(move || {
         run_node(
             "push.mjs",
             &base,
             &[
                 ("PHASE", "deliver"),
+                ("LANG_CHOSEN", locale.as_str()),
                 ("PROFILE", profile_dir.as_str()),
                 ("PAYLOAD", payload.as_str()),
+                ("WEIGH_IN", weigh_in.as_str()),
             ],
         )
     })

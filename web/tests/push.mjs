@@ -9,12 +9,35 @@
 //                   CDP's ServiceWorker.deliverPushMessage; the notification it shows must carry
 //                   the payload's title, body and tag; a click on it opens its url (/plan) in
 //                   the open window; a weekly weigh-in's click opens /weight, a page of the app.
+//   LANG_CHOSEN=en  the person switches the app to English before turning reminders on.
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
 
 const { BASE, PROFILE, PHASE } = process.env;
 assert.ok(BASE && PROFILE && PHASE, 'BASE, PROFILE and PHASE are set');
 const T = 15_000;
+// LANG_CHOSEN=en: the person switches the app to English first; every push must then be English.
+const LANG = process.env.LANG_CHOSEN ?? 'it';
+const TEXT = {
+  it: {
+    reminders: /Promemoria dei pasti/,
+    saved: 'Salvato.',
+    turnOn: 'Attiva le notifiche',
+    on: 'Notifiche attivate su questo dispositivo.',
+    test: 'Invia una prova',
+    sent: 'Notifica di prova inviata a 1 dispositivo.',
+    weight: 'Peso',
+  },
+  en: {
+    reminders: /Meal reminders/,
+    saved: 'Saved.',
+    turnOn: 'Turn on notifications',
+    on: 'Notifications turned on on this device.',
+    test: 'Send a test',
+    sent: 'Test notification sent to 1 device.',
+    weight: 'Weight',
+  },
+}[LANG];
 
 const context = await chromium.launchPersistentContext(PROFILE, {
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
@@ -67,17 +90,21 @@ async function register() {
   await page.waitForURL(`${BASE}/`);
 
   await page.goto(`${BASE}/settings`);
-  await page.getByLabel(/Promemoria dei pasti/).check();
-  await page.getByTestId('reminders-status').getByText('Salvato.').waitFor();
+  if (LANG !== 'it') {
+    await page.selectOption('#pref-locale', LANG);
+    await page.getByTestId('locale-status').getByText(TEXT.saved).waitFor();
+  }
+  await page.getByLabel(TEXT.reminders).check();
+  await page.getByTestId('reminders-status').getByText(TEXT.saved).waitFor();
 
-  await page.getByRole('button', { name: 'Attiva le notifiche' }).click();
-  await page.getByText('Notifiche attivate su questo dispositivo.').waitFor();
+  await page.getByRole('button', { name: TEXT.turnOn }).click();
+  await page.getByText(TEXT.on).waitFor();
   const config = await page.evaluate(async () => (await fetch('/me/notifications/config')).json());
   assert.equal(config.pushEnabled, true);
   assert.equal(await page.evaluate(() => window.__applicationServerKey), config.vapidPublicKey, 'subscribed with the server VAPID key');
 
-  await page.getByRole('button', { name: 'Invia una prova' }).click();
-  await page.getByText('Notifica di prova inviata a 1 dispositivo.', { exact: true }).waitFor();
+  await page.getByRole('button', { name: TEXT.test }).click();
+  await page.getByText(TEXT.sent, { exact: true }).waitFor();
 }
 
 async function deliver() {
@@ -140,7 +167,9 @@ async function deliver() {
   console.log(`clicked: ${page.url()}`);
 
   // The weekly weigh-in leads to /weight, a page of the app (CONTRACT section 9).
-  const weighIn = { title: 'Pesata settimanale', body: 'È lunedì: registra il tuo peso.', url: '/weight', tag: 'weekly_weigh_in', kind: 'weekly_weigh_in' };
+  // The weigh-in as push-scheduler words it in the person's language (WEIGH_IN, from its catalogue).
+  const weighIn = JSON.parse(process.env.WEIGH_IN);
+  assert.equal(weighIn.url, '/weight');
   await worker.evaluate(() => {
     self.__shown = [];
   });
@@ -156,7 +185,8 @@ async function deliver() {
     self.dispatchEvent(new self.NotificationEvent('notificationclick', { notification: shown }));
   });
   await page.waitForURL(`${BASE}/weight`);
-  await page.getByRole('heading', { level: 1, name: 'Peso' }).waitFor();
+  await page.getByRole('heading', { level: 1, name: TEXT.weight }).waitFor();
+  assert.equal(await page.evaluate(() => document.documentElement.lang), LANG);
   console.log(`clicked: ${page.url()}`);
 }
 
