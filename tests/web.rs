@@ -146,8 +146,8 @@ async fn lunch_reminder_in(locale: Locale) {
     );
 
     let payload = lunch.to_string();
-    let weigh_in = serde_json::to_string(&notifications::payload(Kind::WeeklyWeighIn, locale))
-        .expect("json");
+    let weigh_in =
+        serde_json::to_string(&notifications::payload(Kind::WeeklyWeighIn, locale)).expect("json");
     let shown = tokio::task::spawn_blocking(move || {
         run_node(
             "push.mjs",
