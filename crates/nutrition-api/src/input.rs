@@ -68,6 +68,20 @@ impl<'de> Deserialize<'de> for Day {
     }
 }
 
+/// A date of a query string (`?date=`, `?from=`): absent or empty is `None`, anything that is not
+/// a [`Day`] is 400 `VALIDATION_ERROR` naming `field`.
+pub fn query_day(field: &str, raw: Option<&str>) -> Result<Option<NaiveDate>, ApiError> {
+    match raw {
+        None | Some("") => Ok(None),
+        Some(raw) => raw
+            .parse::<NaiveDate>()
+            .ok()
+            .filter(|d| (MIN_DAY..=MAX_DAY).contains(d))
+            .map(Some)
+            .ok_or_else(|| invalid(field, "must be a date (YYYY-MM-DD)")),
+    }
+}
+
 /// An RFC 3339 instant from outside whose UTC date lies inside [`MIN_DAY`]..=[`MAX_DAY`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Instant(pub DateTime<Utc>);

@@ -6,7 +6,7 @@ use service_kit::http::Json;
 use session::CurrentUser;
 
 use crate::error::{ApiError, invalid};
-use crate::input::MaybeIdempotencyKey;
+use crate::input::{MaybeIdempotencyKey, query_day};
 use crate::repo::Repo;
 use crate::repo::idempotency::Guarded;
 use crate::repo::profile;
@@ -67,14 +67,8 @@ pub async fn day(
     repo: web::Data<Repo>,
     query: web::Query<DayQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let date = match query.date.as_deref() {
-        None | Some("") => domain::rome::local_date(Utc::now()),
-        Some(raw) => raw
-            .parse::<NaiveDate>()
-            .ok()
-            .filter(|d| (crate::input::MIN_DAY..=crate::input::MAX_DAY).contains(d))
-            .ok_or_else(|| invalid("date", "must be a date (YYYY-MM-DD)"))?,
-    };
+    let date = query_day("date", query.date.as_deref())?
+        .unwrap_or_else(|| domain::rome::local_date(Utc::now()));
     let user_id = me.id();
     let items = water::day(&repo, user_id, date).await?;
     let p = profile::get(&repo, user_id).await?;

@@ -6,7 +6,7 @@ use service_kit::http::Json;
 use session::CurrentUser;
 
 use crate::error::{ApiError, invalid};
-use crate::input::{Day, MaybeIdempotencyKey};
+use crate::input::{Day, MaybeIdempotencyKey, query_day};
 use crate::repo::Repo;
 use crate::repo::idempotency::Guarded;
 use crate::repo::profile;
@@ -101,26 +101,14 @@ pub struct Weights {
     bmi: Option<f64>,
 }
 
-fn day(field: &str, raw: Option<&str>) -> Result<Option<NaiveDate>, ApiError> {
-    match raw {
-        None | Some("") => Ok(None),
-        Some(raw) => raw
-            .parse::<NaiveDate>()
-            .ok()
-            .filter(|d| (crate::input::MIN_DAY..=crate::input::MAX_DAY).contains(d))
-            .map(Some)
-            .ok_or_else(|| invalid(field, "must be a date (YYYY-MM-DD)")),
-    }
-}
-
 /// `GET /me/weights?from=&to=`: the weights of the range with their trend, the goal and the BMI.
 pub async fn list(
     me: CurrentUser,
     repo: web::Data<Repo>,
     query: web::Query<Range>,
 ) -> Result<HttpResponse, ApiError> {
-    let from = day("from", query.from.as_deref())?;
-    let to = day("to", query.to.as_deref())?;
+    let from = query_day("from", query.from.as_deref())?;
+    let to = query_day("to", query.to.as_deref())?;
     if let (Some(from), Some(to)) = (from, to)
         && from > to
     {
