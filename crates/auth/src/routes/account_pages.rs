@@ -110,10 +110,17 @@ pub async fn reset_password_page(
     };
     let t = i18n::texts(locale);
     let title = t.reset_title;
+    // A language the browser would not pick again (the account's, from the mailed link) goes
+    // along to the sign-in page the form leads to.
+    let carried = if locale == i18n::request_locale(&req) {
+        String::new()
+    } else {
+        format!("?lang={}", locale.as_str())
+    };
     let inner = match (token, query.error.as_deref()) {
         (Some(token), error) if error != Some("INVALID_TOKEN") => format!(
             r#"{}
-    <form method="post" action="/api/auth/reset-password?lang={}">
+    <form method="post" action="/api/auth/reset-password{}">
       <input type="hidden" name="token" value="{}">
       <label for="newPassword">{} <span class="hint">{}</span></label>
       <input id="newPassword" name="newPassword" type="password" autocomplete="new-password" required minlength="8" maxlength="128">
@@ -121,7 +128,7 @@ pub async fn reset_password_page(
     </form>
     <p class="hint">{}</p>"#,
             alert(error, locale),
-            locale.as_str(),
+            carried,
             esc(token),
             t.new_password_label,
             t.min_length_hint,
