@@ -44,6 +44,13 @@ pub enum AdminCommand {
     Enable { key: String },
     /// Queue the licence e-mail again.
     ResendEmail { key: String },
+    /// Move a licence to the `stable` or the `beta` update channel: a beta licence is offered
+    /// beta releases as well as stable ones.
+    Channel {
+        #[arg(long)]
+        key: String,
+        channel: crate::releases::Channel,
+    },
     /// Print every row about a buyer (licences, installations, usage, payment events, e-mails)
     /// as JSON: what they may ask to see or take elsewhere.
     Export {
@@ -164,6 +171,11 @@ async fn execute(db: &Db, command: AdminCommand) -> Result<Value, AdminError> {
                 return Err(AdminError::NoBuyer);
             }
             Ok(json!({ "erasedLicences": erased.licences, "erasedEmails": erased.emails }))
+        }
+        AdminCommand::Channel { key, channel } => {
+            let licence = by_key(db, &key).await?;
+            repo::updates::set_channel(db, &licence.license_key, channel).await?;
+            Ok(json!({ "key": licence.license_key, "channel": channel.as_str() }))
         }
         AdminCommand::ResendEmail { key } => {
             let licence = by_key(db, &key).await?;

@@ -18,6 +18,7 @@ use crate::routes::deactivate::{Answer as Deactivated, Body as Deactivate};
 use crate::routes::download::Query as DownloadQuery;
 use crate::routes::latest::{Answer as Release, File as ReleaseFile};
 use crate::routes::public_keys::Answer as PublicKeys;
+use crate::routes::updates::{TauriAnswer as TauriUpdate, TauriQuery};
 use crate::routes::usage_status::Answer as UsageStatus;
 use crate::routes::validate::Answer as Validated;
 use crate::routes::webhook::Answer as Received;
@@ -116,7 +117,8 @@ fn deactivate() {}
     responses(
         (status = 200, description = "The installations holding a seat.", body = Activations,
             example = json!({"activations": [{"instanceId": "a1b2c3d4", "name": "Studio iMac",
-                "createdAt": "2026-11-01T08:00:00Z", "lastValidatedAt": "2026-11-23T08:00:00Z", "current": true}]})),
+                "createdAt": "2026-11-01T08:00:00Z", "lastValidatedAt": "2026-11-23T08:00:00Z", "current": true}],
+                "sparkleFeed": "https://licences.example.com/api/updates/sparkle/3q2-7wQx1mYpNfB0cV9kLr4sTz8uWa6eHdJiGoKbXyE.xml"})),
         (status = 401, description = "No, an expired or a forged token.", body = ErrorBody,
             example = json!({"code": "INVALID_TOKEN", "message": "the licence token is missing, expired or invalid"})),
         (status = 403, description = "The licence is inactive or this installation lost its seat.", body = Invalid,
@@ -149,7 +151,7 @@ fn latest() {}
 #[utoipa::path(get, path = "/api/download", tag = "releases", params(DownloadQuery),
     responses(
         (status = 200, description = "The file.", content_type = "application/octet-stream", body = Vec<u8>),
-        (status = 206, description = "The requested range.", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 206, description = "The requested range; several ranges (up to 1,000) as `multipart/byteranges`, parts in the order asked.", content_type = "application/octet-stream", body = Vec<u8>),
         (status = 304, description = "Unchanged (`If-None-Match`)."),
         (status = 403, description = "A bad or expired signature.", body = ErrorBody,
             example = json!({"code": "INVALID_SIGNATURE", "message": "the download address is invalid or has expired"})),
@@ -172,6 +174,78 @@ fn download() {}
         (status = 416, description = "The range lies outside the file."),
     ))]
 fn download_head() {}
+
+/// `GET /api/download.blockmap`: the blockmap electron-updater asks for next to a file.
+#[utoipa::path(get, path = "/api/download.blockmap", tag = "updates", params(DownloadQuery),
+    responses(
+        (status = 200, description = "`<file>.blockmap` from the builds directory, for the file the address is signed for.",
+            content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 403, description = "A bad or expired signature.", body = ErrorBody,
+            example = json!({"code": "INVALID_SIGNATURE", "message": "the download address is invalid or has expired"})),
+        (status = 404, description = "The file is not part of a release, or has no blockmap.", body = ErrorBody,
+            example = json!({"code": "NOT_FOUND", "message": "no such file"})),
+    ))]
+fn download_blockmap() {}
+
+/// `GET /api/updates/tauri/{target}/{arch}/{current_version}`: Tauri's dynamic update server.
+#[utoipa::path(get, path = "/api/updates/tauri/{target}/{arch}/{current_version}", tag = "updates",
+    security(("licence_token" = [])),
+    params(
+        ("target" = String, Path, description = "`linux`, `windows` or `darwin` (Tauri's `{{target}}`)"),
+        ("arch" = String, Path, description = "`x86_64`, `i686`, `aarch64` or `armv7` (Tauri's `{{arch}}`)"),
+        ("current_version" = String, Path, description = "The running version, semver (Tauri's `{{current_version}}`)"),
+        TauriQuery,
+    ),
+    responses(
+        (status = 200, description = "The newest release offered to the licence, newer than the running one, with a Tauri signature for the platform.",
+            body = TauriUpdate, example = json!({"version": "2.0.0", "notes": "New editor", "pub_date": "2026-11-20T10:00:00Z",
+                "url": "https://licences.example.com/api/download?file=app_2.0.0_amd64.AppImage&expires=1795000000&sig=abc",
+                "signature": "dW50cnVzdGVkIGNvbW1lbnQ6IHNpZ25hdHVyZSBmcm9tIHRhdXJpIHNlY3JldCBrZXkK"})),
+        (status = 204, description = "Nothing newer is offered."),
+        (status = 400, description = "An unknown target or architecture, a version that is not semver, a bad bundle.", body = ErrorBody,
+            example = json!({"code": "VALIDATION_ERROR", "message": "current_version: a semantic version (1.2.3)"})),
+        (status = 401, description = "No, an expired or a forged token.", body = ErrorBody,
+            example = json!({"code": "INVALID_TOKEN", "message": "the licence token is missing, expired or invalid"})),
+        (status = 403, description = "The licence is offered nothing (refunded, switched off), or this installation lost its seat.", body = Invalid,
+            example = json!({"code": "LICENSE_INACTIVE", "message": "the licence does not grant access", "valid": false})),
+        (status = 503, description = "The release description cannot be read.", body = ErrorBody,
+            example = json!({"code": "RELEASES_UNAVAILABLE", "message": "the release description is not available"})),
+    ))]
+fn updates_tauri() {}
+
+/// `GET /api/updates/electron/{file}`: electron-updater's generic provider.
+#[utoipa::path(get, path = "/api/updates/electron/{file}", tag = "updates",
+    security(("licence_token" = [])),
+    params(("file" = String, Path, description = "`latest.yml` (Windows), `latest-mac.yml`, `latest-linux.yml`, `latest-linux-arm64.yml`, `latest-linux-armv7l.yml`, or a `beta` twin (`beta-mac.yml`, …), which answers the same: the licence's channel decides.")),
+    responses(
+        (status = 200, description = "electron-builder's `UpdateInfo` of the newest release offered for the platform; the file the platform installs first.",
+            content_type = "text/yaml", body = String,
+            example = json!("version: \"2.0.0\"\nfiles:\n  - url: \"https://licences.example.com/api/download?file=app_2.0.0_amd64.AppImage&expires=1795000000&sig=abc\"\n    sha512: \"kX1p…==\"\n    size: 94371840\npath: \"https://licences.example.com/api/download?file=app_2.0.0_amd64.AppImage&expires=1795000000&sig=abc\"\nsha512: \"kX1p…==\"\nreleaseDate: \"2026-11-20T10:00:00.000Z\"\nreleaseNotes: \"New editor\"\n")),
+        (status = 401, description = "No, an expired or a forged token.", body = ErrorBody,
+            example = json!({"code": "INVALID_TOKEN", "message": "the licence token is missing, expired or invalid"})),
+        (status = 403, description = "The licence is offered nothing, or this installation lost its seat.", body = Invalid,
+            example = json!({"code": "LICENSE_INACTIVE", "message": "the licence does not grant access", "valid": false})),
+        (status = 404, description = "Not a channel file name, or no release is offered for the platform.", body = ErrorBody,
+            example = json!({"code": "NOT_FOUND", "message": "not found"})),
+        (status = 503, description = "The release description cannot be read.", body = ErrorBody,
+            example = json!({"code": "RELEASES_UNAVAILABLE", "message": "the release description is not available"})),
+    ))]
+fn updates_electron() {}
+
+/// `GET /api/updates/sparkle/{feed}`: the Sparkle appcast of one licence.
+#[utoipa::path(get, path = "/api/updates/sparkle/{feed}", tag = "updates",
+    params(("feed" = String, Path, description = "`<token>.xml`, the token an HMAC of the licence id, as the licence e-mail and `sparkleFeed` of the activations show it.")),
+    responses(
+        (status = 200, description = "An RSS appcast, one item per release offered to the licence with a macOS build: `sparkle:version`, `sparkle:shortVersionString`, `pubDate`, `sparkle:channel` for beta releases only, and an `enclosure` with the signed `url`, `length`, `type` and `sparkle:edSignature`.",
+            content_type = "application/rss+xml", body = String),
+        (status = 403, description = "The licence is offered nothing (refunded, switched off).", body = Invalid,
+            example = json!({"code": "LICENSE_INACTIVE", "message": "the licence does not grant access", "valid": false})),
+        (status = 404, description = "No licence has this feed.", body = ErrorBody,
+            example = json!({"code": "NOT_FOUND", "message": "not found"})),
+        (status = 503, description = "The release description cannot be read.", body = ErrorBody,
+            example = json!({"code": "RELEASES_UNAVAILABLE", "message": "the release description is not available"})),
+    ))]
+fn updates_sparkle() {}
 
 /// `POST /api/webhook/lemonsqueezy`: the payment provider's events, signed with `X-Signature`.
 #[utoipa::path(post, path = "/api/webhook/lemonsqueezy", tag = "payments",
@@ -303,13 +377,14 @@ impl Modify for Shared {
             installations, daily usage quotas, release downloads and the payment provider's webhook. \
             Bodies accept camelCase and the snake_case twin. Every error is `{code, message}`."
     ),
-    paths(activate, validate, deactivate, activations, public_keys, latest, download, download_head, webhook, usage_consume, usage_status, api_health),
+    paths(activate, validate, deactivate, activations, public_keys, latest, download, download_head, download_blockmap, updates_tauri, updates_electron, updates_sparkle, webhook, usage_consume, usage_status, api_health),
     components(schemas(LicenceView, IssuedToken, IssuedLease, Instance, ReleaseFile, Activation, PublicKey)),
     modifiers(&Shared),
     tags(
         (name = "licences", description = "Activating, validating and deactivating installations."),
         (name = "usage", description = "The daily quota."),
         (name = "releases", description = "The latest release and its downloads."),
+        (name = "updates", description = "The feeds of the desktop apps' updaters: Tauri, electron-updater, Sparkle."),
         (name = "payments", description = "The payment provider's events."),
         (name = "operations", description = "Probes and this document."),
     )

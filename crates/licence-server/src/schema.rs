@@ -18,6 +18,8 @@ diesel::table! {
         created_at -> Datetime,
         updated_at -> Datetime,
         seats -> Integer,
+        channel -> Varchar,
+        sparkle_feed -> Nullable<Varchar>,
     }
 }
 

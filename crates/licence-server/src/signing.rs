@@ -48,6 +48,32 @@ pub fn verify_download(
     authentic && expires > now.timestamp()
 }
 
+/// The message of a licence's Sparkle feed token. Download messages start with `download\n`, so
+/// no feed token is ever a download signature.
+fn sparkle_feed_message(licence_id: &str) -> String {
+    format!("sparkle-feed\n{licence_id}")
+}
+
+/// The Sparkle feed token of a licence (contract section 12): the base64url HMAC-SHA256 of its
+/// id. It never expires: an app keeps its feed address for as long as it is installed.
+pub fn sparkle_feed_token(secret: &[u8], licence_id: &str) -> String {
+    use base64::Engine;
+    let mut m = mac(secret);
+    m.update(sparkle_feed_message(licence_id).as_bytes());
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(m.finalize().into_bytes())
+}
+
+/// Whether `token` is the feed token of `licence_id`, compared in constant time.
+pub fn verify_sparkle_feed(secret: &[u8], licence_id: &str, token: &str) -> bool {
+    use base64::Engine;
+    let Ok(sig) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token) else {
+        return false;
+    };
+    let mut m = mac(secret);
+    m.update(sparkle_feed_message(licence_id).as_bytes());
+    m.verify_slice(&sig).is_ok()
+}
+
 /// Whether `signature` (hex, as Lemon Squeezy sends it in `X-Signature`) is the HMAC-SHA256 of
 /// the raw `body`.
 pub fn verify_webhook(secret: &[u8], body: &[u8], signature: &str) -> bool {
@@ -127,6 +153,20 @@ mod tests {
         assert!(verify_webhook(SECRET, body, &sig));
         assert!(!verify_webhook(SECRET, b"{ }", &sig));
         assert!(!verify_webhook(SECRET, body, ""));
+    }
+
+    #[test]
+    fn sparkle_feed_tokens() {
+        let token = sparkle_feed_token(SECRET, "lic-1");
+        assert_eq!(token.len(), 43);
+        assert!(verify_sparkle_feed(SECRET, "lic-1", &token));
+        assert!(!verify_sparkle_feed(SECRET, "lic-2", &token));
+        assert!(!verify_sparkle_feed(
+            b"another secret of thirty-two bytes",
+            "lic-1",
+            &token
+        ));
+        assert!(!verify_sparkle_feed(SECRET, "lic-1", "not base64 !"));
     }
 
     #[test]

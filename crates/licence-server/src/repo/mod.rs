@@ -29,6 +29,7 @@ pub mod idempotency;
 pub mod licences;
 pub mod outbox;
 pub mod rate_limit;
+pub mod updates;
 pub mod usage;
 
 use std::rc::Rc;

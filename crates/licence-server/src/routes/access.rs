@@ -5,6 +5,7 @@
 use super::AppState;
 use crate::error::ApiError;
 use crate::lease::{LeaseClaims, lease_expiry};
+use crate::releases::Offer;
 use crate::repo::Db;
 use crate::repo::activations::{self, ActivationRow, LicenceBy};
 use crate::repo::licences::LicenceAccess;
@@ -26,6 +27,30 @@ pub async fn authorise(state: &AppState, db: &Db, claims: Claims) -> Result<Auth
         .await?
         .ok_or(ApiError::InvalidToken)?;
     check(licence, activation, now)
+}
+
+/// What a token-bearing updater request is offered: the rules of [`authorise`], except that a
+/// licence whose access ended still holds its seat for the releases published before that end
+/// (contract section 12, "Who gets what"); a licence offered nothing is 403 `LICENSE_INACTIVE`.
+pub async fn authorise_updates(
+    state: &AppState,
+    db: &Db,
+    claims: Claims,
+) -> Result<(LicenceAccess, Offer), ApiError> {
+    let now = state.clock.now();
+    let (licence, activation, _) = activations::seat(db, LicenceBy::Id(&claims.sub), &claims.iid)
+        .await?
+        .ok_or(ApiError::InvalidToken)?;
+    let channel = crate::repo::updates::channel(db, &licence.id)
+        .await?
+        .ok_or(ApiError::InvalidToken)?;
+    let offer = Offer::for_licence(&licence, channel, now).ok_or(ApiError::LicenceInactive)?;
+    if licence.has_access(now) {
+        let granted = check(licence, activation, now)?;
+        return Ok((granted.licence, offer));
+    }
+    activation.ok_or(ApiError::InstanceNotActive)?;
+    Ok((licence, offer))
 }
 
 /// The access rules on a licence and the installation's activation as read together by

@@ -8,8 +8,11 @@ use crate::repo::{Db, activations};
 
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = Activations)]
+#[serde(rename_all = "camelCase")]
 pub struct Answer {
     activations: Vec<Activation>,
+    /// The whole address of the licence's Sparkle appcast (contract section 12).
+    sparkle_feed: String,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -26,7 +29,7 @@ pub(crate) struct Activation {
 }
 
 /// `GET /api/license/activations`: the installations holding a seat of the token's licence,
-/// oldest first, the asking one marked `current`.
+/// oldest first, the asking one marked `current`, and the licence's Sparkle feed.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn list(
     state: web::Data<AppState>,
@@ -36,7 +39,9 @@ pub async fn list(
     let auth = authorise(&state, &db, claims).await?;
     let current = auth.activation.instance_id.clone();
     let rows = activations::list(&db, &auth.licence.id).await?;
+    let sparkle_feed = super::updates::sparkle_feed(&state, &db, &auth.licence.id).await?;
     Ok(web::Json(Answer {
+        sparkle_feed,
         activations: rows
             .into_iter()
             .map(|a| Activation {

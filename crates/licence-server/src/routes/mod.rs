@@ -12,6 +12,7 @@ pub mod limits;
 pub(crate) mod public_keys;
 mod signature;
 mod state;
+pub(crate) mod updates;
 mod usage_consume;
 pub(crate) mod usage_status;
 pub(crate) mod validate;
@@ -21,7 +22,9 @@ use actix_web::middleware::from_fn;
 use actix_web::web;
 use service_kit::http::{method_not_allowed, not_found};
 
-pub use access::{Authorised, authorise, check, issue, issue_lease, licence_view};
+pub use access::{
+    Authorised, authorise, authorise_updates, check, issue, issue_lease, licence_view,
+};
 pub use extractors::{
     Claims, KeyAndInstance, MaybeClaims, OptionalBody, bearer, claims, instance_field,
     licence_key_field,
@@ -57,6 +60,18 @@ pub fn config(cfg: &mut web::ServiceConfig) {
         resource("/api/download")
             .route(web::get().to(download::download))
             .route(web::head().to(download::download)),
+    )
+    .service(resource("/api/download.blockmap").route(web::get().to(download::blockmap)))
+    // The updater feeds (contract section 12).
+    .service(
+        web::scope("/api/updates")
+            .service(
+                resource("/tauri/{target}/{arch}/{current_version}")
+                    .route(web::get().to(updates::tauri)),
+            )
+            .service(resource("/electron/{file}").route(web::get().to(updates::electron)))
+            .service(resource("/sparkle/{feed}").route(web::get().to(updates::sparkle)))
+            .default_service(web::to(not_found)),
     )
     .service(resource("/api/webhook/lemonsqueezy").route(web::post().to(webhook::lemonsqueezy)));
 }

@@ -12,5 +12,6 @@ mod offline;
 mod operations;
 mod releases;
 mod tokens;
+mod updates;
 mod usage;
 mod webhook;
