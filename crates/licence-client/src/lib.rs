@@ -50,6 +50,7 @@
 
 mod fingerprint;
 mod store;
+mod updater;
 mod verify;
 
 use std::path::PathBuf;
@@ -62,6 +63,7 @@ use serde::de::DeserializeOwned;
 
 pub use fingerprint::machine_instance_id;
 pub use store::State;
+pub use updater::{MAX_UPDATE_BYTES, Update, UpdateKey, current_platform};
 pub use verify::{ANSWER_DATE_TOLERANCE, Lease, PublicKey, parse_keys, pinned_keys};
 
 /// How often [`LicenceClient::refresh`] asks the server again while the lease is valid.
@@ -122,6 +124,8 @@ pub enum Error {
     },
     #[error("the licence state could not be stored: {0}")]
     Storage(#[from] std::io::Error),
+    #[error("the update is refused: {0}")]
+    UpdateRefused(&'static str),
 }
 
 /// What the app may do, from a verified lease.
@@ -511,38 +515,43 @@ impl LicenceClient {
                 message: "the answer is not the expected JSON".into(),
             });
         }
-        let err: ErrorBody = serde_json::from_slice(&bytes).unwrap_or(ErrorBody {
-            code: String::new(),
-            message: String::from_utf8_lossy(&bytes).chars().take(200).collect(),
-            plan: None,
-            resets_at: None,
-        });
-        let retry_after_secs = headers
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(60);
-        Err(match err.code.as_str() {
-            "LICENSE_NOT_FOUND" => Error::LicenceNotFound,
-            "LICENSE_INACTIVE" => Error::LicenceInactive,
-            "INSTANCE_NOT_ACTIVE" => Error::InstanceNotActive,
-            "ACTIVATION_LIMIT_REACHED" => Error::ActivationLimitReached,
-            "DAILY_QUOTA_EXCEEDED" => match (err.plan, err.resets_at) {
-                (Some(plan), Some(resets_at)) => Error::QuotaExhausted { plan, resets_at },
-                _ => Error::Server {
-                    status: status.as_u16(),
-                    code: err.code,
-                    message: err.message,
-                },
-            },
-            "DEACTIVATION_LIMIT_REACHED" => Error::DeactivationLimitReached { retry_after_secs },
-            "RATE_LIMITED" => Error::RateLimited { retry_after_secs },
+        Err(server_error(status.as_u16(), &headers, &bytes))
+    }
+}
+
+/// The error an answer of `status` with `bytes` (`{code, message}`) stands for.
+fn server_error(status: u16, headers: &reqwest::header::HeaderMap, bytes: &[u8]) -> Error {
+    let err: ErrorBody = serde_json::from_slice(bytes).unwrap_or(ErrorBody {
+        code: String::new(),
+        message: String::from_utf8_lossy(bytes).chars().take(200).collect(),
+        plan: None,
+        resets_at: None,
+    });
+    let retry_after_secs = headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    match err.code.as_str() {
+        "LICENSE_NOT_FOUND" => Error::LicenceNotFound,
+        "LICENSE_INACTIVE" => Error::LicenceInactive,
+        "INSTANCE_NOT_ACTIVE" => Error::InstanceNotActive,
+        "ACTIVATION_LIMIT_REACHED" => Error::ActivationLimitReached,
+        "DAILY_QUOTA_EXCEEDED" => match (err.plan, err.resets_at) {
+            (Some(plan), Some(resets_at)) => Error::QuotaExhausted { plan, resets_at },
             _ => Error::Server {
-                status: status.as_u16(),
+                status,
                 code: err.code,
                 message: err.message,
             },
-        })
+        },
+        "DEACTIVATION_LIMIT_REACHED" => Error::DeactivationLimitReached { retry_after_secs },
+        "RATE_LIMITED" => Error::RateLimited { retry_after_secs },
+        _ => Error::Server {
+            status,
+            code: err.code,
+            message: err.message,
+        },
     }
 }
 

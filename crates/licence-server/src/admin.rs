@@ -9,12 +9,14 @@ use chrono::{NaiveDateTime, Utc};
 use clap::Subcommand;
 use domain::licensing::{Plan, Status};
 use serde_json::{Value, json};
-use service_kit::Secret;
+use service_kit::{Env, Secret};
+use url::Url;
 
 use crate::clock::rfc3339;
 use crate::mail;
 use crate::repo::licences::{self, LicenceRow, NewLicence};
 use crate::repo::{self, Db, DbError, activations, buyers, outbox};
+use crate::seat_links::Links;
 
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
@@ -81,12 +83,15 @@ enum AdminError {
 
 /// Runs `command` against the database at `url`, through the same repository functions as the
 /// service, on a pool of one connection.
-pub async fn run(url: &Secret, command: AdminCommand) -> ExitCode {
+pub async fn run(url: &Secret, command: AdminCommand, env: &Env) -> ExitCode {
+    let links = MailLinks::from_env(env);
     let outcome = match crate::db::connect_options(url) {
         Err(e) => Err(e.to_string()),
         Ok(opts) => {
             let db = Db::new(crate::db::pool(&opts, 1));
-            execute(&db, command).await.map_err(|e| e.to_string())
+            execute(&db, command, &links)
+                .await
+                .map_err(|e| e.to_string())
         }
     };
     match outcome {
@@ -101,7 +106,7 @@ pub async fn run(url: &Secret, command: AdminCommand) -> ExitCode {
     }
 }
 
-async fn execute(db: &Db, command: AdminCommand) -> Result<Value, AdminError> {
+async fn execute(db: &Db, command: AdminCommand, links: &MailLinks) -> Result<Value, AdminError> {
     let now = Utc::now();
     match command {
         AdminCommand::Create {
@@ -132,7 +137,8 @@ async fn execute(db: &Db, command: AdminCommand) -> Result<Value, AdminError> {
                 subscription_synced_at: None,
                 expires_at: plan.expiry_from(now).map(|t| t.naive_utc()),
             };
-            let licence = licences::create(db, &new, !no_email).await?;
+            let links = if no_email { None } else { links.get() };
+            let licence = licences::create(db, &new, !no_email, links, now).await?;
             describe(db, &licence).await
         }
         AdminCommand::Show { key } => {
@@ -179,9 +185,43 @@ async fn execute(db: &Db, command: AdminCommand) -> Result<Value, AdminError> {
         }
         AdminCommand::ResendEmail { key } => {
             let licence = by_key(db, &key).await?;
-            outbox::enqueue(db, &mail::licence_email(&licence)).await?;
+            outbox::enqueue(db, &mail::licence_email(&licence, links.get(), now)).await?;
             describe(db, &licence).await
         }
+    }
+}
+
+/// What the e-mails queued here sign their seat links with: `PUBLIC_BASE_URL` and
+/// `DOWNLOAD_SIGNING_SECRET` when the environment holds them as the service takes them. The
+/// commands need only `DATABASE_URL`, so without them the e-mail goes out without the link (the
+/// buyer can ask the seat page for one) and a warning says so.
+struct MailLinks(Option<(Url, Secret)>);
+
+impl MailLinks {
+    fn from_env(env: &Env) -> Self {
+        let base = env.http_url(
+            crate::settings::PUBLIC_BASE_URL,
+            "https://licences.example.com",
+        );
+        let secret = env.secret(
+            crate::settings::DOWNLOAD_SIGNING_SECRET,
+            crate::settings::MIN_SIGNING_SECRET_LEN,
+        );
+        Self(base.ok().zip(secret.ok()))
+    }
+
+    fn get(&self) -> Option<Links<'_>> {
+        let links = self.0.as_ref().map(|(base, secret)| Links {
+            base,
+            secret: secret.expose().as_bytes(),
+        });
+        if links.is_none() {
+            eprintln!(
+                "warning: PUBLIC_BASE_URL and DOWNLOAD_SIGNING_SECRET are not both set; the e-mail \
+                 carries no seat link"
+            );
+        }
+        links
     }
 }
 

@@ -13,6 +13,7 @@ pub mod releases;
 pub mod repo;
 pub mod routes;
 pub mod schema;
+pub mod seat_links;
 pub mod settings;
 pub mod signing;
 pub mod startup;

@@ -30,7 +30,7 @@ async fn main() -> ExitCode {
     cli::with_env(async |env| match command {
         Command::Common(common) => cli::run::<Application>(common, &env).await,
         Command::Admin(command) => match cli::database_url::<Application>(&env) {
-            Ok(url) => admin::run(&url, command).await,
+            Ok(url) => admin::run(&url, command, &env).await,
             Err(code) => code,
         },
     })

@@ -303,6 +303,50 @@ fn usage_status() {}
     ))]
 fn api_health() {}
 
+/// `GET /licence/manage?t=&lang=`: the seat page a buyer opens from the licence e-mail.
+#[utoipa::path(get, path = "/licence/manage", tag = "seats",
+    params(
+        ("t" = Option<String>, Query, description = "The signed token of the mailed link (valid 30 days). Without it, the page asks for links by e-mail."),
+        ("lang" = Option<String>, Query, description = "`it` or `en`; `Accept-Language` when absent, Italian by default."),
+    ),
+    responses(
+        (status = 200, description = "HTML without script: the installations (name, activated, last seen), each with a release form carrying a CSRF value.", content_type = "text/html"),
+        (status = 403, description = "HTML: a forged link, or one whose licence no longer has the mailed address; the form that asks for a new one.", content_type = "text/html"),
+        (status = 410, description = "HTML: an expired link; the form that asks for a new one.", content_type = "text/html"),
+        (status = 429, description = "Too many requests from this client.", body = ErrorBody,
+            example = json!({"code": "RATE_LIMITED", "message": "too many requests from this address; try again later"})),
+    ))]
+fn seat_page() {}
+
+/// `POST /licence/manage/release`: the release form of the seat page.
+#[utoipa::path(post, path = "/licence/manage/release", tag = "seats",
+    request_body(content_type = "application/x-www-form-urlencoded",
+        description = "`t` (the link's token), `n` and `csrf` (the page's values), `instance` (the installation), `lang`."),
+    responses(
+        (status = 200, description = "HTML: the seat is released; the page again.", content_type = "text/html"),
+        (status = 400, description = "HTML: no usable installation id.", content_type = "text/html"),
+        (status = 403, description = "HTML: a forged link, or a CSRF value that is not the page's.", content_type = "text/html"),
+        (status = 404, description = "HTML: the installation no longer holds a seat.", content_type = "text/html"),
+        (status = 410, description = "HTML: an expired link.", content_type = "text/html"),
+        (status = 429, description = "HTML with `Retry-After`: `LICENCE_DEACTIVATIONS_PER_30_DAYS` seats were released in the last 30 days (the deactivation limit of the API), or the client's rate limit.", content_type = "text/html"),
+    ))]
+fn seat_release() {}
+
+/// `POST /licence/manage/link`: mails fresh seat links for every licence of the address.
+#[utoipa::path(post, path = "/licence/manage/link", tag = "seats",
+    request_body(content = crate::routes::manage::LinkRequest,
+        description = "JSON, or the page's form (`email`, `lang`), which is answered with a page.",
+        example = json!({"email": "buyer@example.com", "lang": "en"})),
+    responses(
+        (status = 200, description = "The same answer, after the same time, for any address; a mail goes out only to an address with licences, at most 3 an hour.",
+            body = crate::routes::manage::LinkRequested, example = json!({"requested": true})),
+        (status = 400, description = "Not an e-mail address, or other fields.", body = ErrorBody,
+            example = json!({"code": "VALIDATION_ERROR", "message": "email: not an e-mail address"})),
+        (status = 429, description = "Too many requests from this client.", body = ErrorBody,
+            example = json!({"code": "RATE_LIMITED", "message": "too many requests from this address; try again later"})),
+    ))]
+fn seat_link() {}
+
 /// The optional `Licence-Nonce` request header of every signed route (contract section 12).
 fn nonce_parameter() -> utoipa::openapi::path::Parameter {
     use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
@@ -377,7 +421,7 @@ impl Modify for Shared {
             installations, daily usage quotas, release downloads and the payment provider's webhook. \
             Bodies accept camelCase and the snake_case twin. Every error is `{code, message}`."
     ),
-    paths(activate, validate, deactivate, activations, public_keys, latest, download, download_head, download_blockmap, updates_tauri, updates_electron, updates_sparkle, webhook, usage_consume, usage_status, api_health),
+    paths(activate, validate, deactivate, activations, public_keys, latest, download, download_head, download_blockmap, updates_tauri, updates_electron, updates_sparkle, webhook, usage_consume, usage_status, api_health, seat_page, seat_release, seat_link),
     components(schemas(LicenceView, IssuedToken, IssuedLease, Instance, ReleaseFile, Activation, PublicKey)),
     modifiers(&Shared),
     tags(
@@ -386,6 +430,7 @@ impl Modify for Shared {
         (name = "releases", description = "The latest release and its downloads."),
         (name = "updates", description = "The feeds of the desktop apps' updaters: Tauri, electron-updater, Sparkle."),
         (name = "payments", description = "The payment provider's events."),
+        (name = "seats", description = "The seat page buyers open from their e-mail (HTML)."),
         (name = "operations", description = "Probes and this document."),
     )
 )]

@@ -29,6 +29,7 @@ use crate::mail;
 use crate::repo::LicenceId;
 use crate::repo::licences::{self, LicenceRow, NewLicence, SubscriptionChange};
 use crate::repo::{self, Conn, Db, DbError, events, outbox};
+use crate::seat_links::Links;
 use crate::settings::Variants;
 
 /// A webhook event, checked for the fields its handling needs.
@@ -281,6 +282,7 @@ pub async fn process(
     db: &Db,
     event: &Event,
     plan: Option<Plan>,
+    links: Links<'_>,
     now: DateTime<Utc>,
 ) -> Result<Outcome, DbError> {
     let mut tries = 0;
@@ -291,7 +293,7 @@ pub async fn process(
                 if !events::record(conn, &event.key, &event.name, now.naive_utc()).await? {
                     return Ok(Outcome::Duplicate);
                 }
-                let outcome = apply(conn, event, plan, now).await?;
+                let outcome = apply(conn, event, plan, links, now).await?;
                 if let Outcome::Created { licence_id } | Outcome::Updated { licence_id } = &outcome
                 {
                     events::link(conn, &event.key, licence_id).await?;
@@ -312,11 +314,14 @@ async fn apply(
     conn: &mut Conn,
     event: &Event,
     plan: Option<Plan>,
+    links: Links<'_>,
     now: DateTime<Utc>,
 ) -> QueryResult<Outcome> {
     match (&event.kind, plan) {
-        (Kind::OrderCreated(order), Some(plan)) => order_created(conn, order, plan, now).await,
-        (Kind::Subscription(sub), Some(plan)) => subscription(conn, sub, plan, now).await,
+        (Kind::OrderCreated(order), Some(plan)) => {
+            order_created(conn, order, plan, links, now).await
+        }
+        (Kind::Subscription(sub), Some(plan)) => subscription(conn, sub, plan, links, now).await,
         (Kind::OrderRefunded(order), _) if order.refunded || order.status == "refunded" => {
             let licence = licences::find_by_order_for_update(conn, &order.order_id).await?;
             if licence.is_none() {
@@ -340,6 +345,7 @@ async fn order_created(
     conn: &mut Conn,
     order: &Order,
     plan: Plan,
+    links: Links<'_>,
     now: DateTime<Utc>,
 ) -> QueryResult<Outcome> {
     if order.status != "paid" {
@@ -377,7 +383,7 @@ async fn order_created(
         },
     )
     .await?;
-    outbox::enqueue_on(conn, &mail::licence_email(&licence)).await?;
+    outbox::enqueue_on(conn, &mail::licence_email(&licence, Some(links), now)).await?;
     Ok(Outcome::Created {
         licence_id: licence.id,
     })
@@ -387,6 +393,7 @@ async fn subscription(
     conn: &mut Conn,
     sub: &Subscription,
     plan: Plan,
+    links: Links<'_>,
     now: DateTime<Utc>,
 ) -> QueryResult<Outcome> {
     let Some(status) = sub.status else {
@@ -455,7 +462,7 @@ async fn subscription(
             )
             .await?;
             if licence.has_access(now) {
-                outbox::enqueue_on(conn, &mail::licence_email(&licence)).await?;
+                outbox::enqueue_on(conn, &mail::licence_email(&licence, Some(links), now)).await?;
             }
             Ok(Outcome::Created {
                 licence_id: licence.id,

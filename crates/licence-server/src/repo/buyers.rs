@@ -97,6 +97,28 @@ async fn rows_as_json(
 
 /// Every row about the buyer with this address, by table; `None` when no licence has it and no
 /// mail was addressed to it.
+/// The licences bought with `email` (compared without regard to case), oldest first.
+pub async fn licences_of(
+    db: &Db,
+    email: &str,
+) -> Result<Vec<super::licences::LicenceRow>, DbError> {
+    use crate::schema::licence;
+    let email = email.trim();
+    db.run(async |conn| {
+        licence::table
+            .filter(
+                diesel::dsl::sql::<diesel::sql_types::Bool>("LOWER(customer_email) = LOWER(")
+                    .bind::<Text, _>(email)
+                    .sql(")"),
+            )
+            .order((licence::created_at.asc(), licence::id.asc()))
+            .select(super::licences::LicenceRow::as_select())
+            .load(conn)
+            .await
+    })
+    .await
+}
+
 pub async fn export(db: &Db, email: &str) -> Result<Option<Value>, DbError> {
     db.transaction(async |conn| {
         let in_ids =

@@ -148,16 +148,29 @@ pub async fn find_by_key(conn: &mut Conn, key: &str) -> QueryResult<Option<Licen
         .optional()
 }
 
-/// A new licence, with its e-mail queued in the same transaction when `email`.
-pub async fn create(db: &Db, new: &NewLicence, email: bool) -> Result<LicenceRow, DbError> {
+/// A new licence, with its e-mail queued in the same transaction when `email`; the e-mail
+/// carries the seat page's address when `links` can sign it.
+pub async fn create(
+    db: &Db,
+    new: &NewLicence,
+    email: bool,
+    links: Option<crate::seat_links::Links<'_>>,
+    now: DateTime<Utc>,
+) -> Result<LicenceRow, DbError> {
     db.transaction(async |conn| {
         let licence = insert(conn, new).await?;
         if email {
-            super::outbox::enqueue_on(conn, &crate::mail::licence_email(&licence)).await?;
+            let mail = crate::mail::licence_email(&licence, links, now);
+            super::outbox::enqueue_on(conn, &mail).await?;
         }
         Ok(licence)
     })
     .await
+}
+
+/// The licence with `id`, if there is one.
+pub async fn find(db: &Db, id: &LicenceId) -> Result<Option<LicenceRow>, DbError> {
+    db.run(async |conn| find_by_id(conn, id).await).await
 }
 
 /// The licence with `id`.

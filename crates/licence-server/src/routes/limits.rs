@@ -50,10 +50,16 @@ const MARGIN: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone, Copy)]
 pub enum Bucket {
-    /// activate, validate, deactivate together: what a licence-key guesser would use.
+    /// activate, validate, deactivate together: what a licence-key guesser would use. The seat
+    /// page and its release button count here too.
     Licence,
     Webhook,
+    /// Requests for seat links by e-mail: each may send a mail.
+    SeatLink,
 }
+
+/// Requests for seat links per minute and client address.
+pub const SEAT_LINK_PER_MINUTE: u32 = 10;
 
 /// Counts the request; 429 `RATE_LIMITED` with `Retry-After` beyond the limit.
 pub async fn check(
@@ -258,6 +264,7 @@ impl Limit {
         let (name, max) = match bucket {
             Bucket::Licence => ("licence", state.settings.licence_rate_limit),
             Bucket::Webhook => ("webhook", state.settings.webhook_rate_limit),
+            Bucket::SeatLink => ("seat-link", SEAT_LINK_PER_MINUTE),
         };
         let key = format!("{name}:{ip}");
         let local = state.permits.spend(&key, Instant::now());

@@ -9,6 +9,8 @@ pub(crate) mod download;
 mod extractors;
 pub(crate) mod latest;
 pub mod limits;
+pub mod manage;
+mod page;
 pub(crate) mod public_keys;
 mod signature;
 mod state;
@@ -73,7 +75,11 @@ pub fn config(cfg: &mut web::ServiceConfig) {
             .service(resource("/sparkle/{feed}").route(web::get().to(updates::sparkle)))
             .default_service(web::to(not_found)),
     )
-    .service(resource("/api/webhook/lemonsqueezy").route(web::post().to(webhook::lemonsqueezy)));
+    .service(resource("/api/webhook/lemonsqueezy").route(web::post().to(webhook::lemonsqueezy)))
+    // The seat page buyers open from their e-mail (contract section 12).
+    .service(resource("/licence/manage").route(web::get().to(manage::page)))
+    .service(resource("/licence/manage/release").route(web::post().to(manage::release)))
+    .service(resource("/licence/manage/link").route(web::post().to(manage::request_link)));
 }
 
 /// A path whose other methods answer 405 `METHOD_NOT_ALLOWED`, like the other services.

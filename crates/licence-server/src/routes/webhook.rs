@@ -61,7 +61,8 @@ pub async fn lemonsqueezy(
         return Ok(web::Json(Answer { received: true }));
     }
     let now = state.clock.now();
-    let outcome = payments::process(&db, &event, plan, now).await?;
+    let links = crate::seat_links::Links::of(&state.settings);
+    let outcome = payments::process(&db, &event, plan, links, now).await?;
     match &outcome {
         Outcome::Created { licence_id } => {
             tracing::info!(%licence_id, "licence created from a purchase");

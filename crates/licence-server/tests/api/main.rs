@@ -11,6 +11,7 @@ mod migrations;
 mod offline;
 mod operations;
 mod releases;
+mod seats;
 mod tokens;
 mod updates;
 mod usage;
