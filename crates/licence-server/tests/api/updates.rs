@@ -916,6 +916,70 @@ async fn electron_updater_reads_the_channel_files_and_finds_the_blockmap() {
     assert_error(s, &b, 401, "INVALID_TOKEN");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn electron_updaters_differential_download_reassembles_the_new_build() {
+    let f = feeds().await;
+    let app = &f.app;
+    let (_, token) = licensed(app).await;
+    let (linux, _) = electron(app, "latest-linux.yml", &token).await;
+    let url = format!(
+        "{}{}",
+        app.base,
+        local(linux["files"][0]["url"].as_str().expect("url"))
+    );
+    let new = bytes_of(app, APPIMAGE_2);
+
+    // The installed build differs from the new one in a few 64 KiB blocks, some adjacent, the
+    // last one short: electron-updater downloads those, several ranges per request, and copies
+    // the rest from the installed file.
+    const BLOCK: usize = 64 * 1024;
+    let changed = [1usize, 5, 6, 12, new.len() / BLOCK];
+    let mut old = new.clone();
+    let (mut sizes, mut new_sums, mut old_sums) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, block) in new.chunks(BLOCK).enumerate() {
+        sizes.push(block.len());
+        new_sums.push(format!("block-{i}"));
+        if changed.contains(&i) {
+            for b in &mut old[i * BLOCK..i * BLOCK + block.len()] {
+                *b ^= 0x5a;
+            }
+            old_sums.push(format!("old-block-{i}"));
+        } else {
+            old_sums.push(format!("block-{i}"));
+        }
+    }
+    let map = |sums: &[String]| json!({"version": "2", "files": [{"name": "file", "offset": 0, "checksums": sums, "sizes": sizes}]});
+    let dir = testkit::stack::ScratchDir::new("differential");
+    let (old_path, new_path, plan_path) = (
+        dir.path().join("installed.AppImage"),
+        dir.path().join("update.AppImage"),
+        dir.path().join("plan.json"),
+    );
+    std::fs::write(&old_path, &old).expect("write the installed build");
+    let plan = json!({"size": new.len(), "sha512": sha512_b64(&new),
+        "oldBlockMap": map(&old_sums), "newBlockMap": map(&new_sums)});
+    std::fs::write(&plan_path, plan.to_string()).expect("write plan");
+    let out = tokio::process::Command::new("node")
+        .arg("electron-differential.cjs")
+        .arg(&url)
+        .arg(&old_path)
+        .arg(&new_path)
+        .arg(&plan_path)
+        .current_dir(node_dir())
+        .output()
+        .await
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "electron-updater's differential download failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::read(&new_path).expect("the new build") == new,
+        "the reassembled build is the new one"
+    );
+}
+
 /// A signed download address of `file`, as the feeds make it.
 fn signed(app: &TestApp, path: &str, file: &str) -> String {
     use licence_server::clock::Clock;
