@@ -185,7 +185,12 @@ async fn execute(db: &Db, command: AdminCommand, links: &MailLinks) -> Result<Va
         }
         AdminCommand::ResendEmail { key } => {
             let licence = by_key(db, &key).await?;
-            outbox::enqueue(db, &mail::licence_email(&licence, links.get(), now)).await?;
+            let mail_links = links.get();
+            outbox::enqueue(db, &mail::licence_email(&licence, mail_links, now)).await?;
+            if let Some(l) = mail_links {
+                let feed = crate::releases::SparkleFeed::of(l.base, l.secret, licence.id.as_str());
+                repo::updates::remember_feed(db, &licence.id, &feed.token).await?;
+            }
             describe(db, &licence).await
         }
     }

@@ -35,6 +35,20 @@ pub fn licence_email(
     };
     let key = &licence.license_key;
     let seats = links.map(|l| l.page_url(licence.id.as_str(), &licence.customer_email, now));
+    let feed =
+        links.map(|l| crate::releases::SparkleFeed::of(l.base, l.secret, licence.id.as_str()).url);
+    let feed_text = feed.as_deref().map_or_else(String::new, |url| {
+        format!(
+            "On a Mac, the app's updates for this licence come from this address:\n\n    {url}\n\n"
+        )
+    });
+    let feed_html = feed.as_deref().map_or_else(String::new, |url| {
+        format!(
+            "<p>On a Mac, the app's updates for this licence come from this address: \
+             <code>{url}</code></p>\n",
+            url = escape_html(url)
+        )
+    });
     let seats_text = seats.as_deref().map_or_else(String::new, |url| {
         format!(
             "See which computers use the licence, and release one, on this page (the link \
@@ -54,7 +68,7 @@ pub fn licence_email(
          thank you for your purchase. Your licence key for the {plan} plan is:\n\n    {key}\n\n\
          Open the app, choose \"Activate licence\" and enter the key. One licence can be active \
          on up to {ACTIVATION_LIMIT} computers at a time; deactivate one in the app to move the \
-         licence to another.\n\n{seats_text}Keep this e-mail: you will need the key again when you reinstall.\n"
+         licence to another.\n\n{seats_text}{feed_text}Keep this e-mail: you will need the key again when you reinstall.\n"
     );
     let html_body = format!(
         "<!doctype html>\n<html><body style=\"font-family: sans-serif\">\n\
@@ -64,7 +78,7 @@ pub fn licence_email(
          <p>Open the app, choose &ldquo;Activate licence&rdquo; and enter the key. One licence can \
          be active on up to {ACTIVATION_LIMIT} computers at a time; deactivate one in the app to \
          move the licence to another.</p>\n\
-         {seats_html}<p>Keep this e-mail: you will need the key again when you reinstall.</p>\n\
+         {seats_html}{feed_html}<p>Keep this e-mail: you will need the key again when you reinstall.</p>\n\
          </body></html>\n",
         greeting = escape_html(&greeting),
         key = escape_html(key),

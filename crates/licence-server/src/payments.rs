@@ -384,6 +384,7 @@ async fn order_created(
     )
     .await?;
     outbox::enqueue_on(conn, &mail::licence_email(&licence, Some(links), now)).await?;
+    crate::repo::updates::remember_mailed_feed(conn, &licence.id, links.secret).await?;
     Ok(Outcome::Created {
         licence_id: licence.id,
     })
@@ -463,6 +464,7 @@ async fn subscription(
             .await?;
             if licence.has_access(now) {
                 outbox::enqueue_on(conn, &mail::licence_email(&licence, Some(links), now)).await?;
+                crate::repo::updates::remember_mailed_feed(conn, &licence.id, links.secret).await?;
             }
             Ok(Outcome::Created {
                 licence_id: licence.id,

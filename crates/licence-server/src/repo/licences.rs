@@ -162,6 +162,9 @@ pub async fn create(
         if email {
             let mail = crate::mail::licence_email(&licence, links, now);
             super::outbox::enqueue_on(conn, &mail).await?;
+            if let Some(links) = links {
+                super::updates::remember_mailed_feed(conn, &licence.id, links.secret).await?;
+            }
         }
         Ok(licence)
     })

@@ -65,6 +65,17 @@ pub async fn remember_feed_on(conn: &mut Conn, id: &LicenceId, token: &str) -> Q
     Ok(())
 }
 
+/// [`remember_feed_on`] for the licence e-mail, which shows the feed address made with `secret`
+/// (`DOWNLOAD_SIGNING_SECRET`).
+pub async fn remember_mailed_feed(
+    conn: &mut Conn,
+    id: &LicenceId,
+    secret: &[u8],
+) -> QueryResult<()> {
+    let token = crate::signing::sparkle_feed_token(secret, id.as_str());
+    remember_feed_on(conn, id, &token).await
+}
+
 /// [`remember_feed_on`] on a connection of its own.
 pub async fn remember_feed(db: &Db, id: &LicenceId, token: &str) -> Result<(), DbError> {
     db.run(async |conn| remember_feed_on(conn, id, token).await)

@@ -13,7 +13,9 @@ use licence_server::schema::licence;
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use crate::helpers::{DOWNLOAD_KEY, TestApp, assert_error, build_bytes, spawn_app_at};
+use crate::helpers::{
+    DOWNLOAD_KEY, TestApp, VARIANT_PRO, assert_error, build_bytes, order_created, spawn_app_at,
+};
 
 /// A copy of tauri-plugin-updater's reading of an update server's answer and of its signature
 /// check (plugins-workspace, `plugins/updater/src/updater.rs`; MIT or Apache-2.0, © Tauri
@@ -1320,6 +1322,32 @@ async fn sparkle_appcast_has_the_documented_elements_and_signatures_that_verify(
         let (s, b) = crate::helpers::answer(get(app, &bad, None, &[]).await).await;
         assert_error(s, &b, 404, "NOT_FOUND");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_licence_email_carries_a_sparkle_feed_that_answers() {
+    let f = feeds().await;
+    let app = &f.app;
+    let (s, b) = app
+        .webhook(&order_created(9101, VARIANT_PRO, "mac@example.com"))
+        .await;
+    assert_eq!(s, 200, "{b}");
+    use licence_server::schema::email_outbox;
+    let bodies: Vec<String> = email_outbox::table
+        .filter(email_outbox::to_address.eq("mac@example.com"))
+        .select(email_outbox::text_body)
+        .load(&mut app.conn())
+        .expect("mail");
+    let body = bodies.first().expect("the licence e-mail");
+    let feed = body
+        .split_whitespace()
+        .find(|w| w.contains("/api/updates/sparkle/"))
+        .unwrap_or_else(|| panic!("no feed in {body}"));
+    assert_eq!(appcast_versions(app, feed).await, ["2.0.0", "1.9.0"]);
+    // The same address as the app's list of activations shows.
+    let key = app.key_of_order("9101").expect("licence");
+    let token = app.token(&key, "mac-1").await;
+    assert_eq!(sparkle_feed(app, &token).await, feed);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
