@@ -296,7 +296,10 @@ pub async fn sparkle(
         "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n\
          <rss version=\"2.0\" xmlns:sparkle=\"http://www.andymatuschak.org/xml-namespaces/sparkle\" \
          xmlns:dc=\"http://purl.org/dc/elements/1.1/\">\n\
-         <channel>\n<title>Updates</title>\n<language>en</language>\n{items}</channel>\n</rss>\n"
+         <channel>\n<title>Updates</title>\n<link>{link}</link>\n\
+         <description>The releases offered to this licence</description>\n\
+         <language>en</language>\n{items}</channel>\n</rss>\n",
+        link = xml_escape(state.settings.public_base_url.as_str()),
     );
     Ok(HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, "application/rss+xml; charset=utf-8"))
@@ -320,7 +323,9 @@ fn appcast_item(release: &Release, file: &ReleaseFile, length: u64, url: &str) -
     }
     if let Some(notes) = &release.notes {
         item.push_str(&format!(
-            "<description>{}</description>\n",
+            // Plain text (Sparkle 2.4 and later): the notes' line breaks stay; older versions
+            // read it as HTML, where the escaping keeps the text as written.
+            "<description sparkle:format=\"plain-text\">{}</description>\n",
             xml_escape(notes)
         ));
     }

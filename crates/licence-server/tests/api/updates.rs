@@ -1305,6 +1305,21 @@ async fn sparkle_appcast_has_the_documented_elements_and_signatures_that_verify(
             .verify(&bytes, &sig)
             .expect("the Ed25519 signature verifies against the file");
     }
+    assert_eq!(
+        channel
+            .children()
+            .find(|n| n.has_tag_name("link"))
+            .and_then(|n| n.text()),
+        Some("http://127.0.0.1:8083/")
+    );
+    let description = items[1]
+        .children()
+        .find(|n| n.has_tag_name("description"))
+        .expect("description");
+    assert_eq!(
+        description.attribute((SPARKLE_NS, "format")),
+        Some("plain-text")
+    );
     let notes = child_text(items[1], ("", "description")).expect("description");
     assert_eq!(notes, "New editor: \"fast\" & <safe>.\nSecond line: ok");
 
