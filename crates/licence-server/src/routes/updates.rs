@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{AppState, authorise_updates, claims};
 use crate::error::ApiError;
-use crate::releases::{Channel, Offer, Release, ReleaseFile, SparkleFeed};
+use crate::releases::{Builds, Channel, Offer, Release, ReleaseFile, SparkleFeed};
 use crate::repo::Db;
 use crate::signing::{self, DOWNLOAD_VALIDITY};
 
@@ -80,25 +80,25 @@ pub async fn tauri(
         }
     };
     let (_, offer) = authorise_updates(&state, &db, claims).await?;
-    let releases = releases(&state).await?;
-
     let platform = format!("{target}-{arch}");
     let mut wanted: Vec<String> = bundle.iter().map(|b| format!("{platform}-{b}")).collect();
     wanted.push(platform);
-    let builds = state.builds.clone();
-    let found = offer
-        .releases(&releases)
-        .take_while(|r| r.version > current)
-        .find_map(|r| {
-            // The first platform name wanted that the release has, signed and on disk.
-            wanted.iter().find_map(|p| {
-                r.files
-                    .iter()
-                    .find(|f| &f.platform == p && f.tauri_signature.is_some())
-                    .filter(|f| builds.size(&f.name).is_some())
-                    .map(|f| (r, f))
+    let found = pick(&state, move |builds, releases| {
+        offer
+            .releases(releases)
+            .take_while(|r| r.version > current)
+            .find_map(|r| {
+                // The first platform name wanted that the release has, signed and on disk.
+                wanted.iter().find_map(|p| {
+                    r.files
+                        .iter()
+                        .find(|f| &f.platform == p && f.tauri_signature.is_some())
+                        .filter(|f| builds.size(&f.name).is_some())
+                        .map(|f| (r.clone(), f.clone()))
+                })
             })
-        });
+    })
+    .await?;
     let Some((release, file)) = found else {
         return Ok(HttpResponse::NoContent()
             .insert_header((header::CACHE_CONTROL, "private, no-store"))
@@ -117,7 +117,7 @@ pub async fn tauri(
 }
 
 /// What the name of an electron-updater channel file asks for.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ChannelFile {
     os: &'static str,
     /// Tauri's name of the architecture on Linux; Windows and macOS files carry every one.
@@ -183,21 +183,23 @@ pub async fn electron(
     let claims = claims(&state, &req)?;
     let wanted = channel_file(&name).ok_or(ApiError::NotFound)?;
     let (_, offer) = authorise_updates(&state, &db, claims).await?;
-    let releases = releases(&state).await?;
-    let Some(release) = offer
-        .releases(&releases)
-        .find(|r| r.files.iter().any(|f| wanted.has(f)))
-        .cloned()
+    let Some((release, mut files)) = pick(&state, move |_, releases| {
+        let release = offer
+            .releases(releases)
+            .find(|r| r.files.iter().any(|f| wanted.has(f)))?;
+        let files: Vec<ReleaseFile> = release
+            .files
+            .iter()
+            .filter(|f| wanted.has(f))
+            .cloned()
+            .collect();
+        Some((release.clone(), files))
+    })
+    .await?
     else {
         // electron-updater reads a missing channel file as "no update published".
         return Err(ApiError::NotFound);
     };
-    let mut files: Vec<ReleaseFile> = release
-        .files
-        .iter()
-        .filter(|f| wanted.has(f))
-        .cloned()
-        .collect();
     files.sort_by_key(|f| !wanted.installs(&f.name));
     let builds = state.builds.clone();
     let infos = web::block(move || {
@@ -277,20 +279,29 @@ pub async fn sparkle(
         .ok_or(ApiError::NotFound)?;
     let offer = Offer::for_licence(&licence, channel, state.clock.now())
         .ok_or(ApiError::LicenceInactive)?;
-    let releases = releases(&state).await?;
-    let builds = state.builds.clone();
+    let offered = pick(&state, move |builds, releases| {
+        offer
+            .releases(releases)
+            .filter_map(|release| {
+                release
+                    .files
+                    .iter()
+                    .filter(|f| f.platform.starts_with("darwin-") && f.ed_signature.is_some())
+                    .find_map(|f| builds.size(&f.name).map(|len| (f.clone(), len)))
+                    .map(|(file, len)| (release.clone(), file, len))
+            })
+            .collect::<Vec<_>>()
+    })
+    .await?;
     let links = Signer::new(&state);
     let mut items = String::new();
-    for release in offer.releases(&releases) {
-        let Some((file, length)) = release
-            .files
-            .iter()
-            .filter(|f| f.platform.starts_with("darwin-") && f.ed_signature.is_some())
-            .find_map(|f| builds.size(&f.name).map(|len| (f, len)))
-        else {
-            continue;
-        };
-        items.push_str(&appcast_item(release, file, length, &links.url(&file.name)));
+    for (release, file, length) in &offered {
+        items.push_str(&appcast_item(
+            release,
+            file,
+            *length,
+            &links.url(&file.name),
+        ));
     }
     let xml = format!(
         "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n\
@@ -369,9 +380,14 @@ fn version_field(raw: &str, field: &str) -> Result<semver::Version, ApiError> {
         .map_err(|_| ApiError::Validation(format!("{field}: a semantic version (1.2.3)")))
 }
 
-async fn releases(state: &AppState) -> Result<Vec<Release>, ApiError> {
+/// Runs `choose` on the releases on the blocking pool: reading the manifests and looking at the
+/// files on disk are file-system calls, which an actix worker must not wait for.
+async fn pick<T: Send + 'static>(
+    state: &AppState,
+    choose: impl FnOnce(&Builds, &[Release]) -> T + Send + 'static,
+) -> Result<T, ApiError> {
     let builds = state.builds.clone();
-    web::block(move || builds.releases())
+    web::block(move || builds.releases().map(|releases| choose(&builds, &releases)))
         .await
         .map_err(ApiError::internal)?
         .map_err(ApiError::ReleasesUnavailable)
