@@ -271,6 +271,9 @@ async fn describe(db: &Db, licence: &LicenceRow) -> Result<Value, AdminError> {
         })
         .collect();
     let plan = licence.plan();
+    let channel = repo::updates::channel(db, &licence.id)
+        .await?
+        .unwrap_or(crate::releases::Channel::Stable);
     Ok(json!({
         "id": licence.id,
         "key": licence.license_key,
@@ -280,6 +283,7 @@ async fn describe(db: &Db, licence: &LicenceRow) -> Result<Value, AdminError> {
         "plan": plan.as_str(),
         "features": plan.features(),
         "dailyQuota": plan.daily_quota(),
+        "channel": channel.as_str(),
         "customerEmail": licence.customer_email,
         "customerName": licence.customer_name,
         "orderId": licence.order_id,

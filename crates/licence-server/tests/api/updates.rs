@@ -474,6 +474,40 @@ fn admin_channel(app: &TestApp, key: &str, channel: &str) {
     );
     let answer: Value = serde_json::from_str(stdout.trim()).expect("JSON on stdout");
     assert_eq!(answer["channel"], channel, "{answer}");
+    // `admin show` says it too.
+    let out = testkit::process::run(
+        Path::new(env!("CARGO_BIN_EXE_licence-server")),
+        &["admin", "show", key],
+        &[("DATABASE_URL", app.db.url()), ("RUST_LOG", "warn")],
+    );
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(shown["channel"], channel, "{shown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_channel_refuses_unknown_keys_and_channels() {
+    let app = spawn_app_at(now()).await;
+    let key = app.licence("pro", "active");
+    for args in [
+        [
+            "admin",
+            "channel",
+            "--key",
+            "AAAAA-BBBBB-CCCCC-DDDDD-EEEEE",
+            "beta",
+        ],
+        ["admin", "channel", "--key", key.as_str(), "nightly"],
+    ] {
+        let out = testkit::process::run(
+            Path::new(env!("CARGO_BIN_EXE_licence-server")),
+            &args,
+            &[("DATABASE_URL", app.db.url()), ("RUST_LOG", "warn")],
+        );
+        assert!(!out.status.success(), "{args:?}");
+        assert!(!out.stderr.is_empty(), "{args:?}: a message on stderr");
+    }
+    // A key typed in lower case is the same key.
+    admin_channel(&app, &key.to_lowercase(), "beta");
 }
 
 /// The path and query of an absolute address of the service.
