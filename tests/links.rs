@@ -465,3 +465,99 @@ async fn a_person_who_switched_to_english_reads_the_mail_and_its_pages_in_englis
     let limit = [("AUTH_RATE_LIMIT_MAX", "20")];
     mail_journey("english.mjs", "english: all steps passed", &limit).await;
 }
+
+/// The seat links of a mail's text that open on `base`.
+fn seat_links(text: &str, base: &str) -> Vec<String> {
+    let mut links: Vec<String> = text
+        .split(|c: char| c.is_whitespace() || c == '"' || c == '<' || c == '>')
+        .filter(|w| w.starts_with(&format!("{base}/licence/manage?t=")))
+        .map(str::to_owned)
+        .collect();
+    links.sort();
+    links.dedup();
+    links
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seat_links_of_licence_mails_open_their_page_through_the_proxy() {
+    use hmac::{Hmac, Mac};
+    use sha2::Sha256;
+
+    let (stack, mail) = stack_with_mail().await;
+    let base = stack.base();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let buyer = "seat.links@example.com";
+    // A purchase, delivered through the proxy as the payment provider delivers it.
+    let event = serde_json::json!({
+        "meta": { "event_name": "order_created" },
+        "data": { "type": "orders", "id": "77101", "attributes": {
+            "user_email": buyer, "user_name": "Seat Buyer", "status": "paid",
+            "first_order_item": { "variant_id": 2 } } }
+    })
+    .to_string();
+    let mut mac = Hmac::<Sha256>::new_from_slice(b"e2e-webhook-secret-0123").expect("HMAC key");
+    mac.update(event.as_bytes());
+    let signature: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let r = http
+        .post(format!("{base}/api/webhook/lemonsqueezy"))
+        .header("content-type", "application/json")
+        .header("x-signature", signature)
+        .body(event)
+        .send()
+        .await
+        .expect("webhook");
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    let licence_mail = mail.wait_for_mail_to(buyer, 0).await;
+    let mut links = seat_links(&licence_mail, &base);
+    assert_eq!(
+        links.len(),
+        1,
+        "the licence mail's seat link: {licence_mail}"
+    );
+
+    // The form of the page asks for fresh links; they arrive and open too.
+    let r = http
+        .post(format!("{base}/licence/manage/link"))
+        .form(&[("email", buyer), ("lang", "en")])
+        .send()
+        .await
+        .expect("link request");
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    links.extend(seat_links(&mail.wait_for_mail_to(buyer, 1).await, &base));
+    assert_eq!(links.len(), 2);
+
+    let rules = ingress_rules();
+    for link in &links {
+        let r = http.get(link).send().await.expect("seat page");
+        assert_eq!(r.status(), 200, "{link}");
+        assert!(
+            r.headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/html"))
+        );
+        let page = r.text().await.expect("page");
+        assert!(page.contains("I computer della tua licenza"), "{page}");
+        let path = local(&base, link).expect("same origin");
+        assert_eq!(
+            ingress_service(&rules, &path),
+            Some("licence-server"),
+            "{path}"
+        );
+    }
+    for form in ["/licence/manage/release", "/licence/manage/link"] {
+        assert_eq!(
+            ingress_service(&rules, form),
+            Some("licence-server"),
+            "{form}"
+        );
+    }
+}

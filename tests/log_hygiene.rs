@@ -251,6 +251,12 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
         .as_str()
         .expect("licence key")
         .to_owned();
+    // A seat link (contract section 12) carries its capability in the query string: opened
+    // through the proxy, neither nginx nor licence-server may write it down.
+    let seat_token = "6f1c2f9e-3b1a-4c8e-9f00-0123456789ab.1900000000.SeatTokenNeverLogged0123456789abcdefghijkl";
+    let (status, _, _) =
+        send(http.get(format!("{base}/licence/manage?t={seat_token}&lang=en"))).await;
+    assert_eq!(status, 403, "a token of no licence");
     // Give the mail sender a round to try (and fail: no SMTP server listens there).
     tokio::time::sleep(Duration::from_secs(2)).await;
 
@@ -270,6 +276,8 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
         totp_key.as_str(),
         backup_code.as_str(),
         challenge_value.as_str(),
+        seat_token,
+        "SeatTokenNeverLogged",
     ];
     let access = stack.nginx.access_log();
     assert!(access.contains("/api/auth/reset-password/"), "{access}");

@@ -166,6 +166,13 @@ async fn start_stack_full(
         }
     }
     auth_env.extend_from_slice(auth_extra);
+    // A stack with a mail catcher sends licence mail there too, so that its links can be followed.
+    for (name, value) in auth_extra {
+        if *name == "SMTP_URL" {
+            licence_env.retain(|(k, _)| *k != "SMTP_URL");
+            licence_env.push(("SMTP_URL", value));
+        }
+    }
     let auth = Process::start("auth", &bin("auth"), &[], &auth_env, logs);
     let nutrition = Process::start(
         "nutrition-api",

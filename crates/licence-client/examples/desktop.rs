@@ -3,6 +3,7 @@
 //! ```text
 //! LICENCE_SERVER=http://127.0.0.1:8083 cargo run -p licence-client --example desktop -- activate KEY
 //! cargo run -p licence-client --example desktop -- status | consume | activations | deactivate
+//! UPDATE_KEY=RW… cargo run -p licence-client --example desktop -- update 1.0.0 ./App.AppImage
 //! ```
 //!
 //! The trusted keys are the ones pinned at build time (`LICENCE_PUBLIC_KEYS`), or, for trying it
@@ -11,7 +12,7 @@
 
 use std::process::ExitCode;
 
-use licence_client::{Error, LicenceClient};
+use licence_client::{Error, LicenceClient, UpdateKey};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
@@ -77,8 +78,27 @@ async fn run(args: &[String]) -> Result<(), Error> {
         }
         ["deactivate"] => client.deactivate(None).await?,
         ["deactivate", other] => client.deactivate(Some(other)).await?,
+        ["update", current, dest] => match client.check_update(current).await? {
+            None => println!("{current} is the newest release offered"),
+            Some(update) => {
+                // The key pinned at build time, or for trying it out UPDATE_KEY at run time.
+                let key = match std::env::var("UPDATE_KEY") {
+                    Ok(raw) => Some(UpdateKey::parse(&raw)?),
+                    Err(_) => UpdateKey::pinned(),
+                };
+                let Some(key) = key else {
+                    eprintln!("{} is offered; no update key to verify it", update.version);
+                    return Ok(());
+                };
+                let path = client
+                    .download_update(&update, &key, std::path::Path::new(dest))
+                    .await?;
+                println!("{} verified at {}", update.version, path.display());
+            }
+        },
         _ => eprintln!(
-            "usage: desktop activate KEY | status | consume | activations | deactivate [INSTANCE]"
+            "usage: desktop activate KEY | status | consume | activations | deactivate [INSTANCE] \
+             | update CURRENT_VERSION DEST"
         ),
     }
     Ok(())

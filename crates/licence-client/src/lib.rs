@@ -24,6 +24,11 @@
 //! with a MAC keyed from the lease and the installation: a state file edited by hand fails with
 //! [`Error::StateTampered`], which only an online validation cures.
 //!
+//! Updates, for apps without an updater framework: [`LicenceClient::check_update`] asks the
+//! licence server's Tauri feed whether a newer release is offered to this licence, and
+//! [`LicenceClient::download_update`] keeps the download only once its minisign signature
+//! verifies with the [`UpdateKey`] the app pins.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), licence_client::Error> {
 //! use licence_client::LicenceClient;

@@ -3,6 +3,7 @@
 mod admin;
 mod client;
 mod client_binding;
+mod client_updates;
 mod hardening;
 mod helpers;
 mod licences;
