@@ -510,6 +510,50 @@ async fn admin_channel_refuses_unknown_keys_and_channels() {
     admin_channel(&app, &key.to_lowercase(), "beta");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_input_on_the_feeds_is_a_4xx_with_the_error_body() {
+    let f = feeds().await;
+    let app = &f.app;
+    let (_, token) = licensed(app).await;
+    let long = "9".repeat(5000);
+    let odd = [
+        "%00",
+        "%FF%FE",
+        "%E2%80%AE",
+        "..",
+        "%2E%2E",
+        "1.0.0%0Aversion:9",
+        "%3Cscript%3E",
+        long.as_str(),
+    ];
+    let mut paths = Vec::new();
+    for o in odd {
+        paths.push(format!("/api/updates/tauri/{o}/x86_64/1.0.0"));
+        paths.push(format!("/api/updates/tauri/linux/{o}/1.0.0"));
+        paths.push(format!("/api/updates/tauri/linux/x86_64/{o}"));
+        paths.push(format!("/api/updates/tauri/linux/x86_64/1.0.0?bundle={o}"));
+        paths.push(format!("/api/updates/electron/{o}"));
+        paths.push(format!("/api/updates/electron/{o}.yml"));
+        paths.push(format!("/api/updates/sparkle/{o}"));
+        paths.push(format!("/api/updates/sparkle/{o}.xml"));
+        paths.push(format!("/api/download.blockmap?file={o}&expires=1&sig={o}"));
+        paths.push(format!(
+            "/api/download.blockmap?file={o}&expires={o}&sig=00"
+        ));
+    }
+    for path in &paths {
+        let resp = get(app, path, Some(&token), &[]).await;
+        let status = resp.status().as_u16();
+        let (_, body) = crate::helpers::answer(resp).await;
+        assert!((400..500).contains(&status), "{path}: {status} {body}");
+        assert!(
+            body["code"].as_str().is_some_and(|c| !c.is_empty()),
+            "{path}: {body}"
+        );
+        assert!(body["message"].is_string(), "{path}: {body}");
+    }
+}
+
 /// The path and query of an absolute address of the service.
 fn local(url: &str) -> String {
     let u = url::Url::parse(url).expect("absolute address");
