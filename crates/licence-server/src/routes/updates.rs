@@ -126,8 +126,8 @@ struct ChannelFile {
 
 /// `latest.yml` (Windows), `latest-mac.yml`, `latest-linux.yml`, `latest-linux-<arch>.yml`
 /// for the other Linux architectures, and their `beta` twins. Both names answer by the
-/// licence's channel: electron-updater asks for `beta*.yml` on its own once it runs a
-/// prerelease, and a licence moved back to stable must still be answered.
+/// licence's channel: an app built as a prerelease asks for `beta*.yml` (electron-builder
+/// writes that channel into it), and a licence moved back to stable must still be answered.
 fn channel_file(name: &str) -> Option<ChannelFile> {
     let stem = name.strip_suffix(".yml")?;
     let rest = stem
