@@ -58,7 +58,9 @@ pub fn build(from: &Mailbox, mail: &QueuedMail) -> Result<Message, String> {
     Ok(message)
 }
 
-/// `s` with the five HTML-special characters escaped, for values put into HTML bodies.
+/// `s` with the five markup-special characters escaped, for values put into HTML bodies and
+/// attributes, and into XML (an appcast) alike: the one escaper of the workspace. Control
+/// characters other than tab and line breaks are dropped, since XML 1.0 cannot carry them at all.
 pub fn escape_html(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -68,6 +70,7 @@ pub fn escape_html(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            c if c.is_control() && !matches!(c, '\n' | '\t' | '\r') => {}
             c => out.push(c),
         }
     }

@@ -196,8 +196,9 @@ impl Plan {
     }
 }
 
-/// Checks the signed address and the range headers of a download.
-async fn plan(state: &AppState, query: Query, headers: &HeaderMap) -> Result<Plan, ApiError> {
+/// The file a download address names, once its signature and expiry hold: the one check of
+/// every address the feeds and `/api/latest` hand out (the file itself and its blockmap).
+fn signed_file(state: &AppState, query: Query) -> Result<String, ApiError> {
     let Query { file, expires, sig } = query;
     let (Some(file), Some(expires), Some(sig)) = (file, expires, sig) else {
         return Err(ApiError::InvalidDownloadSignature);
@@ -209,6 +210,12 @@ async fn plan(state: &AppState, query: Query, headers: &HeaderMap) -> Result<Pla
     if !signing::verify_download(secret, &file, expires, &sig, state.clock.now()) {
         return Err(ApiError::InvalidDownloadSignature);
     }
+    Ok(file)
+}
+
+/// Checks the signed address and the range headers of a download.
+async fn plan(state: &AppState, query: Query, headers: &HeaderMap) -> Result<Plan, ApiError> {
+    let file = signed_file(state, query)?;
     let builds = state.builds.clone();
     let info = web::block(move || builds.listed_file(&file))
         .await
@@ -287,17 +294,7 @@ pub async fn blockmap(
     state: web::Data<AppState>,
     query: web::Query<Query>,
 ) -> Result<HttpResponse, ApiError> {
-    let Query { file, expires, sig } = query.into_inner();
-    let (Some(file), Some(expires), Some(sig)) = (file, expires, sig) else {
-        return Err(ApiError::InvalidDownloadSignature);
-    };
-    let expires: i64 = expires
-        .parse()
-        .map_err(|_| ApiError::InvalidDownloadSignature)?;
-    let secret = state.settings.download_signing_secret.expose().as_bytes();
-    if !signing::verify_download(secret, &file, expires, &sig, state.clock.now()) {
-        return Err(ApiError::InvalidDownloadSignature);
-    }
+    let file = signed_file(&state, query.into_inner())?;
     let builds = state.builds.clone();
     let bytes = web::block(move || match builds.listed_blockmap(&file)? {
         // Blockmaps are a few hundred kilobytes of gzipped JSON: read whole.

@@ -5,6 +5,7 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::{DateTime, SecondsFormat, Utc};
+use mailer::message::escape_html as xml_escape;
 use serde::{Deserialize, Serialize};
 
 use super::{AppState, authorise_updates, claims};
@@ -349,23 +350,6 @@ fn appcast_item(release: &Release, file: &ReleaseFile, length: u64, url: &str) -
     item
 }
 
-fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // XML 1.0 has no way to write the other control characters.
-            c if c.is_control() && !matches!(c, '\n' | '\t' | '\r') => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn rfc3339(date: DateTime<Utc>) -> String {
     date.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
@@ -481,6 +465,6 @@ mod tests {
 
     #[test]
     fn escapes() {
-        assert_eq!(xml_escape("a<b>&\"'\u{1}"), "a&lt;b&gt;&amp;&quot;&apos;");
+        assert_eq!(xml_escape("a<b>&\"'\u{1}"), "a&lt;b&gt;&amp;&quot;&#39;");
     }
 }
