@@ -1,6 +1,7 @@
 // A person whose browser speaks Italian switches the app to English: the next mail is in English,
 // and the pages its link leads to stay in English after the sign-out it causes, down to the
-// sign-in page. In a real Chromium through nginx, from the mailed link; started by tests/links.rs.
+// sign-in page; and a `?lang=en` chosen once on a page holds on the pages after it. In a real
+// Chromium through nginx, from the mailed link; started by tests/links.rs.
 import assert from 'node:assert/strict';
 import { BASE, newestMailTo, phone, step } from './journey.mjs';
 
@@ -59,6 +60,20 @@ try {
   await reader.click('form.credentials button[type=submit]');
   await reader.waitForURL(`${BASE}/`);
   await reader.getByRole('heading', { level: 1, name: 'Today' }).waitFor();
+
+  step('an Italian browser that chose English once on the sign-in page keeps it on the pages after it');
+  const visitor = await (await browser.newContext({ locale: 'it-IT' })).newPage();
+  await visitor.goto(`${BASE}/sign-in?lang=en`);
+  await visitor.getByRole('link', { name: 'Forgot your password?' }).click();
+  await visitor.waitForURL(`${BASE}/forgot-password`);
+  await visitor.getByRole('heading', { level: 1, name: 'Forgot your password?' }).waitFor();
+  assert.equal(await visitor.evaluate(() => document.documentElement.lang), 'en');
+  await visitor.goto(`${BASE}/sign-up`);
+  await visitor.getByRole('heading', { level: 1, name: 'Create an account' }).waitFor();
+  step('and ?lang=it takes it back');
+  await visitor.goto(`${BASE}/sign-up?lang=it`);
+  await visitor.goto(`${BASE}/sign-in`);
+  assert.equal(await visitor.evaluate(() => document.documentElement.lang), 'it');
   console.log('english: all steps passed');
 } finally {
   await browser.close();

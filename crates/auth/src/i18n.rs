@@ -523,13 +523,59 @@ pub async fn page_locale(req: &HttpRequest, state: &AppState) -> Locale {
     }
 }
 
-/// The language someone chose: the signed-in user's, else `?lang=`; `None` leaves the page to
-/// what else it knows of its reader, and then to the browser.
+/// The language someone chose: the signed-in user's, else `?lang=`, else the one an earlier
+/// page's `?lang=` left in [`LANGUAGE_COOKIE`]; `None` leaves the page to what else it knows of
+/// its reader, and then to the browser.
 pub async fn chosen_locale(req: &HttpRequest, state: &AppState) -> Option<Locale> {
     match signed_in_locale(req, state).await {
         Some(locale) => Some(locale),
-        None => query_locale(req),
+        None => query_locale(req).or_else(|| cookie_locale(req)),
     }
+}
+
+/// Where a page's `?lang=` is kept (under the product's cookie prefix, signed like its other
+/// helper cookies), so that the links, forms and redirects after it (sign-in to sign-up, to the
+/// forgotten password) stay in that language without each carrying it. A language is no
+/// personal data; a value this version does not know is ignored.
+pub const LANGUAGE_COOKIE: &str = "lang";
+const LANGUAGE_COOKIE_SECS: i64 = 365 * 24 * 3600;
+
+fn cookie_locale(req: &HttpRequest) -> Option<Locale> {
+    let state = req.app_data::<actix_web::web::Data<AppState>>()?;
+    let name = session::cookie::cookie_name(&state.settings.auth, LANGUAGE_COOKIE);
+    session::cookie::get_signed(
+        &state.settings.auth,
+        &session::guard::cookie_header(req),
+        &name,
+    )?
+    .parse()
+    .ok()
+}
+
+/// Middleware of the pages: a valid `?lang=` is answered with [`LANGUAGE_COOKIE`] set to it for
+/// a year.
+pub async fn remember_chosen_language(
+    req: actix_web::dev::ServiceRequest,
+    next: actix_web::middleware::Next<impl actix_web::body::MessageBody>,
+) -> Result<actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>, actix_web::Error> {
+    let chosen = query_locale(req.request());
+    let settings = req
+        .app_data::<actix_web::web::Data<AppState>>()
+        .map(|state| state.settings.clone());
+    let mut resp = next.call(req).await?;
+    if let (Some(locale), Some(settings)) = (chosen, settings) {
+        let name = session::cookie::cookie_name(&settings.auth, LANGUAGE_COOKIE);
+        let cookie = session::cookie::set_signed(
+            &settings.auth,
+            &name,
+            locale.as_str(),
+            LANGUAGE_COOKIE_SECS,
+        );
+        if let Ok(value) = header::HeaderValue::from_str(&cookie) {
+            resp.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+    Ok(resp)
 }
 
 /// The language of the user whose valid session the request carries, if any. Only read: a page

@@ -137,11 +137,14 @@ pub fn config(cfg: &mut web::ServiceConfig) {
             .service(post("/passkey/delete-passkey", passkey::delete))
             .service(post("/passkey/update-passkey", passkey::update)),
     )
-    .service(get("/sign-in", pages::sign_in_page))
-    .service(get("/sign-up", pages::sign_up_page))
-    .service(get("/two-factor", pages::two_factor_page))
-    .service(get("/forgot-password", account_pages::forgot_password_page))
-    .service(get("/reset-password", account_pages::reset_password_page));
+    .service(page("/sign-in", pages::sign_in_page))
+    .service(page("/sign-up", pages::sign_up_page))
+    .service(page("/two-factor", pages::two_factor_page))
+    .service(page(
+        "/forgot-password",
+        account_pages::forgot_password_page,
+    ))
+    .service(page("/reset-password", account_pages::reset_password_page));
 }
 
 /// The handler of a two-factor verification route whose code is read as `kind`.
@@ -171,6 +174,16 @@ where
     F::Output: Responder + 'static,
 {
     resource(path).route(web::get().to(handler))
+}
+
+/// A page: a GET route whose `?lang=` choice is remembered for the pages after it.
+fn page<F, Args>(path: &str, handler: F) -> impl HttpServiceFactory + 'static
+where
+    F: Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    get(path, handler).wrap(from_fn(crate::i18n::remember_chosen_language))
 }
 
 /// A POST route.
