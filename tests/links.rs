@@ -480,9 +480,6 @@ fn seat_links(text: &str, base: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seat_links_of_licence_mails_open_their_page_through_the_proxy() {
-    use hmac::{Hmac, Mac};
-    use sha2::Sha256;
-
     let (stack, mail) = stack_with_mail().await;
     let base = stack.base();
     let http = reqwest::Client::builder()
@@ -491,21 +488,7 @@ async fn the_seat_links_of_licence_mails_open_their_page_through_the_proxy() {
         .expect("client");
     let buyer = "seat.links@example.com";
     // A purchase, delivered through the proxy as the payment provider delivers it.
-    let event = serde_json::json!({
-        "meta": { "event_name": "order_created" },
-        "data": { "type": "orders", "id": "77101", "attributes": {
-            "user_email": buyer, "user_name": "Seat Buyer", "status": "paid",
-            "first_order_item": { "variant_id": 2 } } }
-    })
-    .to_string();
-    let mut mac = Hmac::<Sha256>::new_from_slice(b"e2e-webhook-secret-0123").expect("HMAC key");
-    mac.update(event.as_bytes());
-    let signature: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let (event, signature) = common::signed_purchase("77101", buyer, "Seat Buyer");
     let r = http
         .post(format!("{base}/api/webhook/lemonsqueezy"))
         .header("content-type", "application/json")

@@ -6,9 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
-use sha2::Sha256;
 use testkit::http::client;
 use testkit::push_service::FakePushService;
 
@@ -215,21 +213,7 @@ async fn debug_logs_hold_no_personal_data_or_secret() {
     assert_eq!(status, 200, "{body}");
 
     // A purchase: the licence server creates the licence and queues its mail.
-    let event = json!({
-        "meta": { "event_name": "order_created" },
-        "data": { "type": "orders", "id": "77001", "attributes": {
-            "user_email": BUYER, "user_name": "Licence Buyer", "status": "paid",
-            "first_order_item": { "variant_id": 2 } } }
-    })
-    .to_string();
-    let mut mac = Hmac::<Sha256>::new_from_slice(b"e2e-webhook-secret-0123").expect("HMAC key");
-    mac.update(event.as_bytes());
-    let signature: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let (event, signature) = common::signed_purchase("77001", BUYER, "Licence Buyer");
     let (status, body, _) = send(
         http.post(format!(
             "http://127.0.0.1:{}/api/webhook/lemonsqueezy",

@@ -11,6 +11,7 @@ use testkit::stack::{Nginx, Process, ScratchDir, bin, free_port};
 pub const SECRET: &str = "e2e-secret-0123456789abcdef-0123456789";
 const KEY: &str = "e2e-signing-key-0123456789abcdef-01234";
 const DOWNLOAD_KEY: &str = "e2e-download-key-0123456789abcdef-0123";
+const WEBHOOK_SECRET: &str = "e2e-webhook-secret-0123";
 
 /// licence-server's settings that every stack in these tests shares: the payment provider's
 /// variant per plan and the mail catcher to send licence mail to.
@@ -22,6 +23,31 @@ pub const LICENCE_PLANS_AND_MAIL: [(&str, &str); 6] = [
     ("SMTP_URL", "smtp://127.0.0.1:2525"),
     ("MAIL_FROM", "Licences <licences@example.com>"),
 ];
+
+/// A paid order of the Pro plan as the payment provider delivers it to the stack's
+/// licence-server: the body and its `X-Signature`.
+#[allow(dead_code)]
+pub fn signed_purchase(order_id: &str, email: &str, name: &str) -> (String, String) {
+    use hmac::{Hmac, Mac};
+    use sha2::Sha256;
+
+    let event = serde_json::json!({
+        "meta": { "event_name": "order_created" },
+        "data": { "type": "orders", "id": order_id, "attributes": {
+            "user_email": email, "user_name": name, "status": "paid",
+            "first_order_item": { "variant_id": 2 } } }
+    })
+    .to_string();
+    let mut mac = Hmac::<Sha256>::new_from_slice(WEBHOOK_SECRET.as_bytes()).expect("HMAC key");
+    mac.update(event.as_bytes());
+    let signature = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    (event, signature)
+}
 
 // Each test binary includes this module and uses a different part of it.
 #[allow(dead_code)]
@@ -145,7 +171,7 @@ async fn start_stack_full(
         ("LICENCE_JWT_KEYS", keys.as_str()),
         ("DOWNLOAD_SIGNING_SECRET", DOWNLOAD_KEY),
         ("BUILDS_DIR", builds.as_str()),
-        ("PAYMENT_WEBHOOK_SECRET", "e2e-webhook-secret-0123"),
+        ("PAYMENT_WEBHOOK_SECRET", WEBHOOK_SECRET),
         (
             "LICENCE_SIGNING_KEYS",
             "e2e:lq1Y0hzkQmQ8w2o3nQXGJ4n9yQjY1b3cZ5t1dW8eQeE=",

@@ -807,19 +807,11 @@ async fn channels_and_lapsed_licences_get_what_they_are_offered_on_every_feed() 
     );
     assert_eq!(appcast_versions(app, &feed).await, ["1.9.0"]);
 
+    let linux_yml = "/api/updates/electron/latest-linux.yml";
     // Ended before any release: nothing on any feed.
     set_licence(app, &key, "expired", Some("2026-09-01T00:00:00Z"), false);
     assert_eq!(version(tauri).await, None);
-    let (s, b) = crate::helpers::answer(
-        get(
-            app,
-            "/api/updates/electron/latest-linux.yml",
-            Some(&token),
-            &[],
-        )
-        .await,
-    )
-    .await;
+    let (s, b) = crate::helpers::answer(get(app, linux_yml, Some(&token), &[]).await).await;
     assert_error(s, &b, 404, "NOT_FOUND");
     assert!(appcast_versions(app, &feed).await.is_empty());
 
@@ -827,16 +819,7 @@ async fn channels_and_lapsed_licences_get_what_they_are_offered_on_every_feed() 
     set_licence(app, &key, "refunded", Some("2026-11-22T00:00:00Z"), true);
     let (s, b) = crate::helpers::answer(get(app, tauri, Some(&token), &[]).await).await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
-    let (s, b) = crate::helpers::answer(
-        get(
-            app,
-            "/api/updates/electron/latest-linux.yml",
-            Some(&token),
-            &[],
-        )
-        .await,
-    )
-    .await;
+    let (s, b) = crate::helpers::answer(get(app, linux_yml, Some(&token), &[]).await).await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
     let (s, b) = crate::helpers::answer(get(app, &local(&feed), None, &[]).await).await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
