@@ -479,7 +479,7 @@ fn seat_links(text: &str, base: &str) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_seat_links_of_licence_mails_open_their_page_through_the_proxy() {
+async fn a_buyer_opens_the_mailed_seat_links_through_the_proxy_and_releases_a_seat_in_chromium() {
     let (stack, mail) = stack_with_mail().await;
     let base = stack.base();
     let http = reqwest::Client::builder()
@@ -543,4 +543,52 @@ async fn the_seat_links_of_licence_mails_open_their_page_through_the_proxy() {
             "{form}"
         );
     }
+
+    // The app activates the key of the mail on a computer; the buyer then releases that seat
+    // in Chromium from the mailed link, and the app's next check is refused.
+    let key = licence_mail
+        .lines()
+        .skip_while(|l| !l.contains("Your licence key"))
+        .skip(1)
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_else(|| panic!("a key in {licence_mail}"))
+        .to_owned();
+    let name = "Portatile vecchio";
+    let r = http
+        .post(format!("{base}/api/license/activate"))
+        .json(&serde_json::json!({ "licenseKey": key, "instanceId": "old-laptop-0001", "instanceName": name }))
+        .send()
+        .await
+        .expect("activate");
+    assert_eq!(r.status(), 200);
+    let activated: Value = r.json().await.expect("activation");
+    let token = activated["token"].as_str().expect("token").to_owned();
+    let (b, link, web) = (base.clone(), links[0].clone(), mail.web());
+    let out = tokio::task::spawn_blocking(move || {
+        run_node(
+            "seats.mjs",
+            &b,
+            &[
+                ("MAIL_CATCHER", web.as_str()),
+                ("SEAT_LINK", link.as_str()),
+                ("SEAT_NAME", name),
+            ],
+        )
+    })
+    .await
+    .expect("join");
+    match out {
+        Ok(out) => assert!(out.contains("seats: all steps passed"), "{out}"),
+        Err(out) => panic!("{out}"),
+    }
+    let r = http
+        .post(format!("{base}/api/license/validate"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("validate");
+    assert_eq!(r.status(), 403);
+    let refused: Value = r.json().await.expect("refusal");
+    assert_eq!(refused["code"], "INSTANCE_NOT_ACTIVE", "{refused}");
 }
