@@ -609,23 +609,27 @@ fn check_server_url(base_url: &str) -> Result<(), Error> {
             "a query or fragment in the address",
         ));
     }
-    let host = url
-        .host_str()
+    url.host_str()
         .filter(|h| !h.is_empty())
         .ok_or(Error::ServerUrlRefused("no host in the address"))?;
-    // The parser has already normalised IPv4 forms (`127.1`, hex) and put IPv6 in brackets.
-    let ip = host.trim_start_matches('[').trim_end_matches(']');
-    let loopback = match ip.parse::<std::net::IpAddr>() {
-        Ok(ip) => ip.is_loopback(),
-        Err(_) => host.eq_ignore_ascii_case("localhost"),
-    };
     match url.scheme() {
         "https" => Ok(()),
-        "http" if loopback => Ok(()),
+        "http" if on_loopback(&url) => Ok(()),
         "http" => Err(Error::ServerUrlRefused(
             "http:// is allowed only on the loopback interface; use https://",
         )),
         _ => Err(Error::ServerUrlRefused("not an http(s) address")),
+    }
+}
+
+/// Whether `url`'s host is the loopback interface: a loopback IP address or `localhost`.
+fn on_loopback(url: &reqwest::Url) -> bool {
+    let host = url.host_str().unwrap_or_default();
+    // The parser has already normalised IPv4 forms (`127.1`, hex) and put IPv6 in brackets.
+    let ip = host.trim_start_matches('[').trim_end_matches(']');
+    match ip.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => host.eq_ignore_ascii_case("localhost"),
     }
 }
 

@@ -234,15 +234,9 @@ impl LicenceClient {
 fn check_download_url(url: &str) -> Result<(), Error> {
     let parsed = reqwest::Url::parse(url)
         .map_err(|_| Error::ServerUrlRefused("not an absolute http(s) address"))?;
-    let host = parsed.host_str().unwrap_or_default();
-    let ip = host.trim_start_matches('[').trim_end_matches(']');
-    let loopback = match ip.parse::<std::net::IpAddr>() {
-        Ok(ip) => ip.is_loopback(),
-        Err(_) => host.eq_ignore_ascii_case("localhost"),
-    };
     match parsed.scheme() {
         "https" => Ok(()),
-        "http" if loopback => Ok(()),
+        "http" if crate::on_loopback(&parsed) => Ok(()),
         _ => Err(Error::ServerUrlRefused("not https")),
     }
 }

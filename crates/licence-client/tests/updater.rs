@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use chrono::Utc;
-use licence_client::{Error, LicenceClient, State, UpdateKey};
+use licence_client::{Error, LicenceClient, State, Update, UpdateKey};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -208,6 +208,15 @@ struct Pair {
     files: FakeServer,
 }
 
+/// The update the feed offers an installation of 1.0.0 on Linux x86_64.
+async fn offered_update(client: &LicenceClient) -> Update {
+    client
+        .check_update_for("linux", "x86_64", "1.0.0", None)
+        .await
+        .expect("feed")
+        .expect("an update")
+}
+
 fn leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .expect("dir")
@@ -223,11 +232,7 @@ async fn an_offered_update_is_downloaded_and_verified_with_the_pinned_key() {
     let dir = Scratch::new();
     let client = client_of(&servers.feed.base, &dir.0);
 
-    let update = client
-        .check_update_for("linux", "x86_64", "1.0.0", None)
-        .await
-        .expect("feed")
-        .expect("an update");
+    let update = offered_update(&client).await;
     assert_eq!(update.version, "1.1.0");
     assert_eq!(update.notes.as_deref(), Some("Faster exports."));
     assert!(
@@ -279,11 +284,7 @@ async fn a_tampered_build_or_another_key_is_refused_and_leaves_nothing() {
     tampered[1000] ^= 1;
     let servers = server_offering(&pair, &build(), tampered, "1.1.0").await;
     let client = client_of(&servers.feed.base, &dir.0);
-    let update = client
-        .check_update_for("linux", "x86_64", "1.0.0", None)
-        .await
-        .expect("feed")
-        .expect("an update");
+    let update = offered_update(&client).await;
     let dest = dir.0.join("App.AppImage");
     let refused = client.download_update(&update, &key, &dest).await;
     assert!(
@@ -294,11 +295,7 @@ async fn a_tampered_build_or_another_key_is_refused_and_leaves_nothing() {
 
     let servers = server_offering(&other, &build(), build(), "1.1.0").await;
     let client = client_of(&servers.feed.base, &dir.0);
-    let update = client
-        .check_update_for("linux", "x86_64", "1.0.0", None)
-        .await
-        .expect("feed")
-        .expect("an update");
+    let update = offered_update(&client).await;
     let refused = client.download_update(&update, &key, &dest).await;
     assert!(
         matches!(refused, Err(Error::UpdateRefused(_))),
