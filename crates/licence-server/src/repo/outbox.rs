@@ -185,6 +185,60 @@ fn naive(t: DateTime<Utc>) -> NaiveDateTime {
     t.naive_utc()
 }
 
+/// How a sender lets go of a row it leased, and from when.
+enum Outcome {
+    /// Sent at that moment.
+    Sent(NaiveDateTime),
+    /// To be tried again from that moment.
+    Retry(NaiveDateTime),
+    /// Given up at that moment.
+    GaveUp(NaiveDateTime),
+}
+
+/// The columns the end of a lease sets: the token cleared, the outcome's moment in its own
+/// column (the others are left as they are), and the last error, cleared once sent.
+#[derive(AsChangeset)]
+#[diesel(table_name = email_outbox)]
+struct LeaseEnd {
+    lease_token: Option<Option<String>>,
+    sent_at: Option<NaiveDateTime>,
+    next_attempt_at: Option<NaiveDateTime>,
+    gave_up_at: Option<NaiveDateTime>,
+    last_error: Option<Option<String>>,
+}
+
+impl MysqlOutbox {
+    /// Ends the lease of row `id` with `outcome` and `error` if the row is still leased to
+    /// `token` and unsent; whether it was.
+    fn end_lease(
+        &self,
+        id: i64,
+        token: &str,
+        outcome: Outcome,
+        error: Option<&str>,
+    ) -> anyhow::Result<bool> {
+        let (sent_at, next_attempt_at, gave_up_at) = match outcome {
+            Outcome::Sent(at) => (Some(at), None, None),
+            Outcome::Retry(at) => (None, Some(at), None),
+            Outcome::GaveUp(at) => (None, None, Some(at)),
+        };
+        let end = LeaseEnd {
+            lease_token: Some(None),
+            sent_at,
+            next_attempt_at,
+            gave_up_at,
+            last_error: Some(error.map(truncate_error)),
+        };
+        let n = self.run(async |conn| {
+            diesel::update(leased!(id, token))
+                .set(&end)
+                .execute(conn)
+                .await
+        })?;
+        Ok(n == 1)
+    }
+}
+
 impl Store for MysqlOutbox {
     fn claim(&self, claim: &Claim) -> anyhow::Result<Vec<QueuedMail>> {
         let rows = self.block_on(async |db| {
@@ -218,17 +272,7 @@ impl Store for MysqlOutbox {
     }
 
     fn mark_sent(&self, id: i64, token: &str, at: DateTime<Utc>) -> anyhow::Result<bool> {
-        let n = self.run(async |conn| {
-            diesel::update(leased!(id, token))
-                .set((
-                    email_outbox::sent_at.eq(naive(at)),
-                    email_outbox::lease_token.eq(None::<String>),
-                    email_outbox::last_error.eq(None::<String>),
-                ))
-                .execute(conn)
-                .await
-        })?;
-        Ok(n == 1)
+        self.end_lease(id, token, Outcome::Sent(naive(at)), None)
     }
 
     fn reschedule(
@@ -238,31 +282,11 @@ impl Store for MysqlOutbox {
         at: DateTime<Utc>,
         error: &str,
     ) -> anyhow::Result<bool> {
-        let n = self.run(async |conn| {
-            diesel::update(leased!(id, token))
-                .set((
-                    email_outbox::next_attempt_at.eq(naive(at)),
-                    email_outbox::lease_token.eq(None::<String>),
-                    email_outbox::last_error.eq(truncate_error(error)),
-                ))
-                .execute(conn)
-                .await
-        })?;
-        Ok(n == 1)
+        self.end_lease(id, token, Outcome::Retry(naive(at)), Some(error))
     }
 
     fn park(&self, id: i64, token: &str, at: DateTime<Utc>, reason: &str) -> anyhow::Result<bool> {
-        let n = self.run(async |conn| {
-            diesel::update(leased!(id, token))
-                .set((
-                    email_outbox::gave_up_at.eq(naive(at)),
-                    email_outbox::lease_token.eq(None::<String>),
-                    email_outbox::last_error.eq(truncate_error(reason)),
-                ))
-                .execute(conn)
-                .await
-        })?;
-        Ok(n == 1)
+        self.end_lease(id, token, Outcome::GaveUp(naive(at)), Some(reason))
     }
 
     fn release(&self, id: i64, token: &str, now: DateTime<Utc>) -> anyhow::Result<bool> {
