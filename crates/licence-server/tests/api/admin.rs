@@ -250,9 +250,7 @@ async fn a_buyer_is_exported_whole_and_erased_to_a_tombstone_with_the_licence_st
     assert!(!ada_rows(&after).is_empty());
 
     // The installation already activated keeps working; so does a new one on the same key.
-    let (status, body) = app
-        .post("/api/license/validate", &json!({}), Some(&token))
-        .await;
+    let (status, body) = app.validate_by_token(&token).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(app.activate(&key, "grace-desktop").await.0, 200);
     let (ok, _, err) = admin(&app, &["export", "--email", "grace.hopper@example.com"]);

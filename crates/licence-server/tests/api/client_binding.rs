@@ -5,13 +5,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use licence_client::{Error, LicenceClient};
+use licence_client::{Error, LicenceClient, PublicKey};
 use licence_server::clock::Clock;
 use serde_json::{Value, json};
 use testkit::stack::ScratchDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::{TestApp, client, client_at, spawn_app, trusted_keys};
+use crate::helpers::{ClientSetup, TestApp, client, client_at, spawn_app, trusted_keys};
 
 /// The state file as JSON, `None` when there is none.
 fn stored(dir: &ScratchDir) -> Option<Value> {
@@ -39,20 +39,7 @@ async fn capture(
     body: Option<Value>,
     nonce: Option<&str>,
 ) -> Captured {
-    let mut req = app.client.request(
-        method.parse().expect("method"),
-        format!("{}{path}", app.base),
-    );
-    if let Some(t) = bearer {
-        req = req.bearer_auth(t);
-    }
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    if let Some(n) = nonce {
-        req = req.header("licence-nonce", n);
-    }
-    let resp = req.send().await.expect("request");
+    let resp = app.send(method, path, bearer, body.as_ref(), nonce).await;
     let status = resp.status().as_u16();
     let headers: Vec<(String, String)> = resp
         .headers()
@@ -176,31 +163,20 @@ fn assert_fresh_nonces(seen: &[Option<String>], calls: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fake_server_replaying_a_captured_consume_ok_is_refused() {
-    let app = spawn_app().await;
-    let dir = ScratchDir::new("licence-client");
-    let keys = trusted_keys(&app).await;
-    let real = client(&app.base, keys.clone(), &dir, &app.clock);
-    let key = app.licence("basic", "active");
-    real.activate(&key, None).await.expect("activate");
-    let token = stored(&dir).expect("state")["token"]
+    let setup = ClientSetup::start().await;
+    let app = &setup.app;
+    let (real, _) = setup.activated("basic").await;
+    let token = stored(&setup.dir).expect("state")["token"]
         .as_str()
         .expect("token")
         .to_owned();
     // Real "consume OK" answers for this very licence and installation: one an older client got
     // (no nonce), one made for another request's nonce.
     for nonce in [None, Some("bm9uY2Utb2YtYW5vdGhlci1yZXF1ZXN0")] {
-        let captured = capture(
-            &app,
-            "POST",
-            "/api/usage/consume",
-            Some(&token),
-            None,
-            nonce,
-        )
-        .await;
+        let captured = capture(app, "POST", "/api/usage/consume", Some(&token), None, nonce).await;
         assert_eq!(captured.status, 200);
         let fake = FakeServer::replaying(captured).await;
-        let c = client(&fake.base, keys.clone(), &dir, &app.clock);
+        let c = setup.client_of(&fake.base);
         for _ in 0..3 {
             match c.consume().await {
                 Err(Error::BadSignature) => {}
@@ -217,13 +193,10 @@ async fn a_fake_server_replaying_a_captured_consume_ok_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_signed_404_does_not_remove_the_stored_licence() {
-    let app = spawn_app().await;
-    let dir = ScratchDir::new("licence-client");
-    let keys = trusted_keys(&app).await;
-    let real = client(&app.base, keys.clone(), &dir, &app.clock);
-    let key = app.licence("pro", "active");
-    real.activate(&key, None).await.expect("activate");
-    let kept = stored(&dir).expect("state");
+    let setup = ClientSetup::start().await;
+    let (app, dir) = (&setup.app, &setup.dir);
+    let (real, key) = setup.activated("pro").await;
+    let kept = stored(dir).expect("state");
 
     // Signed refusals and a signed deactivation the real server gave to other requests.
     let nonce = Some("YW5vdGhlci1yZXF1ZXN0cy1ub25jZQ");
@@ -234,7 +207,7 @@ async fn a_replayed_signed_404_does_not_remove_the_stored_licence() {
         replays.push((
             "validate",
             capture(
-                &app,
+                app,
                 "POST",
                 "/api/license/validate",
                 None,
@@ -245,7 +218,7 @@ async fn a_replayed_signed_404_does_not_remove_the_stored_licence() {
         ));
     }
     let deactivated = capture(
-        &app,
+        app,
         "POST",
         "/api/license/deactivate",
         Some(&other),
@@ -255,7 +228,7 @@ async fn a_replayed_signed_404_does_not_remove_the_stored_licence() {
     .await;
     assert_eq!(deactivated.status, 200);
     for n in [None, nonce] {
-        let refused = capture(&app, "POST", "/api/license/validate", Some(&other), None, n).await;
+        let refused = capture(app, "POST", "/api/license/validate", Some(&other), None, n).await;
         assert_eq!(refused.status, 403, "the other installation lost its seat");
         replays.push(("validate", refused));
     }
@@ -265,7 +238,7 @@ async fn a_replayed_signed_404_does_not_remove_the_stored_licence() {
     for (action, captured) in replays {
         let status = captured.status;
         let fake = FakeServer::replaying(captured).await;
-        let c = client(&fake.base, keys.clone(), &dir, &app.clock);
+        let c = setup.client_of(&fake.base);
         let result = match action {
             "validate" => c.validate().await.map(|_| ()),
             _ => c.deactivate(None).await,
@@ -274,7 +247,7 @@ async fn a_replayed_signed_404_does_not_remove_the_stored_licence() {
             matches!(result, Err(Error::BadSignature)),
             "{action} with a replayed {status}: {result:?}"
         );
-        let now = stored(&dir).expect("the stored licence is still there");
+        let now = stored(dir).expect("the stored licence is still there");
         for field in ["lease", "token", "licenceKey"] {
             assert_eq!(now[field], kept[field], "{action} {status}: {field}");
         }
@@ -285,7 +258,7 @@ async fn a_replayed_signed_404_does_not_remove_the_stored_licence() {
     // unreachable, and stores nothing it said.
     app.clock.advance(chrono::Duration::hours(25));
     let unbound = capture(
-        &app,
+        app,
         "POST",
         "/api/license/validate",
         None,
@@ -294,13 +267,24 @@ async fn a_replayed_signed_404_does_not_remove_the_stored_licence() {
     )
     .await;
     let fake = FakeServer::replaying(unbound).await;
-    let c = client(&fake.base, keys.clone(), &dir, &app.clock);
+    let c = setup.client_of(&fake.base);
     let status = c.refresh().await.expect("the lease still runs");
     assert!(status.revalidation_due);
-    assert_eq!(stored(&dir).expect("state")["lease"], kept["lease"]);
+    assert_eq!(stored(dir).expect("state")["lease"], kept["lease"]);
     real.validate()
         .await
         .expect("the real server still vouches");
+}
+
+/// A client of `app` keeping its state in `dir`, whose clock is `minutes` off the service's.
+fn client_off_by(
+    app: &TestApp,
+    keys: &[PublicKey],
+    dir: &ScratchDir,
+    minutes: i64,
+) -> LicenceClient {
+    let offset = chrono::Duration::minutes(minutes);
+    client_at(&app.base, keys.to_vec(), dir, &app.clock, offset)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -310,13 +294,7 @@ async fn an_answer_dated_ten_minutes_off_is_refused() {
     let key = app.licence("pro", "active");
     for minutes in [10, -10] {
         let dir = ScratchDir::new("licence-client");
-        let c = client_at(
-            &app.base,
-            keys.clone(),
-            &dir,
-            &app.clock,
-            chrono::Duration::minutes(minutes),
-        );
+        let c = client_off_by(&app, &keys, &dir, minutes);
         let result = c.activate(&key, None).await;
         assert!(
             matches!(result, Err(Error::ClockSkew { .. })),
@@ -326,22 +304,10 @@ async fn an_answer_dated_ten_minutes_off_is_refused() {
     }
     // Within five minutes the answer is taken.
     let dir = ScratchDir::new("licence-client");
-    let c = client_at(
-        &app.base,
-        keys.clone(),
-        &dir,
-        &app.clock,
-        chrono::Duration::minutes(4),
-    );
+    let c = client_off_by(&app, &keys, &dir, 4);
     c.activate(&key, None).await.expect("four minutes off");
     // The same client once its clock drifted ten minutes: a consume answer is refused too.
-    let drifted = client_at(
-        &app.base,
-        keys,
-        &dir,
-        &app.clock,
-        chrono::Duration::minutes(10),
-    );
+    let drifted = client_off_by(&app, &keys, &dir, 10);
     let result = drifted.consume().await;
     assert!(matches!(result, Err(Error::ClockSkew { .. })), "{result:?}");
 }
@@ -386,27 +352,24 @@ async fn the_state_file_is_readable_by_its_user_only() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edited_last_seen_is_detected() {
-    let app = spawn_app().await;
-    let dir = ScratchDir::new("licence-client");
-    let keys = trusted_keys(&app).await;
-    let c = client(&app.base, keys.clone(), &dir, &app.clock);
-    let key = app.licence("pro", "active");
-    c.activate(&key, None).await.expect("activate");
+    let setup = ClientSetup::start().await;
+    let (app, dir) = (&setup.app, &setup.dir);
+    let (c, _) = setup.activated("pro").await;
     app.clock.advance(chrono::Duration::days(2));
     c.check().expect("valid offline");
 
     // The clock set back a day, and lastSeen edited to match, so that the lease would last longer.
     app.clock.advance(chrono::Duration::days(-1));
-    let mut state = stored(&dir).expect("state");
+    let mut state = stored(dir).expect("state");
     let edited = (app.clock.now() - chrono::Duration::hours(1)).to_rfc3339();
     state["lastSeen"] = json!(edited);
-    write_stored(&dir, &state);
+    write_stored(dir, &state);
     assert!(
         matches!(c.check(), Err(Error::StateTampered)),
         "an edited lastSeen must not pass"
     );
     // Offline the app cannot get past it.
-    let offline = client("http://127.0.0.1:9", keys.clone(), &dir, &app.clock);
+    let offline = setup.client_of("http://127.0.0.1:9");
     assert!(matches!(offline.check(), Err(Error::StateTampered)));
     assert!(matches!(offline.refresh().await, Err(Error::Network(_))));
     // Online, the server vouches again and the state is whole.
@@ -415,12 +378,12 @@ async fn an_edited_last_seen_is_detected() {
 
     // lastValidatedAt is covered as well (pushed ahead, revalidation would never fall due), and a
     // state without its seal is not taken either.
-    let mut state = stored(&dir).expect("state");
+    let mut state = stored(dir).expect("state");
     state["lastValidatedAt"] = json!((app.clock.now() + chrono::Duration::days(30)).to_rfc3339());
-    write_stored(&dir, &state);
+    write_stored(dir, &state);
     assert!(matches!(c.check(), Err(Error::StateTampered)));
     c.validate().await.expect("validate");
-    let mut state = stored(&dir).expect("state");
+    let mut state = stored(dir).expect("state");
     assert!(
         state
             .as_object_mut()
@@ -428,27 +391,21 @@ async fn an_edited_last_seen_is_detected() {
             .remove("mac")
             .is_some()
     );
-    write_stored(&dir, &state);
+    write_stored(dir, &state);
     assert!(matches!(c.check(), Err(Error::StateTampered)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_answer_is_refused_before_it_is_read_whole() {
-    let app = spawn_app().await;
-    let dir = ScratchDir::new("licence-client");
-    let keys = trusted_keys(&app).await;
-    let key = app.licence("pro", "active");
-    client(&app.base, keys.clone(), &dir, &app.clock)
-        .activate(&key, None)
-        .await
-        .expect("activate");
+    let setup = ClientSetup::start().await;
+    setup.activated("pro").await;
     let flood = Captured {
         status: 200,
         headers: vec![("content-type".into(), "application/json".into())],
         body: vec![b' '; 8 << 20],
     };
     let fake = FakeServer::replaying(flood).await;
-    let c = client(&fake.base, keys, &dir, &app.clock);
+    let c = setup.client_of(&fake.base);
     match c.consume().await {
         Err(Error::Server { code, .. }) => assert_eq!(code, "ANSWER_TOO_LARGE"),
         other => panic!("expected ANSWER_TOO_LARGE, got {other:?}"),

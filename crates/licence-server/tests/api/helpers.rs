@@ -227,15 +227,7 @@ impl TestApp {
     }
 
     pub async fn post(&self, path: &str, body: &Value, bearer: Option<&str>) -> (u16, Value) {
-        let mut req = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        if let Some(token) = bearer {
-            req = req.bearer_auth(token);
-        }
-        answer(req.send().await.expect("POST")).await
+        answer(self.send("POST", path, bearer, Some(body), None).await).await
     }
 
     pub async fn post_raw(&self, path: &str, body: &str) -> (u16, Value) {
@@ -248,11 +240,13 @@ impl TestApp {
     }
 
     pub async fn get(&self, path: &str, bearer: Option<&str>) -> (u16, Value) {
-        let mut req = self.client.get(format!("{}{path}", self.base));
-        if let Some(token) = bearer {
-            req = req.bearer_auth(token);
-        }
-        answer(req.send().await.expect("GET")).await
+        answer(self.send("GET", path, bearer, None, None).await).await
+    }
+
+    /// Asserts that `GET path` without a token is refused as the contract says.
+    pub async fn assert_get_needs_token(&self, path: &str) {
+        let (status, body) = self.get(path, None).await;
+        assert_error(status, &body, 401, "INVALID_TOKEN");
     }
 
     /// A validation by `token` at the replica `base`; the answer.
@@ -286,32 +280,63 @@ impl TestApp {
 
     /// Activates `instance` on `key`; the answer.
     pub async fn activate(&self, key: &str, instance: &str) -> (u16, Value) {
-        self.post(
-            "/api/license/activate",
-            &json!({"licenseKey": key, "instanceId": instance, "instanceName": "Test Mac"}),
-            None,
-        )
-        .await
+        let mut body = key_and_instance(key, instance);
+        body["instanceName"] = json!("Test Mac");
+        self.post("/api/license/activate", &body, None).await
     }
 
     /// Deactivates `instance` on `key` by the key; the answer.
     pub async fn deactivate(&self, key: &str, instance: &str) -> (u16, Value) {
-        self.post(
-            "/api/license/deactivate",
-            &json!({"licenseKey": key, "instanceId": instance}),
-            None,
-        )
-        .await
+        let body = key_and_instance(key, instance);
+        self.post("/api/license/deactivate", &body, None).await
     }
 
     /// Validates `instance` on `key` by the key; the answer.
     pub async fn validate(&self, key: &str, instance: &str) -> (u16, Value) {
-        self.post(
-            "/api/license/validate",
-            &json!({"licenseKey": key, "instanceId": instance}),
-            None,
-        )
-        .await
+        let body = key_and_instance(key, instance);
+        self.post("/api/license/validate", &body, None).await
+    }
+
+    /// Validates the installation `token` names; the answer.
+    pub async fn validate_by_token(&self, token: &str) -> (u16, Value) {
+        self.post("/api/license/validate", &json!({}), Some(token))
+            .await
+    }
+
+    /// Deactivates `instance` (`None`: the token's own installation) with `token`; the answer.
+    pub async fn deactivate_by_token(&self, token: &str, instance: Option<&str>) -> (u16, Value) {
+        let body = match instance {
+            Some(instance) => json!({"instanceId": instance}),
+            None => json!({}),
+        };
+        self.post("/api/license/deactivate", &body, Some(token))
+            .await
+    }
+
+    /// Sends `method path` with an optional bearer token, JSON body and `Licence-Nonce`; the
+    /// answer as it came.
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        bearer: Option<&str>,
+        body: Option<&Value>,
+        nonce: Option<&str>,
+    ) -> reqwest::Response {
+        let mut req = self.client.request(
+            method.parse().expect("method"),
+            format!("{}{path}", self.base),
+        );
+        if let Some(t) = bearer {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        if let Some(n) = nonce {
+            req = req.header("licence-nonce", n);
+        }
+        req.send().await.expect("request")
     }
 
     /// The seat count (`activationUsage`) a validation of `key` by `instance` reports; the
@@ -335,6 +360,13 @@ impl TestApp {
         let sig =
             licence_server::signing::webhook_signature(WEBHOOK_SECRET.as_bytes(), raw.as_bytes());
         self.webhook_raw(&raw, &sig).await
+    }
+
+    /// Delivers a signed webhook body the service must accept; its answer.
+    pub async fn deliver(&self, body: &Value) -> Value {
+        let (status, answer) = self.webhook(body).await;
+        assert_eq!(status, 200, "{answer}");
+        answer
     }
 
     pub async fn webhook_raw(&self, raw: &str, signature: &str) -> (u16, Value) {
@@ -379,6 +411,26 @@ pub async fn answer(resp: reqwest::Response) -> (u16, Value) {
     let text = resp.text().await.unwrap_or_default();
     let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
     (status, body)
+}
+
+/// The path and query of an absolute address of the service, which must be on its
+/// `PUBLIC_BASE_URL`.
+pub fn local_path(url: &str) -> String {
+    let u = url::Url::parse(url).expect("absolute address");
+    assert_eq!(
+        u.origin().ascii_serialization(),
+        "http://127.0.0.1:8083",
+        "PUBLIC_BASE_URL"
+    );
+    match u.query() {
+        Some(q) => format!("{}?{q}", u.path()),
+        None => u.path().to_owned(),
+    }
+}
+
+/// The body that names an installation by its licence key.
+pub fn key_and_instance(key: &str, instance: &str) -> Value {
+    json!({"licenseKey": key, "instanceId": instance})
 }
 
 /// Asserts the contract's error shape and code.
@@ -514,6 +566,35 @@ pub fn client_at(
     )
     .expect("client")
     .with_clock(move || clock.now() + offset)
+}
+
+/// A running service, the keys its desktop clients pin, and a state directory for one client.
+pub struct ClientSetup {
+    pub app: TestApp,
+    pub keys: Vec<PublicKey>,
+    pub dir: ScratchDir,
+}
+
+impl ClientSetup {
+    pub async fn start() -> Self {
+        let app = spawn_app().await;
+        let keys = trusted_keys(&app).await;
+        let dir = ScratchDir::new("licence-client");
+        Self { app, keys, dir }
+    }
+
+    /// A client of the server at `base` keeping its state in this directory ([`client`]).
+    pub fn client_of(&self, base: &str) -> LicenceClient {
+        client(base, self.keys.clone(), &self.dir, &self.app.clock)
+    }
+
+    /// A new licence of `plan` activated by a client of the service; the client and the key.
+    pub async fn activated(&self, plan: &str) -> (LicenceClient, String) {
+        let c = self.client_of(&self.app.base);
+        let key = self.app.licence(plan, "active");
+        c.activate(&key, None).await.expect("activate");
+        (c, key)
+    }
 }
 
 /// [`client_at`] on the service's own time.

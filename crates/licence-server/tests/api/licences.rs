@@ -1,11 +1,11 @@
 //! Activate, validate and deactivate.
 
 use futures_util::future::join_all;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use licence_server::clock::Clock;
 
-use crate::helpers::{assert_error, spawn_app};
+use crate::helpers::{TestApp, assert_error, spawn_app};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn activation_answers_token_instance_and_licence() {
@@ -218,13 +218,7 @@ async fn validation_by_token_or_key_returns_a_fresh_token() {
     assert_error(s, &b, 404, "LICENSE_NOT_FOUND");
 
     // Neither a token nor a body; a token that is not one; another scheme.
-    let resp = app
-        .client
-        .post(format!("{}/api/license/validate", app.base))
-        .send()
-        .await
-        .expect("POST");
-    let (s, b) = crate::helpers::answer(resp).await;
+    let (s, b) = validate_authorized(&app, None).await;
     assert_error(s, &b, 401, "INVALID_TOKEN");
     let (s, b) = app
         .post(
@@ -234,15 +228,20 @@ async fn validation_by_token_or_key_returns_a_fresh_token() {
         )
         .await;
     assert_error(s, &b, 401, "INVALID_TOKEN");
-    let resp = app
-        .client
-        .post(format!("{}/api/license/validate", app.base))
-        .header("authorization", format!("Basic {token}"))
-        .send()
-        .await
-        .expect("POST");
-    let (s, b) = crate::helpers::answer(resp).await;
+    let (s, b) = validate_authorized(&app, Some(&format!("Basic {token}"))).await;
     assert_error(s, &b, 401, "INVALID_TOKEN");
+}
+
+/// A validation without a body whose `Authorization` header, if any, is `authorization`; the
+/// answer.
+async fn validate_authorized(app: &TestApp, authorization: Option<&str>) -> (u16, Value) {
+    let mut req = app
+        .client
+        .post(format!("{}/api/license/validate", app.base));
+    if let Some(value) = authorization {
+        req = req.header("authorization", value);
+    }
+    crate::helpers::answer(req.send().await.expect("POST")).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -257,9 +256,7 @@ async fn validation_follows_the_licence_state() {
         .set(licence::status.eq("expired"))
         .execute(&mut conn)
         .expect("expire");
-    let (s, b) = app
-        .post("/api/license/validate", &json!({}), Some(&token))
-        .await;
+    let (s, b) = app.validate_by_token(&token).await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
     assert_eq!(b["valid"], false);
 
@@ -272,9 +269,7 @@ async fn validation_follows_the_licence_state() {
         ))
         .execute(&mut conn)
         .expect("cancel");
-    let (s, b) = app
-        .post("/api/license/validate", &json!({}), Some(&token))
-        .await;
+    let (s, b) = app.validate_by_token(&token).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["license"]["status"], "cancelled");
     app.clock.advance(chrono::Duration::days(3));
@@ -297,19 +292,13 @@ async fn deactivation_frees_the_slot() {
     assert_eq!(b["license"]["activationUsage"], 2);
     assert_eq!(app.activate(&key, "d").await.0, 200);
 
-    let (s, b) = app
-        .post("/api/license/deactivate", &json!({}), Some(&token))
-        .await;
+    let (s, b) = app.deactivate_by_token(&token, None).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["license"]["activationUsage"], 2);
     // The token's installation is gone.
-    let (s, b) = app
-        .post("/api/license/validate", &json!({}), Some(&token))
-        .await;
+    let (s, b) = app.validate_by_token(&token).await;
     assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
-    let (s, b) = app
-        .post("/api/license/deactivate", &json!({}), Some(&token))
-        .await;
+    let (s, b) = app.deactivate_by_token(&token, None).await;
     assert_error(s, &b, 404, "INSTANCE_NOT_FOUND");
     let (s, b) = app
         .post(

@@ -26,16 +26,26 @@ fn signature(b64: &str) -> Signature {
     Signature::from_slice(&URL_SAFE_NO_PAD.decode(b64).expect("base64url")).expect("64 bytes")
 }
 
-/// Checks `Licence-Signature` of an answer to `method path` with the expected public key.
-fn assert_signed(method: &str, path: &str, headers: &reqwest::header::HeaderMap, body: &[u8]) {
+/// Whether `sig` (base64url) is the expected key's signature of `message`.
+fn verifies(message: &str, sig: &str) -> bool {
+    expected_key()
+        .verify(message.as_bytes(), &signature(sig))
+        .is_ok()
+}
+
+/// The `sig` of an answer's `Licence-Signature`, whose parameters must start as `prefix`, and
+/// the answer's `Date`.
+fn signature_and_date<'h>(
+    method: &str,
+    path: &str,
+    headers: &'h reqwest::header::HeaderMap,
+    prefix: &str,
+) -> (&'h str, &'h str) {
     let value = headers
         .get("licence-signature")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_else(|| panic!("{method} {path} carries no Licence-Signature"));
-    assert!(
-        value.starts_with("kid=\"ed1\", alg=\"ed25519\", sig=\""),
-        "{value}"
-    );
+    assert!(value.starts_with(prefix), "{value}");
     let sig = value
         .rsplit("sig=\"")
         .next()
@@ -45,20 +55,34 @@ fn assert_signed(method: &str, path: &str, headers: &reqwest::header::HeaderMap,
         .get("date")
         .and_then(|v| v.to_str().ok())
         .expect("a Date header");
+    (sig, date)
+}
+
+/// Checks `Licence-Signature` of an answer to `method path` with the expected public key.
+fn assert_signed(method: &str, path: &str, headers: &reqwest::header::HeaderMap, body: &[u8]) {
+    let (sig, date) = signature_and_date(
+        method,
+        path,
+        headers,
+        "kid=\"ed1\", alg=\"ed25519\", sig=\"",
+    );
     let digest = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(body));
-    let message = format!("{method} {path}\n{date}\n{digest}");
-    expected_key()
-        .verify(message.as_bytes(), &signature(sig))
-        .unwrap_or_else(|_| panic!("{method} {path}: signature does not verify"));
+    assert!(
+        verifies(&format!("{method} {path}\n{date}\n{digest}"), sig),
+        "{method} {path}: signature does not verify"
+    );
     let tampered = format!(
         "{method} {path}\n{date}\n{}",
         URL_SAFE_NO_PAD.encode([0u8; 32])
     );
-    assert!(
-        expected_key()
-            .verify(tampered.as_bytes(), &signature(sig))
-            .is_err()
-    );
+    assert!(!verifies(&tampered, sig));
+}
+
+/// The status, headers and bytes of an answer.
+async fn read_raw(resp: reqwest::Response) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    (status, headers, resp.bytes().await.expect("body").to_vec())
 }
 
 async fn raw(
@@ -68,20 +92,21 @@ async fn raw(
     bearer: Option<&str>,
     body: Option<Value>,
 ) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
-    let mut req = app.client.request(
-        method.parse().expect("method"),
-        format!("{}{path}", app.base),
-    );
-    if let Some(t) = bearer {
-        req = req.bearer_auth(t);
-    }
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.expect("request");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    (status, headers, resp.bytes().await.expect("body").to_vec())
+    read_raw(app.send(method, path, bearer, body.as_ref(), None).await).await
+}
+
+/// Requests whose answers are signed, successes and refusals alike: method, path, bearer and
+/// the status expected with the installation's `token`.
+fn signed_routes(token: &str) -> [(&'static str, &'static str, Option<&str>, u16); 7] {
+    [
+        ("GET", "/api/latest", None, 200),
+        ("GET", "/api/usage/status", Some(token), 200),
+        ("POST", "/api/usage/consume", Some(token), 200),
+        ("GET", "/api/license/activations", Some(token), 200),
+        ("GET", "/api/license/public-keys", None, 200),
+        ("GET", "/api/usage/status", None, 401),
+        ("GET", "/api/license/nope", None, 404),
+    ]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,15 +172,7 @@ async fn public_keys_lease_and_signed_answers_verify_independently() {
     assert_signed("POST", "/api/license/validate", &headers, &bytes);
     let renewed: Value = serde_json::from_slice(&bytes).expect("json");
     assert_ne!(renewed["lease"], body["lease"]);
-    for (method, path, bearer, status) in [
-        ("GET", "/api/latest", None, 200),
-        ("GET", "/api/usage/status", Some(token.as_str()), 200),
-        ("POST", "/api/usage/consume", Some(token.as_str()), 200),
-        ("GET", "/api/license/activations", Some(token.as_str()), 200),
-        ("GET", "/api/license/public-keys", None, 200),
-        ("GET", "/api/usage/status", None, 401),
-        ("GET", "/api/license/nope", None, 404),
-    ] {
+    for (method, path, bearer, status) in signed_routes(&token) {
         let (s, headers, bytes) = raw(&app, method, path, bearer, None).await;
         assert_eq!(s, status, "{method} {path}");
         assert_signed(method, path, &headers, &bytes);
@@ -180,20 +197,7 @@ async fn raw_with_nonce(
     bearer: Option<&str>,
     nonce: &str,
 ) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
-    let mut req = app
-        .client
-        .request(
-            method.parse().expect("method"),
-            format!("{}{path}", app.base),
-        )
-        .header("licence-nonce", nonce);
-    if let Some(t) = bearer {
-        req = req.bearer_auth(t);
-    }
-    let resp = req.send().await.expect("request");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    (status, headers, resp.bytes().await.expect("body").to_vec())
+    read_raw(app.send(method, path, bearer, None, Some(nonce)).await).await
 }
 
 /// Checks that the `Licence-Signature` of an answer to `method path` names `nonce` and covers it
@@ -205,43 +209,20 @@ fn assert_signed_with_nonce(
     headers: &reqwest::header::HeaderMap,
     body: &[u8],
 ) {
-    let value = headers
-        .get("licence-signature")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_else(|| panic!("{method} {path} carries no Licence-Signature"));
-    assert!(
-        value.starts_with(&format!(
-            "kid=\"ed1\", alg=\"ed25519\", nonce=\"{nonce}\", sig=\""
-        )),
-        "{value}"
-    );
-    let sig = value
-        .rsplit("sig=\"")
-        .next()
-        .expect("sig")
-        .trim_end_matches('"');
-    let date = headers
-        .get("date")
-        .and_then(|v| v.to_str().ok())
-        .expect("a Date header");
+    let prefix = format!("kid=\"ed1\", alg=\"ed25519\", nonce=\"{nonce}\", sig=\"");
+    let (sig, date) = signature_and_date(method, path, headers, &prefix);
     let digest = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(body));
-    let message = format!("{method} {path}\n{date}\n{nonce}\n{digest}");
-    expected_key()
-        .verify(message.as_bytes(), &signature(sig))
-        .unwrap_or_else(|_| panic!("{method} {path}: signature does not cover the nonce"));
+    assert!(
+        verifies(&format!("{method} {path}\n{date}\n{nonce}\n{digest}"), sig),
+        "{method} {path}: signature does not cover the nonce"
+    );
     // The old form no longer verifies: an answer bound to one request is useless for another.
-    let unbound = format!("{method} {path}\n{date}\n{digest}");
-    assert!(
-        expected_key()
-            .verify(unbound.as_bytes(), &signature(sig))
-            .is_err()
-    );
+    assert!(!verifies(
+        &format!("{method} {path}\n{date}\n{digest}"),
+        sig
+    ));
     let other = format!("{method} {path}\n{date}\nAAAAAAAAAAAAAAAAAAAAAA\n{digest}");
-    assert!(
-        expected_key()
-            .verify(other.as_bytes(), &signature(sig))
-            .is_err()
-    );
+    assert!(!verifies(&other, sig));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -250,16 +231,8 @@ async fn a_licence_nonce_is_covered_and_named_by_the_answer_signature() {
     let licence = app.licence("basic", "active");
     let token = app.token(&licence, "mac-1").await;
     let nonce = "n0nce-of_the-request-0123456789AB";
-    for (method, path, bearer, status) in [
-        ("POST", "/api/license/validate", Some(token.as_str()), 200),
-        ("GET", "/api/latest", None, 200),
-        ("GET", "/api/usage/status", Some(token.as_str()), 200),
-        ("POST", "/api/usage/consume", Some(token.as_str()), 200),
-        ("GET", "/api/license/activations", Some(token.as_str()), 200),
-        ("GET", "/api/license/public-keys", None, 200),
-        ("GET", "/api/usage/status", None, 401),
-        ("GET", "/api/license/nope", None, 404),
-    ] {
+    let validate = ("POST", "/api/license/validate", Some(token.as_str()), 200);
+    for (method, path, bearer, status) in std::iter::once(validate).chain(signed_routes(&token)) {
         let (s, headers, bytes) = raw_with_nonce(&app, method, path, bearer, nonce).await;
         assert_eq!(s, status, "{method} {path}");
         assert_signed_with_nonce(method, path, nonce, &headers, &bytes);
@@ -350,41 +323,20 @@ async fn activations_list_and_deactivating_another_installation() {
     assert!(list[0]["lastValidatedAt"].as_str().is_some());
 
     // The pc frees the mac's seat with its own token.
-    let (s, body) = app
-        .post(
-            "/api/license/deactivate",
-            &json!({"instanceId": "mac"}),
-            Some(&pc),
-        )
-        .await;
+    let (s, body) = app.deactivate_by_token(&pc, Some("mac")).await;
     assert_eq!(s, 200, "{body}");
     assert_eq!(body["license"]["activationUsage"], 1);
-    let (s, b) = app
-        .post("/api/license/validate", &json!({}), Some(&mac))
-        .await;
+    let (s, b) = app.validate_by_token(&mac).await;
     assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
     // The mac, no longer active, cannot free the pc in return.
-    let (s, b) = app
-        .post(
-            "/api/license/deactivate",
-            &json!({"instanceId": "pc"}),
-            Some(&mac),
-        )
-        .await;
+    let (s, b) = app.deactivate_by_token(&mac, Some("pc")).await;
     assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
     // An installation of another licence is reported as missing.
     let other = app.licence("pro", "active");
     app.token(&other, "foreign").await;
-    let (s, b) = app
-        .post(
-            "/api/license/deactivate",
-            &json!({"instanceId": "foreign"}),
-            Some(&pc),
-        )
-        .await;
+    let (s, b) = app.deactivate_by_token(&pc, Some("foreign")).await;
     assert_error(s, &b, 404, "INSTANCE_NOT_FOUND");
-    let (s, b) = app.get("/api/license/activations", None).await;
-    assert_error(s, &b, 401, "INVALID_TOKEN");
+    app.assert_get_needs_token("/api/license/activations").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -483,9 +435,14 @@ async fn three_deactivations_per_30_days_also_across_two_replicas() {
 }
 
 async fn consume_with(app: &TestApp, token: &str, key: &str) -> (u16, Value) {
+    consume_at(app, &app.base, token, key).await
+}
+
+/// A consume with `Idempotency-Key: key` at the replica `base`; the answer.
+async fn consume_at(app: &TestApp, base: &str, token: &str, key: &str) -> (u16, Value) {
     let resp = app
         .client
-        .post(format!("{}/api/usage/consume", app.base))
+        .post(format!("{base}/api/usage/consume"))
         .bearer_auth(token)
         .header("idempotency-key", key)
         .send()
@@ -508,15 +465,7 @@ async fn twenty_parallel_consumes_with_one_idempotency_key_take_one_unit() {
             if i % 2 == 0 {
                 consume_with(app, &token, "job-42").await
             } else {
-                let resp = app
-                    .client
-                    .post(format!("{second}/api/usage/consume"))
-                    .bearer_auth(&token)
-                    .header("idempotency-key", "job-42")
-                    .send()
-                    .await
-                    .expect("POST");
-                answer(resp).await
+                consume_at(app, &second, &token, "job-42").await
             }
         }
     }))

@@ -5,18 +5,9 @@ use serde_json::{Value, json};
 use testkit::http::raw_exchange;
 
 use crate::helpers::{
-    DOWNLOAD_KEY, MAC_BUILD, TestApp, UNLISTED, WIN_BUILD, assert_error, sha256_hex, spawn_app,
+    DOWNLOAD_KEY, MAC_BUILD, TestApp, UNLISTED, WIN_BUILD, assert_error, local_path, sha256_hex,
+    spawn_app,
 };
-
-fn path_of(url: &str) -> String {
-    let u = url::Url::parse(url).expect("absolute download address");
-    assert_eq!(
-        u.origin().ascii_serialization(),
-        "http://127.0.0.1:8083",
-        "PUBLIC_BASE_URL"
-    );
-    format!("{}?{}", u.path(), u.query().unwrap_or(""))
-}
 
 async fn fetch(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
     let mut req = app.client.get(format!("{}{path}", app.base));
@@ -32,6 +23,14 @@ async fn licensed_latest(app: &TestApp) -> Value {
     let (s, b) = app.get("/api/latest", Some(&token)).await;
     assert_eq!(s, 200, "{b}");
     b
+}
+
+/// The Mac build as it is on disk, and the signed path of its download in a licensed manifest.
+async fn mac_download(app: &TestApp) -> (Vec<u8>, String) {
+    let mac = std::fs::read(app.builds.path().join(MAC_BUILD)).expect("build");
+    let b = licensed_latest(app).await;
+    assert_eq!(b["files"][0]["name"], MAC_BUILD);
+    (mac, local_path(b["files"][0]["url"].as_str().expect("url")))
 }
 
 fn signed(app: &TestApp, file: &str) -> String {
@@ -82,7 +81,7 @@ async fn latest_signs_addresses_only_for_licensed_clients() {
             url.starts_with("http://127.0.0.1:8083/api/download?"),
             "{url}"
         );
-        let resp = fetch(&app, &path_of(url), &[]).await;
+        let resp = fetch(&app, &local_path(url), &[]).await;
         assert_eq!(resp.status().as_u16(), 200);
         let len = resp.content_length();
         let bytes = resp.bytes().await.expect("body");
@@ -101,10 +100,8 @@ async fn latest_signs_addresses_only_for_licensed_clients() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn downloads_of_several_chunks_arrive_whole_and_in_order() {
     let app = spawn_app().await;
-    let mac = std::fs::read(app.builds.path().join(MAC_BUILD)).expect("build");
+    let (mac, path) = mac_download(&app).await;
     assert!(mac.len() > 2 * 512 * 1024, "the build spans several chunks");
-    let b = licensed_latest(&app).await;
-    let path = path_of(b["files"][0]["url"].as_str().expect("url"));
     let ranges = [
         None,
         Some((524_000, 1_049_000)),
@@ -135,9 +132,7 @@ async fn downloads_of_several_chunks_arrive_whole_and_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ranges_etag_and_if_range() {
     let app = spawn_app().await;
-    let mac = std::fs::read(app.builds.path().join(MAC_BUILD)).expect("build");
-    let b = licensed_latest(&app).await;
-    let path = path_of(b["files"][0]["url"].as_str().expect("url"));
+    let (mac, path) = mac_download(&app).await;
 
     let resp = fetch(&app, &path, &[("range", "bytes=1000-1999")]).await;
     assert_eq!(resp.status().as_u16(), 206);
@@ -204,8 +199,7 @@ async fn ranges_etag_and_if_range() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tampered_or_expired_addresses_are_403() {
     let app = spawn_app().await;
-    let b = licensed_latest(&app).await;
-    let path = path_of(b["files"][0]["url"].as_str().expect("url"));
+    let (_, path) = mac_download(&app).await;
     let u = url::Url::parse(&format!("http://x{path}")).expect("url");
     let q: std::collections::HashMap<String, String> = u.query_pairs().into_owned().collect();
     let make = |file: &str, expires: &str, sig: &str| {
@@ -293,9 +287,7 @@ async fn nothing_outside_the_manifest_or_the_directory_is_served() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_download_is_the_same_whichever_path_serves_it() {
     let app = spawn_app().await;
-    let mac = std::fs::read(app.builds.path().join(MAC_BUILD)).expect("build");
-    let b = licensed_latest(&app).await;
-    let path = path_of(b["files"][0]["url"].as_str().expect("url"));
+    let (mac, path) = mac_download(&app).await;
     let etag = format!("\"{}\"", sha256_hex(&mac));
     let addr = app.base.trim_start_matches("http://").to_owned();
     let cases = [

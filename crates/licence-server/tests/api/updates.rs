@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use sha2::Digest;
 
 use crate::helpers::{
-    DOWNLOAD_KEY, TestApp, VARIANT_PRO, assert_error, build_bytes, order_created, spawn_app_at,
+    DOWNLOAD_KEY, TestApp, VARIANT_PRO, assert_error, build_bytes, local_path, order_created,
+    spawn_app_at,
 };
 
 /// A copy of tauri-plugin-updater's reading of an update server's answer and of its signature
@@ -554,20 +555,6 @@ async fn hostile_input_on_the_feeds_is_a_4xx_with_the_error_body() {
     }
 }
 
-/// The path and query of an absolute address of the service.
-fn local(url: &str) -> String {
-    let u = url::Url::parse(url).expect("absolute address");
-    assert_eq!(
-        u.origin().ascii_serialization(),
-        "http://127.0.0.1:8083",
-        "PUBLIC_BASE_URL"
-    );
-    match u.query() {
-        Some(q) => format!("{}?{q}", u.path()),
-        None => u.path().to_owned(),
-    }
-}
-
 async fn get(
     app: &TestApp,
     path: &str,
@@ -585,7 +572,7 @@ async fn get(
 }
 
 async fn download(app: &TestApp, url: &str) -> Vec<u8> {
-    let resp = get(app, &local(url), None, &[]).await;
+    let resp = get(app, &local_path(url), None, &[]).await;
     assert_eq!(resp.status(), 200, "{url}");
     resp.bytes().await.expect("body").to_vec()
 }
@@ -607,6 +594,18 @@ async fn tauri_check(
     }
 }
 
+/// The release the Tauri feed at `path` offers to `token`, which must be `version`.
+async fn tauri_offer(
+    app: &TestApp,
+    path: &str,
+    token: &str,
+    version: &str,
+) -> tauri_plugin::RemoteRelease {
+    let release = tauri_check(app, path, token).await.expect("an update");
+    assert_eq!(release.version.to_string(), version, "{path}");
+    release
+}
+
 fn dynamic(release: &tauri_plugin::RemoteRelease) -> &tauri_plugin::ReleaseManifestPlatform {
     match &release.data {
         tauri_plugin::RemoteReleaseInner::Dynamic(p) => p,
@@ -621,19 +620,27 @@ fn file_of(url: &url::Url) -> String {
         .expect("file parameter")
 }
 
+/// Downloads the 2.0.0 build a Tauri `platform` entry offers, which must be `file`, and checks
+/// that Tauri accepts its signature; the bytes.
+async fn download_accepted(
+    f: &Feeds,
+    platform: &tauri_plugin::ReleaseManifestPlatform,
+    file: &str,
+) -> Vec<u8> {
+    assert_eq!(file_of(&platform.url), file);
+    let bytes = download(&f.app, platform.url.as_str()).await;
+    tauri_plugin::verify_signature(&bytes, &platform.signature, &f.tauri_pubkey, "2.0.0", true)
+        .expect("Tauri accepts the signature");
+    bytes
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tauri_installs_what_the_feed_offers_and_its_signature_holds() {
     let f = feeds().await;
     let (_, token) = licensed(&f.app).await;
 
-    let release = tauri_check(
-        &f.app,
-        "/api/updates/tauri/linux/x86_64/1.0.0?bundle=appimage",
-        &token,
-    )
-    .await
-    .expect("an update");
-    assert_eq!(release.version.to_string(), "2.0.0");
+    let appimage = "/api/updates/tauri/linux/x86_64/1.0.0?bundle=appimage";
+    let release = tauri_offer(&f.app, appimage, &token, "2.0.0").await;
     assert_eq!(
         release.notes.as_deref(),
         Some("New editor: \"fast\" & <safe>.\nSecond line: ok")
@@ -648,11 +655,8 @@ async fn tauri_installs_what_the_feed_offers_and_its_signature_holds() {
         )
     );
     let platform = dynamic(&release);
-    assert_eq!(file_of(&platform.url), APPIMAGE_2);
-    let bytes = download(&f.app, platform.url.as_str()).await;
+    let bytes = download_accepted(&f, platform, APPIMAGE_2).await;
     assert_eq!(bytes, bytes_of(&f.app, APPIMAGE_2));
-    tauri_plugin::verify_signature(&bytes, &platform.signature, &f.tauri_pubkey, "2.0.0", true)
-        .expect("Tauri accepts the signature");
     // The same signature does not pass for other bytes.
     assert!(
         tauri_plugin::verify_signature(
@@ -666,24 +670,17 @@ async fn tauri_installs_what_the_feed_offers_and_its_signature_holds() {
     );
 
     // Without a bundle only plain `<os>-<arch>` files count: 2.0.0 has none for Linux.
-    let plain = tauri_check(&f.app, "/api/updates/tauri/linux/x86_64/1.0.0", &token)
-        .await
-        .expect("an update");
-    assert_eq!(plain.version.to_string(), "1.9.0");
-    // A bundle the release lacks falls back to the plain file.
-    let mac = tauri_check(
+    tauri_offer(
         &f.app,
-        "/api/updates/tauri/darwin/aarch64/v1.9.0?bundle=app",
+        "/api/updates/tauri/linux/x86_64/1.0.0",
         &token,
+        "1.9.0",
     )
-    .await
-    .expect("an update");
-    assert_eq!(mac.version.to_string(), "2.0.0");
-    let platform = dynamic(&mac);
-    assert_eq!(file_of(&platform.url), MAC_ZIP_2);
-    let bytes = download(&f.app, platform.url.as_str()).await;
-    tauri_plugin::verify_signature(&bytes, &platform.signature, &f.tauri_pubkey, "2.0.0", true)
-        .expect("Tauri accepts the signature");
+    .await;
+    // A bundle the release lacks falls back to the plain file.
+    let app_bundle = "/api/updates/tauri/darwin/aarch64/v1.9.0?bundle=app";
+    let mac = tauri_offer(&f.app, app_bundle, &token, "2.0.0").await;
+    download_accepted(&f, dynamic(&mac), MAC_ZIP_2).await;
 
     // Nothing newer: 204, never 404. A platform without builds is "nothing newer" too.
     for path in [
@@ -718,28 +715,28 @@ async fn tauri_refuses_tokens_and_input_as_validate_does() {
         "/api/updates/tauri/linux/x86_64/1.0.0?bundle=appimage&bundle=deb",
         "/api/updates/tauri/linux/x86_64/1.0.0?channel=beta",
     ] {
-        let (s, b) = crate::helpers::answer(get(&f.app, bad, Some(&token), &[]).await).await;
+        let (s, b) = f.app.get(bad, Some(&token)).await;
         assert_error(s, &b, 400, "VALIDATION_ERROR");
     }
-    let (s, b) = crate::helpers::answer(
-        get(&f.app, "/api/updates/tauri/linux/x86_64", Some(&token), &[]).await,
-    )
-    .await;
+    let (s, b) = f
+        .app
+        .get("/api/updates/tauri/linux/x86_64", Some(&token))
+        .await;
     assert_error(s, &b, 404, "NOT_FOUND");
 
     // A refunded or switched-off licence is offered nothing: 403 with validate's body.
     set_licence(&f.app, &key, "refunded", None, true);
-    let (s, b) = crate::helpers::answer(get(&f.app, path, Some(&token), &[]).await).await;
+    let (s, b) = f.app.get(path, Some(&token)).await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
     assert_eq!(b["valid"], false);
     set_licence(&f.app, &key, "active", None, true);
-    let (s, b) = crate::helpers::answer(get(&f.app, path, Some(&token), &[]).await).await;
+    let (s, b) = f.app.get(path, Some(&token)).await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
     // An installation that lost its seat.
     set_licence(&f.app, &key, "active", None, false);
     let (s, _) = f.app.deactivate(&key, "desk-1").await;
     assert_eq!(s, 200);
-    let (s, b) = crate::helpers::answer(get(&f.app, path, Some(&token), &[]).await).await;
+    let (s, b) = f.app.get(path, Some(&token)).await;
     assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
 }
 
@@ -754,31 +751,20 @@ async fn channels_and_lapsed_licences_get_what_they_are_offered_on_every_feed() 
             .await
             .map(|r| r.version.to_string())
     };
+    let electron_offers = async |file: &str| electron_version(app, file, &token).await;
     let feed = sparkle_feed(app, &token).await;
 
     // Stable: the newest stable release everywhere, no beta item in the appcast.
     assert_eq!(version(tauri).await.as_deref(), Some("2.0.0"));
-    assert_eq!(
-        electron(app, "latest-linux.yml", &token).await.0["info"]["version"],
-        "2.0.0"
-    );
-    assert_eq!(
-        electron(app, "beta-linux.yml", &token).await.0["info"]["version"],
-        "2.0.0"
-    );
+    assert_eq!(electron_offers("latest-linux.yml").await, "2.0.0");
+    assert_eq!(electron_offers("beta-linux.yml").await, "2.0.0");
     assert_eq!(appcast_versions(app, &feed).await, ["2.0.0", "1.9.0"]);
 
     // Beta sees beta and stable.
     admin_channel(app, &key, "beta");
     assert_eq!(version(tauri).await.as_deref(), Some("2.1.0-beta.1"));
-    assert_eq!(
-        electron(app, "beta-linux.yml", &token).await.0["info"]["version"],
-        "2.1.0-beta.1"
-    );
-    assert_eq!(
-        electron(app, "latest-linux.yml", &token).await.0["info"]["version"],
-        "2.1.0-beta.1"
-    );
+    assert_eq!(electron_offers("beta-linux.yml").await, "2.1.0-beta.1");
+    assert_eq!(electron_offers("latest-linux.yml").await, "2.1.0-beta.1");
     assert_eq!(
         appcast_versions(app, &feed).await,
         ["2.1.0-beta.1", "2.0.0", "1.9.0"]
@@ -787,10 +773,7 @@ async fn channels_and_lapsed_licences_get_what_they_are_offered_on_every_feed() 
     // Access ended on 22 November: what was published before, the beta of the 25th not.
     set_licence(app, &key, "expired", Some("2026-11-22T00:00:00Z"), false);
     assert_eq!(version(tauri).await.as_deref(), Some("2.0.0"));
-    assert_eq!(
-        electron(app, "beta-mac.yml", &token).await.0["info"]["version"],
-        "2.0.0"
-    );
+    assert_eq!(electron_offers("beta-mac.yml").await, "2.0.0");
     assert_eq!(appcast_versions(app, &feed).await, ["2.0.0", "1.9.0"]);
 
     // Ended on 1 November, back on stable: only 1.9.0.
@@ -801,32 +784,34 @@ async fn channels_and_lapsed_licences_get_what_they_are_offered_on_every_feed() 
         version("/api/updates/tauri/linux/x86_64/1.9.0?bundle=appimage").await,
         None
     );
-    assert_eq!(
-        electron(app, "latest-linux.yml", &token).await.0["info"]["version"],
-        "1.9.0"
-    );
+    assert_eq!(electron_offers("latest-linux.yml").await, "1.9.0");
     assert_eq!(appcast_versions(app, &feed).await, ["1.9.0"]);
 
     let linux_yml = "/api/updates/electron/latest-linux.yml";
     // Ended before any release: nothing on any feed.
     set_licence(app, &key, "expired", Some("2026-09-01T00:00:00Z"), false);
     assert_eq!(version(tauri).await, None);
-    let (s, b) = crate::helpers::answer(get(app, linux_yml, Some(&token), &[]).await).await;
+    let (s, b) = app.get(linux_yml, Some(&token)).await;
     assert_error(s, &b, 404, "NOT_FOUND");
     assert!(appcast_versions(app, &feed).await.is_empty());
 
     // Refunded: refused everywhere.
     set_licence(app, &key, "refunded", Some("2026-11-22T00:00:00Z"), true);
-    let (s, b) = crate::helpers::answer(get(app, tauri, Some(&token), &[]).await).await;
+    let (s, b) = app.get(tauri, Some(&token)).await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
-    let (s, b) = crate::helpers::answer(get(app, linux_yml, Some(&token), &[]).await).await;
+    let (s, b) = app.get(linux_yml, Some(&token)).await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
-    let (s, b) = crate::helpers::answer(get(app, &local(&feed), None, &[]).await).await;
+    let (s, b) = app.get(&local_path(&feed), None).await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
 }
 
 /// What electron-updater's own code (`parseUpdateInfo`, `resolveFiles`, `getBlockMapFiles`, run
 /// by Node from `tests/node`) makes of a channel file; and the raw YAML.
+/// The version the Electron channel file `file` offers to `token`.
+async fn electron_version(app: &TestApp, file: &str, token: &str) -> Value {
+    electron(app, file, token).await.0["info"]["version"].clone()
+}
+
 async fn electron(app: &TestApp, file: &str, token: &str) -> (Value, String) {
     let resp = get(
         app,
@@ -836,12 +821,7 @@ async fn electron(app: &TestApp, file: &str, token: &str) -> (Value, String) {
     )
     .await;
     assert_eq!(resp.status(), 200, "{file}");
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let content_type = testkit::http::header(&resp, "content-type").unwrap_or_default();
     assert!(content_type.starts_with("text/yaml"), "{content_type}");
     let yaml = resp.text().await.expect("YAML");
     (electron_reads(&yaml, file).await, yaml)
@@ -926,7 +906,7 @@ async fn electron_updater_reads_the_channel_files_and_finds_the_blockmap() {
     for b in blockmaps {
         let b = b.as_str().expect("address");
         assert!(b.contains("/api/download.blockmap?"), "{b}");
-        let resp = get(app, &local(b), None, &[]).await;
+        let resp = get(app, &local_path(b), None, &[]).await;
         assert_eq!(resp.status(), 200, "{b}");
         assert_eq!(
             resp.bytes().await.expect("blockmap").to_vec(),
@@ -946,7 +926,7 @@ async fn electron_updater_reads_the_channel_files_and_finds_the_blockmap() {
     assert_eq!(mac["info"]["sha512"], sha512_b64(&bytes_of(app, MAC_ZIP_2)));
     // The zip has no blockmap: 404 with the contract's body.
     let zip_blockmap = mac["blockmaps"][1].as_str().expect("address");
-    let (s, b) = crate::helpers::answer(get(app, &local(zip_blockmap), None, &[]).await).await;
+    let (s, b) = app.get(&local_path(zip_blockmap), None).await;
     assert_error(s, &b, 404, "NOT_FOUND");
     let (win, _) = electron(app, "latest.yml", &token).await;
     assert_eq!(
@@ -962,21 +942,13 @@ async fn electron_updater_reads_the_channel_files_and_finds_the_blockmap() {
         "..%2Flatest.yml",
         "..%2F..%2Freleases.json",
     ] {
-        let (s, b) = crate::helpers::answer(
-            get(
-                app,
-                &format!("/api/updates/electron/{bad}"),
-                Some(&token),
-                &[],
-            )
-            .await,
-        )
-        .await;
+        let (s, b) = app
+            .get(&format!("/api/updates/electron/{bad}"), Some(&token))
+            .await;
         assert_error(s, &b, 404, "NOT_FOUND");
     }
-    let (s, b) =
-        crate::helpers::answer(get(app, "/api/updates/electron/latest.yml", None, &[]).await).await;
-    assert_error(s, &b, 401, "INVALID_TOKEN");
+    app.assert_get_needs_token("/api/updates/electron/latest.yml")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -988,7 +960,7 @@ async fn electron_updaters_differential_download_reassembles_the_new_build() {
     let url = format!(
         "{}{}",
         app.base,
-        local(linux["files"][0]["url"].as_str().expect("url"))
+        local_path(linux["files"][0]["url"].as_str().expect("url"))
     );
     let new = bytes_of(app, APPIMAGE_2);
 
@@ -1124,12 +1096,7 @@ async fn several_ranges_come_back_as_multipart_byteranges_byte_for_byte() {
         .join(", ");
     let resp = get(app, &path, None, &[("range", &format!("bytes={header}"))]).await;
     assert_eq!(resp.status(), 206);
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .expect("content type")
-        .to_owned();
+    let content_type = testkit::http::header(&resp, "content-type").expect("content type");
     let boundary = content_type
         .strip_prefix("multipart/byteranges; boundary=")
         .unwrap_or_else(|| panic!("{content_type}"))
@@ -1216,26 +1183,21 @@ async fn blockmaps_are_served_only_for_signed_listed_files() {
     std::fs::write(app.builds.path().join("unlisted.bin"), b"x").expect("write");
     std::fs::write(app.builds.path().join("unlisted.bin.blockmap"), b"x").expect("write");
     for file in [MAC_ZIP_2, "unlisted.bin", "../outside", "releases.json"] {
-        let (s, b) = crate::helpers::answer(
-            get(app, &signed(app, "/api/download.blockmap", file), None, &[]).await,
-        )
-        .await;
+        let (s, b) = app
+            .get(&signed(app, "/api/download.blockmap", file), None)
+            .await;
         assert_error(s, &b, 404, "NOT_FOUND");
     }
     // The file's signature, not the blockmap's name, opens it; a forged one does not.
     let forged = signed(app, "/api/download.blockmap", APPIMAGE_2).replace("sig=", "sig=00");
-    let (s, b) = crate::helpers::answer(get(app, &forged, None, &[]).await).await;
+    let (s, b) = app.get(&forged, None).await;
     assert_error(s, &b, 403, "INVALID_SIGNATURE");
-    let (s, b) = crate::helpers::answer(
-        get(
-            app,
+    let (s, b) = app
+        .get(
             &signed(app, "/api/download", &format!("{APPIMAGE_2}.blockmap")),
             None,
-            &[],
         )
-        .await,
-    )
-    .await;
+        .await;
     assert_error(s, &b, 404, "NOT_FOUND");
 }
 
@@ -1255,14 +1217,9 @@ async fn sparkle_feed(app: &TestApp, token: &str) -> String {
 const SPARKLE_NS: &str = "http://www.andymatuschak.org/xml-namespaces/sparkle";
 
 async fn appcast(app: &TestApp, feed: &str) -> String {
-    let resp = get(app, &local(feed), None, &[]).await;
+    let resp = get(app, &local_path(feed), None, &[]).await;
     assert_eq!(resp.status(), 200, "{feed}");
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let content_type = testkit::http::header(&resp, "content-type").unwrap_or_default();
     assert!(content_type.contains("xml"), "{content_type}");
     resp.text().await.expect("appcast")
 }
@@ -1392,10 +1349,10 @@ async fn sparkle_appcast_has_the_documented_elements_and_signatures_that_verify(
         format!("/api/updates/sparkle/{}.xml", "A".repeat(43)),
         "/api/updates/sparkle/short.xml".to_owned(),
         "/api/updates/sparkle/..%2F..%2Freleases.json".to_owned(),
-        local(&feed).replace(".xml", ".json"),
-        local(&feed).replace(".xml", "A.xml"),
+        local_path(&feed).replace(".xml", ".json"),
+        local_path(&feed).replace(".xml", "A.xml"),
     ] {
-        let (s, b) = crate::helpers::answer(get(app, &bad, None, &[]).await).await;
+        let (s, b) = app.get(&bad, None).await;
         assert_error(s, &b, 404, "NOT_FOUND");
     }
 }
@@ -1468,10 +1425,9 @@ async fn without_releases_json_latest_json_is_the_one_stable_release() {
             "files": [{"platform": "linux-x86_64", "name": "../etc/passwd"}]}]}),
     ] {
         write_releases(&app, &broken);
-        let (s, b) = crate::helpers::answer(
-            get(&app, "/api/updates/electron/latest.yml", Some(&token), &[]).await,
-        )
-        .await;
+        let (s, b) = app
+            .get("/api/updates/electron/latest.yml", Some(&token))
+            .await;
         assert_error(s, &b, 503, "RELEASES_UNAVAILABLE");
     }
 }

@@ -138,8 +138,7 @@ async fn status_reports_each_plan() {
         let (s, b, _) = consume(&app, &token).await;
         assert_eq!((s, &b["remaining"]), (200, &json!(limit - 1)), "{b}");
     }
-    let (s, b) = app.get("/api/usage/status", None).await;
-    assert_error(s, &b, 401, "INVALID_TOKEN");
+    app.assert_get_needs_token("/api/usage/status").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -263,6 +262,59 @@ fn seat(conn: &mut diesel::MysqlConnection, licence_id: &str, instance_id: &str)
         .expect("seat");
 }
 
+/// What one worker of [`take_in_rounds`] was answered: the licence, the day and the outcome.
+type Outcome = (
+    licence_server::repo::LicenceId,
+    chrono::NaiveDate,
+    Result<licence_server::repo::usage::Taken, String>,
+);
+
+/// `threads` workers, each on a connection of its own, take one unit of Basic for the
+/// installation "pc" per round on `rounds` consecutive days from 2026-06-10, all workers of a
+/// round at once. Worker `t` asks for `licences[t % licences.len()]`, with access already checked
+/// by the caller when `access_checked(t)`. Every answer, worker by worker.
+fn take_in_rounds(
+    db_url: &str,
+    licences: Vec<licence_server::repo::LicenceId>,
+    threads: usize,
+    rounds: usize,
+    access_checked: fn(usize) -> bool,
+) -> Vec<Outcome> {
+    use licence_server::repo::usage::{self, Take};
+    use std::sync::{Arc, Barrier};
+    let first_day = chrono::NaiveDate::from_ymd_opt(2026, 6, 10).expect("date");
+    let barrier = Arc::new(Barrier::new(threads));
+    let licences = Arc::new(licences);
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (barrier, licences) = (Arc::clone(&barrier), Arc::clone(&licences));
+            on_a_worker(db_url.to_owned(), async move |db| {
+                let mut taken = Vec::new();
+                for round in 0..rounds {
+                    let day = first_day + chrono::Days::new(round as u64);
+                    let id = &licences[t % licences.len()];
+                    barrier.wait();
+                    let take = Take {
+                        licence_id: id.clone(),
+                        instance_id: "pc".into(),
+                        plan: domain::licensing::Plan::Basic,
+                        day,
+                        now: chrono::Utc::now().naive_utc(),
+                        access_checked: access_checked(t),
+                    };
+                    let outcome = usage::take(db, take).await;
+                    taken.push((id.clone(), day, outcome.map_err(|e| e.to_string())));
+                }
+                taken
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .flat_map(|handle| handle.join().expect("thread"))
+        .collect()
+}
+
 /// The quota's statement, on as many connections as a busy replica has: many licences take
 /// their first unit of a day at the same moment (the day's row does not exist yet), several
 /// requests per licence at once, some with access checked by the caller and some by the
@@ -270,8 +322,6 @@ fn seat(conn: &mut diesel::MysqlConnection, licence_id: &str, instance_id: &str)
 /// and each licence ends with exactly the units that were answered as taken.
 #[test]
 fn first_units_of_a_day_taken_at_once_never_deadlock() {
-    use licence_server::repo::usage::{self, Take};
-    use std::sync::{Arc, Barrier};
     let db = testkit::mariadb::TestMariaDb::migrated(licence_server::db::migrate);
     let mut setup = db.connect();
     // Four requests per licence and round, all taken: Basic's quota is ten.
@@ -282,47 +332,18 @@ fn first_units_of_a_day_taken_at_once_never_deadlock() {
             id
         })
         .collect();
-    let day = chrono::NaiveDate::from_ymd_opt(2026, 6, 10).expect("date");
-    const THREADS: usize = 16;
-    const ROUNDS: usize = 4;
-    let barrier = Arc::new(Barrier::new(THREADS));
-    let licences = Arc::new(licences);
-    let handles: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (barrier, licences) = (Arc::clone(&barrier), Arc::clone(&licences));
-            on_a_worker(db.url().to_owned(), async move |db| {
-                let mut taken = Vec::new();
-                for round in 0..ROUNDS {
-                    let day = day + chrono::Days::new(round as u64);
-                    let id = &licences[t % licences.len()];
-                    barrier.wait();
-                    let take = Take {
-                        licence_id: id.clone(),
-                        instance_id: "pc".into(),
-                        plan: domain::licensing::Plan::Basic,
-                        day,
-                        now: chrono::Utc::now().naive_utc(),
-                        access_checked: t % 2 == 0,
-                    };
-                    let outcome = usage::take(db, take).await;
-                    taken.push((id.clone(), day, outcome.map_err(|e| e.to_string())));
-                }
-                taken
-            })
-        })
-        .collect();
+    // Sixteen workers, four rounds; half of them with access checked by the caller.
+    let outcomes = take_in_rounds(db.url(), licences, 16, 4, |t| t % 2 == 0);
     let mut per_day = std::collections::BTreeMap::<
         (licence_server::repo::LicenceId, chrono::NaiveDate),
         Vec<u32>,
     >::new();
-    for handle in handles {
-        for (id, day, outcome) in handle.join().expect("thread") {
-            let (taken, used) = outcome
-                .expect("a consumption failed")
-                .expect("the guard holds");
-            assert!(taken, "within the quota");
-            per_day.entry((id, day)).or_default().push(used);
-        }
+    for (id, day, outcome) in outcomes {
+        let (taken, used) = outcome
+            .expect("a consumption failed")
+            .expect("the guard holds");
+        assert!(taken, "within the quota");
+        per_day.entry((id, day)).or_default().push(used);
     }
     for ((_, _), mut counts) in per_day {
         counts.sort_unstable();
@@ -339,49 +360,22 @@ fn first_units_of_a_day_taken_at_once_never_deadlock() {
 /// limit.
 #[test]
 fn units_taken_at_once_keep_the_quota() {
-    use licence_server::repo::usage::{self, Take};
-    use std::sync::{Arc, Barrier};
     let db = testkit::mariadb::TestMariaDb::migrated(licence_server::db::migrate);
     let mut setup = db.connect();
     let licence = insert_licence(&mut setup, "basic", "active");
     seat(&mut setup, licence.id.as_str(), "pc");
-    let day = chrono::NaiveDate::from_ymd_opt(2026, 6, 10).expect("date");
     const THREADS: usize = 16;
     const ROUNDS: usize = 4;
     const LIMIT: u32 = 10;
-    let barrier = Arc::new(Barrier::new(THREADS));
-    let handles: Vec<_> = (0..THREADS)
-        .map(|_| {
-            let (barrier, id) = (Arc::clone(&barrier), licence.id.clone());
-            on_a_worker(db.url().to_owned(), async move |db| {
-                let mut found = Vec::new();
-                for round in 0..ROUNDS {
-                    let day = day + chrono::Days::new(round as u64);
-                    barrier.wait();
-                    let take = Take {
-                        licence_id: id.clone(),
-                        instance_id: "pc".into(),
-                        plan: domain::licensing::Plan::Basic,
-                        day,
-                        now: chrono::Utc::now().naive_utc(),
-                        access_checked: false,
-                    };
-                    found.push((day, usage::take(db, take).await.map_err(|e| e.to_string())));
-                }
-                found
-            })
-        })
-        .collect();
+    let outcomes = take_in_rounds(db.url(), vec![licence.id], THREADS, ROUNDS, |_| false);
     let mut per_day = std::collections::BTreeMap::<chrono::NaiveDate, Vec<u32>>::new();
-    for handle in handles {
-        for (day, found) in handle.join().expect("thread") {
-            let taken = found.expect("a consumption failed");
-            let (taken, used) = taken.expect("an active Basic licence passes the guard");
-            if taken {
-                per_day.entry(day).or_default().push(used);
-            } else {
-                assert_eq!(used, LIMIT, "refused only at the limit");
-            }
+    for (_, day, found) in outcomes {
+        let taken = found.expect("a consumption failed");
+        let (taken, used) = taken.expect("an active Basic licence passes the guard");
+        if taken {
+            per_day.entry(day).or_default().push(used);
+        } else {
+            assert_eq!(used, LIMIT, "refused only at the limit");
         }
     }
     assert_eq!(per_day.len(), ROUNDS);
@@ -404,9 +398,7 @@ async fn losing_the_connections_loses_no_unit() {
     let key = app.licence("premium", "active");
     let token = app.token(&key, "pc").await;
     for _ in 0..3 {
-        let (s, b) = app
-            .post("/api/license/validate", &json!({}), Some(&token))
-            .await;
+        let (s, b) = app.validate_by_token(&token).await;
         assert_eq!(s, 200, "{b}");
         let (s, b, _) = consume(&app, &token).await;
         assert_eq!(s, 200, "{b}");
@@ -427,9 +419,7 @@ async fn losing_the_connections_loses_no_unit() {
             503 => assert_eq!(b["code"], "DATABASE_UNAVAILABLE", "{b}"),
             _ => panic!("consume after the connections dropped: {s} {b}"),
         }
-        let (s, b) = app
-            .post("/api/license/validate", &json!({}), Some(&token))
-            .await;
+        let (s, b) = app.validate_by_token(&token).await;
         match s {
             200 => validated = true,
             503 => assert_eq!(b["code"], "DATABASE_UNAVAILABLE", "{b}"),
@@ -447,6 +437,18 @@ async fn losing_the_connections_loses_no_unit() {
     let (s, b) = app.get("/api/usage/status", Some(&token)).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["used"], taken, "each unit counted once: {b}");
+}
+
+/// Takes units 1 to `n` with `token`, each answered with its count and with `field` = `value`.
+async fn consume_units(app: &TestApp, token: &str, n: u32, field: &str, value: Value) {
+    for used in 1..=n {
+        let (s, b, _) = consume(app, token).await;
+        assert_eq!(
+            (s, &b["used"], &b[field]),
+            (200, &json!(used), &value),
+            "{b}"
+        );
+    }
 }
 
 /// A token names the plan its licence had when it was issued. A consumption is counted against
@@ -467,14 +469,7 @@ async fn a_token_from_before_a_plan_change_consumes_on_the_licence_s_plan() {
 
     let key = app.licence("basic", "active");
     let token = app.token(&key, "pc").await;
-    for n in 1..=10 {
-        let (s, b, _) = consume(&app, &token).await;
-        assert_eq!(
-            (s, &b["used"], &b["plan"]),
-            (200, &json!(n), &json!("basic")),
-            "{b}"
-        );
-    }
+    consume_units(&app, &token, 10, "plan", json!("basic")).await;
     let (s, b, _) = consume(&app, &token).await;
     assert_error(s, &b, 429, "DAILY_QUOTA_EXCEEDED");
     set_plan(&mut conn, &key, "premium");
@@ -488,14 +483,7 @@ async fn a_token_from_before_a_plan_change_consumes_on_the_licence_s_plan() {
 
     let key = app.licence("premium", "active");
     let token = app.token(&key, "pc").await;
-    for n in 1..=12 {
-        let (s, b, _) = consume(&app, &token).await;
-        assert_eq!(
-            (s, &b["used"], &b["limit"]),
-            (200, &json!(n), &json!(150)),
-            "{b}"
-        );
-    }
+    consume_units(&app, &token, 12, "limit", json!(150)).await;
     set_plan(&mut conn, &key, "basic");
     let (s, b, _) = consume(&app, &token).await;
     assert_error(s, &b, 429, "DAILY_QUOTA_EXCEEDED");

@@ -20,7 +20,7 @@ async fn a_purchase_delivered_five_times_three_at_once_makes_one_licence_and_one
         assert_eq!((*s, b), (200, &json!({"received": true})));
     }
     for _ in 0..2 {
-        assert_eq!(app.webhook(&event).await.0, 200);
+        app.deliver(&event).await;
     }
     assert_eq!(app.count("licence"), 1);
     assert_eq!(app.count("webhook_event"), 1);
@@ -148,12 +148,7 @@ async fn subscriptions_move_plan_and_status() {
         subscription_event(name, 900, 6001, variant, status, ends, updated, email)
     };
     // The order and the subscription both arrive; one licence, one e-mail.
-    assert_eq!(
-        app.webhook(&order_created(6001, VARIANT_PRO, email))
-            .await
-            .0,
-        200
-    );
+    app.deliver(&order_created(6001, VARIANT_PRO, email)).await;
     let created = ev(
         "subscription_created",
         VARIANT_PRO,
@@ -161,7 +156,7 @@ async fn subscriptions_move_plan_and_status() {
         None,
         "2026-11-22T06:00:01Z",
     );
-    assert_eq!(app.webhook(&created).await.0, 200);
+    app.deliver(&created).await;
     assert_eq!(app.count("licence"), 1);
     assert_eq!(app.count("email_outbox"), 1);
     let key = app.key_of_order("6001").expect("licence");
@@ -179,7 +174,7 @@ async fn subscriptions_move_plan_and_status() {
         None,
         "2026-11-23T00:00:00Z",
     );
-    assert_eq!(app.webhook(&up).await.0, 200);
+    app.deliver(&up).await;
     let (s, b) = validate().await;
     assert_eq!((s, plan_of(&b).as_deref()), (200, Some("premium")), "{b}");
     let (_, st) = app.get("/api/usage/status", Some(&token)).await;
@@ -196,7 +191,7 @@ async fn subscriptions_move_plan_and_status() {
         None,
         "2026-11-22T12:00:00Z",
     );
-    assert_eq!(app.webhook(&stale).await.0, 200);
+    app.deliver(&stale).await;
     assert_eq!(plan_of(&validate().await.1).as_deref(), Some("premium"));
 
     for (name, status, keeps) in [
@@ -208,12 +203,8 @@ async fn subscriptions_move_plan_and_status() {
         ("subscription_resumed", "active", true),
     ] {
         let at = format!("2026-11-24T00:00:{:02}Z", app.count("webhook_event"));
-        assert_eq!(
-            app.webhook(&ev(name, VARIANT_PREMIUM, status, None, &at))
-                .await
-                .0,
-            200
-        );
+        app.deliver(&ev(name, VARIANT_PREMIUM, status, None, &at))
+            .await;
         let (s, b) = validate().await;
         if keeps {
             assert_eq!(s, 200, "{status}: {b}");
@@ -233,7 +224,7 @@ async fn subscriptions_move_plan_and_status() {
         Some(&ends),
         "2026-11-25T00:00:00Z",
     );
-    assert_eq!(app.webhook(&cancel).await.0, 200);
+    app.deliver(&cancel).await;
     let (s, b) = validate().await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["license"]["expiresAt"], ends.as_str());
@@ -244,7 +235,7 @@ async fn subscriptions_move_plan_and_status() {
         Some(&ends),
         "2026-11-26T00:00:00Z",
     );
-    assert_eq!(app.webhook(&expired).await.0, 200);
+    app.deliver(&expired).await;
     let (s, b) = validate().await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
     assert_eq!(app.count("licence"), 1);
@@ -254,12 +245,8 @@ async fn subscriptions_move_plan_and_status() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refunds_disable_the_licence() {
     let app = spawn_app().await;
-    assert_eq!(
-        app.webhook(&order_created(7001, VARIANT_ANNUAL, "r@example.com"))
-            .await
-            .0,
-        200
-    );
+    app.deliver(&order_created(7001, VARIANT_ANNUAL, "r@example.com"))
+        .await;
     let key = app.key_of_order("7001").expect("licence");
     assert_eq!(app.activate(&key, "pc").await.0, 200);
 
@@ -267,7 +254,7 @@ async fn refunds_disable_the_licence() {
     partial["meta"]["event_name"] = json!("order_refunded");
     partial["data"]["attributes"]["status"] = json!("partial_refund");
     partial["data"]["attributes"]["updated_at"] = json!("2026-11-23T00:00:00Z");
-    assert_eq!(app.webhook(&partial).await.0, 200);
+    app.deliver(&partial).await;
     assert_eq!(
         app.activate(&key, "pc").await.0,
         200,
@@ -278,7 +265,7 @@ async fn refunds_disable_the_licence() {
     full["data"]["attributes"]["status"] = json!("refunded");
     full["data"]["attributes"]["refunded"] = json!(true);
     full["data"]["attributes"]["updated_at"] = json!("2026-11-24T00:00:00Z");
-    assert_eq!(app.webhook(&full).await.0, 200);
+    app.deliver(&full).await;
     let (s, b) = app.activate(&key, "pc").await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
     let (s, b) = app.validate(&key, "pc").await;
@@ -295,7 +282,7 @@ async fn refunds_disable_the_licence() {
         "2026-11-22T06:00:00Z",
         "s@example.com",
     );
-    assert_eq!(app.webhook(&sub).await.0, 200);
+    app.deliver(&sub).await;
     let sub_key = app.key_of_order("7002").expect("licence");
     assert_eq!(app.activate(&sub_key, "pc").await.0, 200);
     let invoice = json!({
@@ -304,7 +291,7 @@ async fn refunds_disable_the_licence() {
             "subscription_id": 77, "status": "refunded", "refunded": true,
             "updated_at": "2026-12-01T00:00:00Z"}}
     });
-    assert_eq!(app.webhook(&invoice).await.0, 200);
+    app.deliver(&invoice).await;
     let (s, b) = app.activate(&sub_key, "pc").await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
 }
@@ -350,7 +337,7 @@ async fn unknown_variants_and_other_events_are_acknowledged() {
     // An unpaid order makes nothing either.
     let mut pending = order_created(8002, VARIANT_PRO, "p@example.com");
     pending["data"]["attributes"]["status"] = json!("pending");
-    assert_eq!(app.webhook(&pending).await.0, 200);
+    app.deliver(&pending).await;
     assert_eq!(app.count("licence"), 0);
 
     // Signed but unusable bodies are 400, never 500.
