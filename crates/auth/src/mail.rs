@@ -14,48 +14,39 @@ use crate::repo::outbox::{
 /// The mail with a password reset link and the same reset as a code; address it with
 /// `.to(&email)`.
 pub fn password_reset(link: &str, code: &str, name: &str, locale: Locale) -> NewMail {
-    let t = &i18n::texts(locale).reset_mail;
-    compose(
+    link_mail(
         locale,
         KIND_PASSWORD_RESET,
+        &i18n::texts(locale).reset_mail,
         name,
-        t.subject,
-        t.lead,
-        Some((t.button, link)),
+        link,
         Some(code),
-        t.footer,
     )
 }
 
 /// The mail with an address verification link and the same verification as a code; address it
 /// with `.to(&email)`.
 pub fn email_verification(link: &str, code: &str, name: &str, locale: Locale) -> NewMail {
-    let t = &i18n::texts(locale).verification_mail;
-    compose(
+    link_mail(
         locale,
         KIND_EMAIL_VERIFICATION,
+        &i18n::texts(locale).verification_mail,
         name,
-        t.subject,
-        t.lead,
-        Some((t.button, link)),
+        link,
         Some(code),
-        t.footer,
     )
 }
 
 /// The mail to a new address with the link that moves the account to it; address it with
 /// `.to(&new_email)`.
 pub fn change_email(link: &str, name: &str, locale: Locale) -> NewMail {
-    let t = &i18n::texts(locale).change_email_mail;
-    compose(
+    link_mail(
         locale,
         KIND_CHANGE_EMAIL,
+        &i18n::texts(locale).change_email_mail,
         name,
-        t.subject,
-        t.lead,
-        Some((t.button, link)),
+        link,
         None,
-        t.footer,
     )
 }
 
@@ -106,6 +97,27 @@ pub fn code(kind: Kind, code: &str, name: &str, locale: Locale) -> NewMail {
         t.lead,
         None,
         Some(code),
+        t.footer,
+    )
+}
+
+/// A mail of `t`'s texts whose button opens `link`, with `code` as the other way to do the same.
+fn link_mail(
+    locale: Locale,
+    kind: &'static str,
+    t: &i18n::LinkMail,
+    name: &str,
+    link: &str,
+    code: Option<&str>,
+) -> NewMail {
+    compose(
+        locale,
+        kind,
+        name,
+        t.subject,
+        t.lead,
+        Some((t.button, link)),
+        code,
         t.footer,
     )
 }

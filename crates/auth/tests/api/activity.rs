@@ -52,11 +52,7 @@ async fn sign_ins_failures_and_changes_are_listed_newest_first() {
         .session_cookie()
         .expect("signed in");
     let changed = app
-        .post(
-            "/api/auth/change-password",
-            json!({ "currentPassword": PASSWORD, "newPassword": "a new long password" }),
-            Some(&cookie),
-        )
+        .change_password(PASSWORD, "a new long password", &cookie)
         .await;
     assert_eq!(changed.status, 200, "{}", changed.text);
     let revoked = app
@@ -124,7 +120,7 @@ async fn sign_ins_failures_and_changes_are_listed_newest_first() {
 async fn failed_sign_ins_stop_filling_a_full_log() {
     let app = spawn_app().await;
     let (cookie, signed_up) = app.sign_up("max@example.com", PASSWORD).await;
-    let id = signed_up.body["user"]["id"].as_str().unwrap().to_owned();
+    let id = signed_up.user_id();
     app.sql(&format!(
         "INSERT INTO auth.activity (id, user_id, kind, at)
          SELECT 'f' || n, '{id}', 'sign_in_failed', now() - n * interval '1 second'
@@ -233,52 +229,28 @@ async fn a_new_browser_and_network_gets_one_mail_whose_link_ends_every_session()
 #[tokio::test]
 async fn a_password_checked_on_an_old_session_makes_it_fresh_for_five_minutes() {
     let app = spawn_app().await;
-    let (cookie, signed_up) = app.sign_up("lin@example.com", PASSWORD).await;
-    let id = signed_up.body["user"]["id"].as_str().unwrap().to_owned();
-    app.sql(&format!(
-        "UPDATE auth.session SET created_at = now() - interval '25 hours' WHERE user_id = '{id}'"
-    ));
-    let stale = app
-        .post("/api/auth/delete-user", json!({}), Some(&cookie))
-        .await;
+    let (cookie, id) = app.sign_up_stale("lin@example.com", PASSWORD).await;
+    let stale = app.delete_user(json!({}), &cookie).await;
     assert_eq!(stale.status_and_code(), (400, Some("SESSION_EXPIRED")));
 
     // A wrong password proves nothing.
     let wrong = app
-        .post(
-            "/api/auth/change-password",
-            json!({ "currentPassword": "not it at all", "newPassword": "another password" }),
-            Some(&cookie),
-        )
+        .change_password("not it at all", "another password", &cookie)
         .await;
     assert_eq!(wrong.status, 400);
-    let still = app
-        .post("/api/auth/delete-user", json!({}), Some(&cookie))
-        .await;
+    let still = app.delete_user(json!({}), &cookie).await;
     assert_eq!(still.status_and_code(), (400, Some("SESSION_EXPIRED")));
 
     let changed = app
-        .post(
-            "/api/auth/change-password",
-            json!({ "currentPassword": PASSWORD, "newPassword": "another password" }),
-            Some(&cookie),
-        )
+        .change_password(PASSWORD, "another password", &cookie)
         .await;
     assert_eq!(changed.status, 200, "{}", changed.text);
     // Five minutes later the proof no longer counts.
-    app.sql(&format!(
-        "UPDATE auth.session SET proven_at = now() - interval '5 minutes 1 second' WHERE user_id = '{id}'"
-    ));
-    let late = app
-        .post("/api/auth/delete-user", json!({}), Some(&cookie))
-        .await;
+    app.age_sessions(&id, "proven_at", "5 minutes 1 second");
+    let late = app.delete_user(json!({}), &cookie).await;
     assert_eq!(late.status_and_code(), (400, Some("SESSION_EXPIRED")));
-    app.sql(&format!(
-        "UPDATE auth.session SET proven_at = now() - interval '4 minutes' WHERE user_id = '{id}'"
-    ));
-    let deleted = app
-        .post("/api/auth/delete-user", json!({}), Some(&cookie))
-        .await;
+    app.age_sessions(&id, "proven_at", "4 minutes");
+    let deleted = app.delete_user(json!({}), &cookie).await;
     assert_eq!(deleted.status, 200, "{}", deleted.text);
     assert_eq!(
         app.count("auth.activity"),
@@ -294,20 +266,12 @@ async fn confirming_the_password_lets_a_stale_session_export() {
     let api = crate::helpers::spawn_nutrition(&app).await;
     let export = format!("{}/me/export", api.base);
     let (cookie, signed_up) = app.sign_up("ida@example.com", PASSWORD).await;
-    let id = signed_up.body["user"]["id"].as_str().unwrap().to_owned();
-    app.sql(&format!(
-        "UPDATE auth.session SET created_at = now() - interval '3 days' WHERE user_id = '{id}'"
-    ));
+    let id = signed_up.user_id();
+    app.age_sessions(&id, "created_at", "3 days");
     let stale = crate::helpers::get(&app.http, &export, Some(&cookie)).await;
     assert_eq!(stale.status_and_code(), (403, Some("SESSION_NOT_FRESH")));
 
-    let wrong = app
-        .post(
-            "/api/auth/confirm-password",
-            json!({ "password": "nope" }),
-            Some(&cookie),
-        )
-        .await;
+    let wrong = app.confirm_password("nope", Some(&cookie)).await;
     assert_eq!(wrong.status_and_code(), (400, Some("INVALID_PASSWORD")));
     assert_eq!(
         crate::helpers::get(&app.http, &export, Some(&cookie))
@@ -315,24 +279,11 @@ async fn confirming_the_password_lets_a_stale_session_export() {
             .status,
         403
     );
-    assert_eq!(
-        app.post(
-            "/api/auth/confirm-password",
-            json!({ "password": PASSWORD }),
-            None
-        )
-        .await
-        .status,
-        401
-    );
+    assert_eq!(app.confirm_password(PASSWORD, None).await.status, 401);
 
-    app.post(
-        "/api/auth/confirm-password",
-        json!({ "password": PASSWORD }),
-        Some(&cookie),
-    )
-    .await
-    .assert_status_true();
+    app.confirm_password(PASSWORD, Some(&cookie))
+        .await
+        .assert_status_true();
     let fresh = crate::helpers::get(&app.http, &export, Some(&cookie)).await;
     assert_eq!(fresh.status, 200, "{}", fresh.text);
     assert_eq!(fresh.body["activity"][0]["kind"], "sign_in");

@@ -77,10 +77,7 @@ async fn populate(app: &TestApp, api: &Peer, push: &FakePushService, email: &str
     let signed_in = app.sign_in(email, PASSWORD).await;
     assert_eq!(signed_in.status, 200, "{}", signed_in.text);
     let mut p = Person {
-        id: signed_up.body["user"]["id"]
-            .as_str()
-            .expect("id")
-            .to_owned(),
+        id: signed_up.user_id(),
         email: email.to_owned(),
         cookie: signed_in.session_cookie().expect("cookie"),
         endpoints: Vec::new(),
@@ -313,18 +310,9 @@ async fn erasure_leaves_no_row_naming_the_user_and_every_other_row_as_it_was() {
     }
 
     let wrong = app
-        .post(
-            "/api/auth/delete-user",
-            json!({ "password": "not-her-password" }),
-            Some(&ann.cookie),
-        )
+        .delete_user(json!({ "password": "not-her-password" }), &ann.cookie)
         .await;
-    assert_eq!(
-        wrong.status_and_code(),
-        (400, Some("INVALID_PASSWORD")),
-        "{}",
-        wrong.text
-    );
+    wrong.assert_refused(400, "INVALID_PASSWORD");
     // Only the attempt is counted, as a wrong password at sign-in is.
     let after_refusal: BTreeSet<String> = all_rows(&app)
         .into_iter()
@@ -333,11 +321,7 @@ async fn erasure_leaves_no_row_naming_the_user_and_every_other_row_as_it_was() {
     assert_eq!(after_refusal, before, "a refused deletion changes nothing");
 
     let deleted = app
-        .post(
-            "/api/auth/delete-user",
-            json!({ "password": PASSWORD }),
-            Some(&ann.cookie),
-        )
+        .delete_user(json!({ "password": PASSWORD }), &ann.cookie)
         .await;
     assert_eq!(deleted.status, 200, "{}", deleted.text);
     assert_eq!(
@@ -375,34 +359,14 @@ async fn erasure_leaves_no_row_naming_the_user_and_every_other_row_as_it_was() {
 #[tokio::test]
 async fn without_the_password_only_a_fresh_session_may_delete() {
     let app = spawn_app().await;
-    let (cookie, signed_up) = app.sign_up("fresh@example.com", PASSWORD).await;
-    let id = signed_up.body["user"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    app.sql(&format!(
-        "UPDATE auth.session SET created_at = now() - interval '25 hours' WHERE user_id = '{id}'"
-    ));
-    let stale = app
-        .post("/api/auth/delete-user", json!({}), Some(&cookie))
-        .await;
-    assert_eq!(
-        stale.status_and_code(),
-        (400, Some("SESSION_EXPIRED")),
-        "{}",
-        stale.text
-    );
+    let (cookie, _) = app.sign_up_stale("fresh@example.com", PASSWORD).await;
+    let stale = app.delete_user(json!({}), &cookie).await;
+    stale.assert_refused(400, "SESSION_EXPIRED");
     assert_eq!(
         stale.body["message"],
         "Session expired. Re-authenticate to perform this action."
     );
-    let empty = app
-        .post(
-            "/api/auth/delete-user",
-            json!({ "password": "" }),
-            Some(&cookie),
-        )
-        .await;
+    let empty = app.delete_user(json!({ "password": "" }), &cookie).await;
     assert_eq!(
         empty.body["code"], "SESSION_EXPIRED",
         "an empty password is none"
@@ -423,11 +387,7 @@ async fn without_the_password_only_a_fresh_session_may_delete() {
     assert_eq!(app.count("auth.\"user\""), 1);
 
     let with_password = app
-        .post(
-            "/api/auth/delete-user",
-            json!({ "password": PASSWORD }),
-            Some(&cookie),
-        )
+        .delete_user(json!({ "password": PASSWORD }), &cookie)
         .await;
     assert_eq!(with_password.status, 200, "{}", with_password.text);
     assert_eq!(app.count("auth.\"user\""), 0);
@@ -458,13 +418,7 @@ async fn deletion_needs_a_session_a_trusted_origin_and_a_safe_callback() {
     )
     .await;
     assert_eq!(off_site.status, 403, "{}", off_site.text);
-    let unknown = app
-        .post(
-            "/api/auth/delete-user",
-            json!({ "reason": "x" }),
-            Some(&cookie),
-        )
-        .await;
+    let unknown = app.delete_user(json!({ "reason": "x" }), &cookie).await;
     assert_eq!(unknown.status_and_code(), (400, Some("VALIDATION_ERROR")));
     assert_eq!(app.count("auth.\"user\""), 1, "nothing was deleted");
 }

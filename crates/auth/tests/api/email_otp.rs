@@ -35,21 +35,21 @@ async fn send_code(app: &TestApp, email: &str, kind: &str) {
             None,
         )
         .await;
-    assert_eq!(
-        (resp.status, &resp.body),
-        (200, &json!({ "success": true })),
-        "{}",
-        resp.text
-    );
+    resp.assert_success_true();
+}
+
+/// Posts `{email, otp}` to `path`, with no cookie.
+async fn post_code(app: &TestApp, path: &str, email: &str, otp: &str) -> crate::helpers::Resp {
+    let proof = json!({ "email": email, "otp": otp });
+    app.post(path, proof, None).await
 }
 
 async fn sign_in_with(app: &TestApp, email: &str, otp: &str) -> crate::helpers::Resp {
-    app.post(
-        "/api/auth/sign-in/email-otp",
-        json!({ "email": email, "otp": otp }),
-        None,
-    )
-    .await
+    post_code(app, "/api/auth/sign-in/email-otp", email, otp).await
+}
+
+async fn verify_email_with(app: &TestApp, email: &str, otp: &str) -> crate::helpers::Resp {
+    post_code(app, "/api/auth/email-otp/verify-email", email, otp).await
 }
 
 async fn mailed_code(app: &TestApp, smtp: &SmtpServer, count: usize, email: &str) -> String {
@@ -57,6 +57,13 @@ async fn mailed_code(app: &TestApp, smtp: &SmtpServer, count: usize, email: &str
     let mail = one_mail(smtp, count).await;
     assert_eq!(mail.rcpt_to, [email]);
     code(&mail)
+}
+
+/// Asserts that a newly mailed code, in mail number `count`, signs `email` in.
+async fn assert_a_new_code_signs_in(app: &TestApp, smtp: &SmtpServer, count: usize, email: &str) {
+    let otp = mailed_code(app, smtp, count, email).await;
+    let resp = sign_in_with(app, email, &otp).await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
 }
 
 #[tokio::test]
@@ -96,11 +103,7 @@ async fn three_wrong_tries_void_the_code() {
     let after = sign_in_with(&app, "tess@example.com", &otp).await;
     assert_eq!(after.status_and_code(), (400, Some("INVALID_OTP")));
     // A new code works, and replaces the old one.
-    let fresh = mailed_code(&app, &smtp, 2, "tess@example.com").await;
-    assert_eq!(
-        sign_in_with(&app, "tess@example.com", &fresh).await.status,
-        200
-    );
+    assert_a_new_code_signs_in(&app, &smtp, 2, "tess@example.com").await;
     assert_eq!(app.count("auth.user"), 1);
 }
 
@@ -176,11 +179,7 @@ async fn a_code_ends_every_other_way_into_an_unproven_account() {
         .await;
     assert_eq!(accounts.body, json!([]), "{}", accounts.text);
     // A verified account keeps its password when its owner signs in with a code.
-    let otp = mailed_code(&app, &smtp, 2, "owner@example.com").await;
-    assert_eq!(
-        sign_in_with(&app, "owner@example.com", &otp).await.status,
-        200
-    );
+    assert_a_new_code_signs_in(&app, &smtp, 2, "owner@example.com").await;
     assert_eq!(app.count("auth.session"), 2);
 }
 
@@ -197,30 +196,15 @@ async fn an_address_is_verified_with_a_code() {
             None,
         )
         .await;
-    assert_eq!(
-        (check.status, &check.body),
-        (200, &json!({ "success": true }))
-    );
-    let resp = app
-        .post(
-            "/api/auth/email-otp/verify-email",
-            json!({ "email": "vera@example.com", "otp": otp }),
-            None,
-        )
-        .await;
+    check.assert_success_true();
+    let resp = verify_email_with(&app, "vera@example.com", &otp).await;
     assert_eq!(resp.status, 200, "{}", resp.text);
     assert_eq!(resp.body["status"], true);
     assert_eq!(resp.body["token"], serde_json::Value::Null);
     assert_eq!(resp.body["user"]["emailVerified"], true);
     let session = app.get("/api/auth/get-session", Some(&cookie)).await;
     assert_eq!(session.body["user"]["emailVerified"], true);
-    let spent = app
-        .post(
-            "/api/auth/email-otp/verify-email",
-            json!({ "email": "vera@example.com", "otp": otp }),
-            None,
-        )
-        .await;
+    let spent = verify_email_with(&app, "vera@example.com", &otp).await;
     assert_eq!(spent.status_and_code(), (400, Some("INVALID_OTP")));
 }
 
@@ -228,13 +212,7 @@ async fn an_address_is_verified_with_a_code() {
 async fn the_reset_mail_carries_a_code_that_resets_instead_of_the_link() {
     let (app, smtp) = with_mail(&[]).await;
     let (cookie, _) = app.sign_up("rosa@example.com", PASSWORD).await;
-    let resp = app
-        .post(
-            "/api/auth/request-password-reset",
-            json!({ "email": "rosa@example.com" }),
-            None,
-        )
-        .await;
+    let resp = app.request_password_reset("rosa@example.com").await;
     assert_eq!(resp.status, 200);
     let mail = one_mail(&smtp, 1).await;
     let reset_link = link(&mail, &format!("{BASE_URL}/api/auth/reset-password/"));
@@ -253,12 +231,7 @@ async fn the_reset_mail_carries_a_code_that_resets_instead_of_the_link() {
     let short = reset("short", otp.clone()).await;
     assert_eq!(short.status_and_code(), (400, Some("PASSWORD_TOO_SHORT")));
     let done = reset("chosen-anew-1", otp.clone()).await;
-    assert_eq!(
-        (done.status, &done.body),
-        (200, &json!({ "success": true })),
-        "{}",
-        done.text
-    );
+    done.assert_success_true();
     assert_eq!(
         app.get("/api/auth/get-session", Some(&cookie)).await.body,
         serde_json::Value::Null
@@ -287,10 +260,7 @@ async fn codes_for_unknown_addresses_get_the_same_answer_and_no_mail() {
             "/api/auth/email-otp/request-password-reset",
         ] {
             let resp = app.post(path, json!({ "email": email }), None).await;
-            assert_eq!(
-                (resp.status, &resp.body),
-                (200, &json!({ "success": true }))
-            );
+            resp.assert_success_true();
         }
         send_code(&app, email, "email-verification").await;
     }

@@ -152,15 +152,35 @@ impl Resp {
             .and_then(|c| c.split(';').next().map(str::to_owned))
     }
 
+    /// Asserts `seen == expected` about this answer, showing its text if not.
+    #[track_caller]
+    fn assert_shows<T: PartialEq + std::fmt::Debug>(&self, seen: &T, expected: &T) {
+        assert_eq!(seen, expected, "{}", self.text);
+    }
+
     /// Asserts better-auth's plain success: 200 with `{"status": true}`.
     #[track_caller]
     pub fn assert_status_true(&self) {
-        assert_eq!(
-            (self.status, &self.body),
-            (200, &serde_json::json!({ "status": true })),
-            "{}",
-            self.text
-        );
+        let expected = serde_json::json!({ "status": true });
+        self.assert_shows(&(self.status, &self.body), &(200, &expected));
+    }
+
+    /// Asserts the email-OTP routes' plain success: 200 with `{"success": true}`.
+    #[track_caller]
+    pub fn assert_success_true(&self) {
+        let expected = serde_json::json!({ "success": true });
+        self.assert_shows(&(self.status, &self.body), &(200, &expected));
+    }
+
+    /// Asserts that this is the refusal `status` with the error `code`.
+    #[track_caller]
+    pub fn assert_refused(&self, status: u16, code: &str) {
+        self.assert_shows(&self.status_and_code(), &(status, Some(code)));
+    }
+
+    /// The id of the user in this answer (sign-up, sign-in, session).
+    pub fn user_id(&self) -> String {
+        self.body["user"]["id"].as_str().expect("id").to_owned()
     }
 
     /// The status with the error body's `code`, to compare in one assertion.
@@ -192,6 +212,22 @@ pub async fn read(resp: reqwest::Response) -> Resp {
         text,
         body,
     }
+}
+
+/// Awaits `requests` together and asserts that exactly one of them succeeded; answers every
+/// response and the statuses (in the order of `requests`).
+pub async fn only_one_succeeds<F>(requests: impl IntoIterator<Item = F>) -> (Vec<Resp>, Vec<u16>)
+where
+    F: std::future::Future<Output = Resp>,
+{
+    let answers = futures_util::future::join_all(requests).await;
+    let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    (answers, statuses)
 }
 
 /// Request helpers against any service base URL. A cookie-carrying write gets the trusted
@@ -240,6 +276,15 @@ impl TestApp {
         (cookie, resp)
     }
 
+    /// Signs a new user up with a session a day old, no longer fresh enough for sensitive
+    /// changes without the password; returns the cookie pair and the user's id.
+    pub async fn sign_up_stale(&self, email: &str, password: &str) -> (String, String) {
+        let (cookie, signed_up) = self.sign_up(email, password).await;
+        let id = signed_up.user_id();
+        self.age_sessions(&id, "created_at", "25 hours");
+        (cookie, id)
+    }
+
     /// `POST /api/auth/sign-up/email`, with no cookie, whatever the answer.
     pub async fn try_sign_up(&self, name: &str, email: &str, password: &str) -> Resp {
         let person = serde_json::json!({ "name": name, "email": email, "password": password });
@@ -267,10 +312,56 @@ impl TestApp {
         self.post("/api/auth/reset-password", reset, None).await
     }
 
+    /// `POST /api/auth/request-password-reset` for `email`, with no cookie.
+    pub async fn request_password_reset(&self, email: &str) -> Resp {
+        let request = serde_json::json!({ "email": email });
+        self.post("/api/auth/request-password-reset", request, None)
+            .await
+    }
+
+    /// `POST /api/auth/send-verification-email` for `email`.
+    pub async fn send_verification_email(&self, email: &str, cookie: Option<&str>) -> Resp {
+        let request = serde_json::json!({ "email": email });
+        self.post("/api/auth/send-verification-email", request, cookie)
+            .await
+    }
+
+    /// `POST /api/auth/confirm-password`.
+    pub async fn confirm_password(&self, password: &str, cookie: Option<&str>) -> Resp {
+        let proof = serde_json::json!({ "password": password });
+        self.post("/api/auth/confirm-password", proof, cookie).await
+    }
+
+    /// `POST /api/auth/change-password`, without `revokeOtherSessions`.
+    pub async fn change_password(&self, current: &str, new: &str, cookie: &str) -> Resp {
+        let change = serde_json::json!({ "currentPassword": current, "newPassword": new });
+        self.post("/api/auth/change-password", change, Some(cookie))
+            .await
+    }
+
+    /// `POST /api/auth/delete-user` with `body` (a password, a callback, or nothing).
+    pub async fn delete_user(&self, body: Value, cookie: &str) -> Resp {
+        self.post("/api/auth/delete-user", body, Some(cookie)).await
+    }
+
+    /// `POST /api/auth/sign-in/social` for `provider`, with no cookie.
+    pub async fn sign_in_social(&self, provider: &str) -> Resp {
+        let start = serde_json::json!({ "provider": provider });
+        self.post("/api/auth/sign-in/social", start, None).await
+    }
+
     pub fn sql(&self, query: &str) -> usize {
         use diesel::RunQueryDsl;
         let mut conn = self.db.connect();
         diesel::sql_query(query).execute(&mut conn).expect("sql")
+    }
+
+    /// Moves `column` (`created_at`, `proven_at`) of every session of `user_id` back by
+    /// `interval` (SQL, e.g. `25 hours`), as if that much time had passed.
+    pub fn age_sessions(&self, user_id: &str, column: &str, interval: &str) {
+        self.sql(&format!(
+            "UPDATE auth.session SET {column} = now() - interval '{interval}' WHERE user_id = '{user_id}'"
+        ));
     }
 
     /// One text value from the database.

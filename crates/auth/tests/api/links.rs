@@ -5,7 +5,9 @@ use auth::links::{self, Purpose};
 use chrono::Utc;
 use serde_json::json;
 
-use crate::helpers::{TestApp, get, read, spawn_app, spawn_nutrition, spawn_with};
+use crate::helpers::{
+    TestApp, get, only_one_succeeds, read, spawn_app, spawn_nutrition, spawn_with,
+};
 
 const PASSWORD: &str = "password-123";
 
@@ -16,10 +18,9 @@ fn issue(app: &TestApp, purpose: Purpose, user_id: &str) -> String {
 }
 
 async fn user_id(app: &TestApp, cookie: &str) -> String {
-    app.get("/api/auth/get-session", Some(cookie)).await.body["user"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned()
+    app.get("/api/auth/get-session", Some(cookie))
+        .await
+        .user_id()
 }
 
 #[tokio::test]
@@ -27,20 +28,10 @@ async fn without_smtp_the_mail_routes_are_503_and_the_pages_hide_the_links() {
     let app = spawn_app().await;
     let (cookie, _) = app.sign_up("mia@example.com", PASSWORD).await;
     let disabled = json!({ "code": "EMAIL_DISABLED", "message": "Sending e-mail isn't enabled on this server" });
-    let resp = app
-        .post(
-            "/api/auth/request-password-reset",
-            json!({ "email": "mia@example.com" }),
-            None,
-        )
-        .await;
+    let resp = app.request_password_reset("mia@example.com").await;
     assert_eq!((resp.status, &resp.body), (503, &disabled));
     let resp = app
-        .post(
-            "/api/auth/send-verification-email",
-            json!({ "email": "mia@example.com" }),
-            Some(&cookie),
-        )
+        .send_verification_email("mia@example.com", Some(&cookie))
         .await;
     assert_eq!((resp.status, &resp.body), (503, &disabled));
     assert_eq!(app.count("auth.verification"), 0);
@@ -344,13 +335,7 @@ async fn parallel_resets_with_one_token_cost_one_hash() {
     let token = issue(&app, Purpose::Reset, &id);
     let body = json!({ "newPassword": "brand-new-pass-1", "token": token });
     let posts = (0..60).map(|_| app.post("/api/auth/reset-password", body.clone(), None));
-    let answers = futures_util::future::join_all(posts).await;
-    let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 200).count(),
-        1,
-        "{statuses:?}"
-    );
+    let (answers, statuses) = only_one_succeeds(posts).await;
     assert!(
         answers
             .iter()

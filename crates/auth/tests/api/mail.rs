@@ -126,13 +126,7 @@ async fn unknown_addresses_get_the_same_answer_in_the_same_time() {
             ("nobody@example.com", &mut unknown),
         ] {
             let start = Instant::now();
-            let resp = app
-                .post(
-                    "/api/auth/request-password-reset",
-                    json!({ "email": email }),
-                    None,
-                )
-                .await;
+            let resp = app.request_password_reset(email).await;
             times.push(start.elapsed());
             assert_eq!(resp.status, 200, "{i} {email}: {}", resp.text);
             bodies.push(resp.body);
@@ -207,11 +201,7 @@ async fn verification_mail_marks_the_address_verified() {
     let (app, smtp) = with_mail(&[]).await;
     let (cookie, _) = app.sign_up("vito@example.com", PASSWORD).await;
     let mismatch = app
-        .post(
-            "/api/auth/send-verification-email",
-            json!({ "email": "else@example.com" }),
-            Some(&cookie),
-        )
+        .send_verification_email("else@example.com", Some(&cookie))
         .await;
     assert_eq!(
         (mismatch.status, &mismatch.body),
@@ -244,11 +234,7 @@ async fn verification_mail_marks_the_address_verified() {
         Some("/plan?error=INVALID_TOKEN")
     );
     let verified = app
-        .post(
-            "/api/auth/send-verification-email",
-            json!({ "email": "vito@example.com" }),
-            Some(&cookie),
-        )
+        .send_verification_email("vito@example.com", Some(&cookie))
         .await;
     assert_eq!(
         verified.body,
@@ -258,13 +244,7 @@ async fn verification_mail_marks_the_address_verified() {
     // mail only for the last.
     app.sign_up("una@example.com", PASSWORD).await;
     for email in ["vito@example.com", "ghost@example.com", "una@example.com"] {
-        let resp = app
-            .post(
-                "/api/auth/send-verification-email",
-                json!({ "email": email }),
-                None,
-            )
-            .await;
+        let resp = app.send_verification_email(email, None).await;
         assert_eq!(
             (resp.status, &resp.body),
             (200, &json!({ "status": true })),

@@ -329,10 +329,7 @@ async fn change_password_is_rate_limited() {
 async fn list_and_unlink_accounts() {
     let app = spawn_app().await;
     let (cookie, signed_up) = app.sign_up("ugo@example.com", PASSWORD).await;
-    let user_id = signed_up.body["user"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let user_id = signed_up.user_id();
 
     let resp = app.get("/api/auth/list-accounts", Some(&cookie)).await;
     assert_eq!(resp.status, 200, "{}", resp.text);
@@ -413,12 +410,7 @@ async fn a_nul_in_a_form_field_is_a_400_not_a_database_error() {
             .body("image=https%3A%2F%2Fimg.example.com%2Fa%00b"),
     )
     .await;
-    assert_eq!(
-        resp.status_and_code(),
-        (400, Some("VALIDATION_ERROR")),
-        "{}",
-        resp.text
-    );
+    resp.assert_refused(400, "VALIDATION_ERROR");
 }
 
 /// A browser's push subscription belongs to the session that registered it: once that session

@@ -31,12 +31,7 @@ async fn google_flow(app: &TestApp, callback_url: Option<&str>) -> Resp {
         url.contains("code_challenge_method=S256") && url.contains("state="),
         "{url}"
     );
-    let state_cookie = start
-        .set_cookies()
-        .into_iter()
-        .find(|c| c.starts_with("digiuno.oauth_state="))
-        .and_then(|c| c.split(';').next().map(str::to_owned))
-        .expect("state cookie");
+    let state_cookie = state_cookie_of(&start);
     let at_provider = get(&app.http, url, None).await;
     assert_eq!(at_provider.status, 302, "{}", at_provider.text);
     let back = at_provider.header("location").expect("redirect back");
@@ -60,6 +55,28 @@ fn assert_not_linked(app: &TestApp, done: &Resp) {
     assert_eq!(app.count("auth.session"), 1, "only the sign-up's");
 }
 
+/// Signs `email` up with a password, then signs in with Google as `google`: asserts that the
+/// Google sign-in is refused and links nothing.
+async fn refused_as_not_linked(email: &str, google: Identity) -> TestApp {
+    let fake = FakeOAuth::start().await;
+    let app = spawn_with(&fake.env()).await;
+    app.sign_up(email, "squatter-password").await;
+    fake.sign_in_as(google);
+    let done = google_flow(&app, None).await;
+    assert_not_linked(&app, &done);
+    app
+}
+
+/// `name=value` of the cookie that binds a started Google sign-in to this browser.
+fn state_cookie_of(start: &Resp) -> String {
+    start
+        .set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with("digiuno.oauth_state="))
+        .and_then(|c| c.split(';').next().map(str::to_owned))
+        .expect("state cookie")
+}
+
 fn session_cookie_of(resp: &Resp) -> String {
     resp.session_cookie()
         .expect("session cookie set by the callback")
@@ -70,13 +87,7 @@ async fn without_credentials_google_does_not_exist() {
     let app = spawn_app().await;
     let providers = app.get("/api/auth/providers", None).await;
     assert_eq!(providers.body, json!({ "providers": [] }));
-    let social = app
-        .post(
-            "/api/auth/sign-in/social",
-            json!({ "provider": "google" }),
-            None,
-        )
-        .await;
+    let social = app.sign_in_social("google").await;
     assert_eq!(social.status_and_code(), (404, Some("PROVIDER_NOT_FOUND")));
     let callback = app
         .get("/api/auth/callback/google?code=x&state=y", None)
@@ -96,13 +107,7 @@ async fn new_google_user_is_created_and_signed_in() {
         app.get("/api/auth/providers", None).await.body,
         json!({ "providers": ["google"] })
     );
-    let other = app
-        .post(
-            "/api/auth/sign-in/social",
-            json!({ "provider": "github" }),
-            None,
-        )
-        .await;
+    let other = app.sign_in_social("github").await;
     assert_eq!(other.status, 404);
 
     fake.sign_in_as(identity("google-sub-1", "New.Person@Gmail.com", true));
@@ -148,12 +153,11 @@ async fn google_never_links_into_an_account_that_has_a_password() {
 
 #[tokio::test]
 async fn unverified_google_address_does_not_take_over_an_account() {
-    let fake = FakeOAuth::start().await;
-    let app = spawn_with(&fake.env()).await;
-    app.sign_up("victim@example.com", "password-123").await;
-    fake.sign_in_as(identity("attacker", "victim@example.com", false));
-    let done = google_flow(&app, None).await;
-    assert_not_linked(&app, &done);
+    refused_as_not_linked(
+        "victim@example.com",
+        identity("attacker", "victim@example.com", false),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -161,12 +165,11 @@ async fn google_never_links_to_a_user_whose_address_is_unverified() {
     // Someone registered the address with a password and never confirmed it; its owner now
     // signs in with Google, which vouches for the address. Linking would let the first
     // registrant into the owner's account with their password.
-    let fake = FakeOAuth::start().await;
-    let app = spawn_with(&fake.env()).await;
-    app.sign_up("owner@example.com", "squatter-password").await;
-    fake.sign_in_as(identity("owner-sub", "owner@example.com", true));
-    let done = google_flow(&app, None).await;
-    assert_not_linked(&app, &done);
+    let app = refused_as_not_linked(
+        "owner@example.com",
+        identity("owner-sub", "owner@example.com", true),
+    )
+    .await;
     assert_eq!(
         app.scalar("SELECT email_verified::text AS v FROM auth.\"user\"")
             .as_deref(),
@@ -180,13 +183,7 @@ async fn a_callback_without_the_browsers_state_cookie_fails() {
     let fake = FakeOAuth::start().await;
     let app = spawn_with(&fake.env()).await;
     fake.sign_in_as(identity("sub-3", "c@example.com", true));
-    let start = app
-        .post(
-            "/api/auth/sign-in/social",
-            json!({ "provider": "google" }),
-            None,
-        )
-        .await;
+    let start = app.sign_in_social("google").await;
     let at_provider = get(&app.http, start.body["url"].as_str().expect("url"), None).await;
     let back = url::Url::parse(&at_provider.header("location").expect("location")).expect("url");
     let path = format!("{}?{}", back.path(), back.query().unwrap_or_default());
@@ -218,12 +215,7 @@ async fn a_state_works_once() {
     let mut body = json!({ "provider": "google" });
     body["callbackURL"] = json!("/x");
     let start = app.post("/api/auth/sign-in/social", body, None).await;
-    let state_cookie = start
-        .set_cookies()
-        .into_iter()
-        .find(|c| c.starts_with("digiuno.oauth_state="))
-        .and_then(|c| c.split(';').next().map(str::to_owned))
-        .expect("state cookie");
+    let state_cookie = state_cookie_of(&start);
     let at_provider = get(&app.http, start.body["url"].as_str().expect("url"), None).await;
     let back = url::Url::parse(&at_provider.header("location").expect("location")).expect("url");
     let path = format!("{}?{}", back.path(), back.query().unwrap_or_default());

@@ -14,16 +14,13 @@ const REGISTER_OPTIONS: &str = "/api/auth/passkey/generate-register-options";
 const SIGN_IN_OPTIONS: &str = "/api/auth/passkey/generate-authenticate-options";
 const REGISTER: &str = "/api/auth/passkey/verify-registration";
 const SIGN_IN: &str = "/api/auth/passkey/verify-authentication";
+const UPDATE: &str = "/api/auth/passkey/update-passkey";
+const DELETE: &str = "/api/auth/passkey/delete-passkey";
 
-/// Asserts that `resp` is the refusal `status` with `code`.
-#[track_caller]
-fn refused(resp: &Resp, status: u16, code: &str) {
-    assert_eq!(
-        resp.status_and_code(),
-        (status, Some(code)),
-        "{}",
-        resp.text
-    );
+/// Renames the passkey `id` of the user signed in with `cookie`.
+async fn rename(app: &TestApp, cookie: &str, id: &str, name: &str) -> Resp {
+    let change = json!({ "id": id, "name": name });
+    app.post(UPDATE, change, Some(cookie)).await
 }
 
 /// `name=value` of the challenge cookie a response set.
@@ -60,7 +57,7 @@ fn user_id(app: &TestApp, email: &str) -> String {
 async fn registration_options_need_a_fresh_session_and_name_the_relying_party() {
     let app = spawn_app().await;
     let signed_out = app.get(REGISTER_OPTIONS, None).await;
-    refused(&signed_out, 401, "UNAUTHORIZED");
+    signed_out.assert_refused(401, "UNAUTHORIZED");
 
     let (cookie, _) = app.sign_up("pk@example.com", PASSWORD).await;
     let options = app
@@ -98,14 +95,8 @@ async fn registration_options_need_a_fresh_session_and_name_the_relying_party() 
     // A day-old session with no recent proof: stale, as for delete-user and the export.
     app.sql("UPDATE auth.session SET created_at = now() - interval '2 days'");
     let stale = app.get(REGISTER_OPTIONS, Some(&cookie)).await;
-    refused(&stale, 403, "SESSION_NOT_FRESH");
-    let confirmed = app
-        .post(
-            "/api/auth/confirm-password",
-            json!({ "password": PASSWORD }),
-            Some(&cookie),
-        )
-        .await;
+    stale.assert_refused(403, "SESSION_NOT_FRESH");
+    let confirmed = app.confirm_password(PASSWORD, Some(&cookie)).await;
     assert_eq!(confirmed.status, 200, "{}", confirmed.text);
     let again = app.get(REGISTER_OPTIONS, Some(&cookie)).await;
     assert_eq!(again.status, 200, "a password check makes it fresh");
@@ -115,7 +106,7 @@ async fn registration_options_need_a_fresh_session_and_name_the_relying_party() 
         "x".repeat(101)
     );
     let too_long = app.get(&long, Some(&cookie)).await;
-    refused(&too_long, 400, "VALIDATION_ERROR");
+    too_long.assert_refused(400, "VALIDATION_ERROR");
 }
 
 #[tokio::test]
@@ -124,14 +115,14 @@ async fn a_challenge_is_answered_once_and_a_bad_answer_is_a_4xx() {
     let (cookie, _) = app.sign_up("once@example.com", PASSWORD).await;
 
     let none = app.post(REGISTER, bogus(), Some(&cookie)).await;
-    refused(&none, 400, "CHALLENGE_NOT_FOUND");
+    none.assert_refused(400, "CHALLENGE_NOT_FOUND");
 
     let options = app.get(REGISTER_OPTIONS, Some(&cookie)).await;
     let both = format!("{cookie}; {}", challenge(&options));
     let garbage = app.post(REGISTER, bogus(), Some(&both)).await;
-    refused(&garbage, 400, "FAILED_TO_VERIFY_REGISTRATION");
+    garbage.assert_refused(400, "FAILED_TO_VERIFY_REGISTRATION");
     let replay = app.post(REGISTER, bogus(), Some(&both)).await;
-    refused(&replay, 400, "CHALLENGE_NOT_FOUND");
+    replay.assert_refused(400, "CHALLENGE_NOT_FOUND");
     assert_eq!(app.count("auth.passkey"), 0);
 
     // A sign-in ceremony's state does not answer a registration, nor the reverse.
@@ -141,14 +132,14 @@ async fn a_challenge_is_answered_once_and_a_bad_answer_is_a_4xx() {
     assert_eq!(sign_in.body["rpId"], "localhost");
     let mixed = format!("{cookie}; {}", challenge(&sign_in));
     let wrong_kind = app.post(REGISTER, bogus(), Some(&mixed)).await;
-    refused(&wrong_kind, 400, "CHALLENGE_NOT_FOUND");
+    wrong_kind.assert_refused(400, "CHALLENGE_NOT_FOUND");
 
     let sign_in = app.get(SIGN_IN_OPTIONS, None).await;
     let jar = challenge(&sign_in);
     let unknown = app.post(SIGN_IN, bogus(), Some(&jar)).await;
-    refused(&unknown, 401, "PASSKEY_NOT_FOUND");
+    unknown.assert_refused(401, "PASSKEY_NOT_FOUND");
     let spent = app.post(SIGN_IN, bogus(), Some(&jar)).await;
-    refused(&spent, 400, "CHALLENGE_NOT_FOUND");
+    spent.assert_refused(400, "CHALLENGE_NOT_FOUND");
 
     // A known credential with an answer that is not WebAuthn: refused, nothing signed in.
     stored(&app, "pk1", &user_id(&app, "once@example.com"));
@@ -157,7 +148,7 @@ async fn a_challenge_is_answered_once_and_a_bad_answer_is_a_4xx() {
     let mut forged = bogus();
     forged["response"]["id"] = json!("cred-pk1");
     let forged = app.post(SIGN_IN, forged, Some(&challenge(&sign_in))).await;
-    refused(&forged, 400, "AUTHENTICATION_FAILED");
+    forged.assert_refused(400, "AUTHENTICATION_FAILED");
     assert!(forged.session_cookie().is_none());
     assert_eq!(app.count("auth.session"), sessions);
 }
@@ -192,34 +183,16 @@ async fn passkeys_are_listed_renamed_and_removed_by_their_owner_only() {
         json!(["internal"])
     );
 
-    let renamed = app
-        .post(
-            "/api/auth/passkey/update-passkey",
-            json!({ "id": "pk-ann", "name": "  Telefono  " }),
-            Some(&ann),
-        )
-        .await;
+    let renamed = rename(&app, &ann, "pk-ann", "  Telefono  ").await;
     assert_eq!(renamed.status, 200, "{}", renamed.text);
     assert_eq!(renamed.body["passkey"]["name"], "Telefono");
-    let blank = app
-        .post(
-            "/api/auth/passkey/update-passkey",
-            json!({ "id": "pk-ann", "name": "   " }),
-            Some(&ann),
-        )
-        .await;
-    refused(&blank, 400, "VALIDATION_ERROR");
+    let blank = rename(&app, &ann, "pk-ann", "   ").await;
+    blank.assert_refused(400, "VALIDATION_ERROR");
 
     // Someone else's passkey is as unknown as one that does not exist.
     for (path, body) in [
-        (
-            "/api/auth/passkey/update-passkey",
-            json!({ "id": "pk-bob", "name": "mine" }),
-        ),
-        (
-            "/api/auth/passkey/delete-passkey",
-            json!({ "id": "pk-bob" }),
-        ),
+        (UPDATE, json!({ "id": "pk-bob", "name": "mine" })),
+        (DELETE, json!({ "id": "pk-bob" })),
     ] {
         let theirs = app.post(path, body, Some(&ann)).await;
         assert_eq!(
@@ -234,11 +207,7 @@ async fn passkeys_are_listed_renamed_and_removed_by_their_owner_only() {
     );
 
     let deleted = app
-        .post(
-            "/api/auth/passkey/delete-passkey",
-            json!({ "id": "pk-ann" }),
-            Some(&ann),
-        )
+        .post(DELETE, json!({ "id": "pk-ann" }), Some(&ann))
         .await;
     deleted.assert_status_true();
     assert_eq!(app.count("auth.passkey"), 1, "bob's is still there");
@@ -246,7 +215,7 @@ async fn passkeys_are_listed_renamed_and_removed_by_their_owner_only() {
     assert_eq!(activity.body["items"][0]["kind"], "passkey_removed");
 
     let signed_out = app.get("/api/auth/passkey/list-user-passkeys", None).await;
-    refused(&signed_out, 401, "UNAUTHORIZED");
+    signed_out.assert_refused(401, "UNAUTHORIZED");
 }
 
 /// Each options answer leaves a row for five minutes: parallel requests from one address get
@@ -269,7 +238,7 @@ async fn sign_in_options_are_limited_per_address_under_parallel_requests() {
 async fn passkeys_are_off_where_the_base_url_is_an_ip_address() {
     let app = spawn_with(&[("AUTH_BASE_URL".into(), "http://127.0.0.1:8080".into())]).await;
     let options = app.get(SIGN_IN_OPTIONS, None).await;
-    refused(&options, 400, "PASSKEYS_UNAVAILABLE");
+    options.assert_refused(400, "PASSKEYS_UNAVAILABLE");
 }
 
 /// The sign-in page offers passkeys where they work: the button (shown by the script once it

@@ -284,10 +284,7 @@ async fn sessions_per_person_are_bounded_and_the_oldest_goes_first() {
     let (cookie, signed_up) = app
         .sign_up("many-sessions@example.com", "password-123")
         .await;
-    let user_id = signed_up.body["user"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let user_id = signed_up.user_id();
     // 60 older sessions, as 60 sign-ins from other devices over the past days would leave.
     app.sql(&format!(
         "INSERT INTO auth.session (id, token, user_id, expires_at, created_at, updated_at)

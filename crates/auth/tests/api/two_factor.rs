@@ -5,12 +5,13 @@
 use serde_json::json;
 use totp_rs::TOTP;
 
-use crate::helpers::{Resp, TestApp, spawn_app};
+use crate::helpers::{Resp, TestApp, only_one_succeeds, spawn_app};
 
 const PASSWORD: &str = "correct horse battery staple";
 
 const CHALLENGE: &str = "digiuno.two_factor=";
 const TRUST: &str = "digiuno.trust_device=";
+const VERIFY_TOTP: &str = "/api/auth/two-factor/verify-totp";
 
 fn app_code(uri: &str) -> String {
     TOTP::from_url_unchecked(uri)
@@ -51,18 +52,18 @@ async fn enabled(app: &TestApp, email: &str) -> (String, String, Vec<String>) {
     assert_eq!(on.status, 200, "{}", on.text);
     let uri = on.body["totpURI"].as_str().expect("totpURI").to_owned();
     let codes: Vec<String> = serde_json::from_value(on.body["backupCodes"].clone()).unwrap();
-    let first = app
-        .post(
-            "/api/auth/two-factor/verify-totp",
-            json!({ "code": app_code(&uri) }),
-            Some(&cookie),
-        )
-        .await;
+    let first = confirm_totp(app, &uri, &cookie).await;
     assert_eq!(first.status, 200, "{}", first.text);
     let renewed = first
         .session_cookie()
         .expect("a session proven with two-factor");
     (renewed, uri, codes)
+}
+
+/// The set-up's last step: the authenticator app's current code for `uri`, from the session.
+async fn confirm_totp(app: &TestApp, uri: &str, cookie: &str) -> Resp {
+    let code = json!({ "code": app_code(uri) });
+    app.post(VERIFY_TOTP, code, Some(cookie)).await
 }
 
 /// A form of the pages posted from the site, with `cookie`.
@@ -222,13 +223,7 @@ async fn parallel_uses_of_one_backup_code_sign_in_once() {
     let tries = challenges
         .iter()
         .map(|c| verify(&app, "verify-backup-code", &codes[3], c, false));
-    let answers = futures_util::future::join_all(tries).await;
-    let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 200).count(),
-        1,
-        "{statuses:?}"
-    );
+    let (_, statuses) = only_one_succeeds(tries).await;
     assert_eq!(
         statuses.iter().filter(|s| **s == 401).count(),
         5,
@@ -304,13 +299,7 @@ async fn set_up_rules_and_turning_it_off() {
         false
     );
     let uri = begun.body["totpURI"].as_str().unwrap().to_owned();
-    let first = app
-        .post(
-            "/api/auth/two-factor/verify-totp",
-            json!({ "code": app_code(&uri) }),
-            Some(&cookie),
-        )
-        .await;
+    let first = confirm_totp(&app, &uri, &cookie).await;
     let cookie = first.session_cookie().expect("renewed");
     let twice = with_password(&app, "enable", Some(&cookie)).await;
     assert_eq!(twice.status_and_code(), (400, Some("TOTP_ALREADY_ENABLED")));
@@ -356,13 +345,7 @@ async fn the_pages_form_signs_in_with_a_code() {
     );
     let post = async |code: &str| {
         let fields = [("code", code), ("callbackURL", "/plan")];
-        form_post(
-            &app,
-            "/api/auth/two-factor/verify-totp",
-            Some(&challenge),
-            &fields,
-        )
-        .await
+        form_post(&app, VERIFY_TOTP, Some(&challenge), &fields).await
     };
     let wrong = post(&wrong_code(&uri)).await;
     assert_eq!(wrong.status, 303);
@@ -448,13 +431,7 @@ async fn a_limited_form_try_goes_back_to_the_page() {
     let challenge = challenged(&app, "limited@example.com", None).await;
     let form = async |code: &str| {
         let fields = [("code", code)];
-        form_post(
-            &app,
-            "/api/auth/two-factor/verify-totp",
-            Some(&challenge),
-            &fields,
-        )
-        .await
+        form_post(&app, VERIFY_TOTP, Some(&challenge), &fields).await
     };
     // The set-up's code was the first try of the window; this is the second, the third is over.
     assert_eq!(form(&wrong_code(&uri)).await.status, 303);
