@@ -1,10 +1,8 @@
 //! Settings of the auth service, read from the environment and checked before anything binds.
 
-use std::net::SocketAddr;
-
 use ipnet::IpNet;
 use mailer::SmtpSettings;
-use service_kit::{ConfigError, Env, Secret};
+use service_kit::{ConfigError, Env, Secret, ServerSettings};
 use session::AuthSettings;
 use url::Url;
 
@@ -38,11 +36,7 @@ pub const DEFAULT_GOOGLE_USERINFO_URL: &str = "https://openidconnect.googleapis.
 
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub listen_addr: SocketAddr,
-    pub database_url: Secret,
-    pub pool_size: u32,
-    /// Slow-client and connection limits of the HTTP server.
-    pub http: service_kit::http::Limits,
+    pub server: ServerSettings,
     pub auth: AuthSettings,
     /// Present only when both Google variables are set; otherwise the provider does not exist.
     pub google: Option<GoogleSettings>,
@@ -111,10 +105,12 @@ pub struct GoogleSettings {
 impl Settings {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
         Ok(Self {
-            listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
-            database_url: database_url(env)?,
-            pool_size: env.pool_size()?,
-            http: service_kit::http::Limits::from_env(env)?,
+            server: ServerSettings::from_env(
+                env,
+                DEFAULT_LISTEN_ADDR,
+                database_url,
+                service_kit::http::Limits::default(),
+            )?,
             auth: AuthSettings::from_env(env)?,
             google: google(env)?,
             trusted_proxies: env.ip_networks(TRUSTED_PROXIES)?,
@@ -217,8 +213,8 @@ mod tests {
     #[test]
     fn defaults() {
         let s = with(&[]).expect("valid");
-        assert_eq!(s.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
-        assert_eq!(s.pool_size, 10);
+        assert_eq!(s.server.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
+        assert_eq!(s.server.pool_size, 10);
         assert!(s.google.is_none());
         assert!(s.trusted_proxies.is_empty());
     }

@@ -32,7 +32,7 @@ service_kit::service!(Application, settings: crate::settings, document: crate::o
     migrate: |url| pg_store::connect_and_migrate(url, DATABASE_WAIT));
 
 impl Application {
-    /// Migrates the database, binds `settings.listen_addr` and prepares the server.
+    /// Migrates the database, binds `settings.server.listen_addr` and prepares the server.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         Self::build_with(settings, mailer::Options::default()).await
     }
@@ -40,18 +40,18 @@ impl Application {
     /// The same, with the e-mail sender's timings `mail` (tests shorten them).
     pub async fn build_with(settings: Settings, mail: mailer::Options) -> anyhow::Result<Self> {
         let pool =
-            pg_store::start(&settings.database_url, settings.pool_size, DATABASE_WAIT).await?;
+            pg_store::start(&settings.server.database_url, settings.server.pool_size, DATABASE_WAIT).await?;
         let decoy_hash: Arc<str> = tokio::task::spawn_blocking(password::decoy).await?.into();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
         let hashes = password::HashPool::start(settings.hash_concurrency as usize)?;
-        let listener = TcpListener::bind(settings.listen_addr)?;
+        let listener = TcpListener::bind(settings.server.listen_addr)?;
         let port = listener.local_addr()?.port();
         let limits = service_kit::http::Limits {
-            blocking_threads: Some(settings.pool_size as usize),
-            ..settings.http
+            blocking_threads: Some(settings.server.pool_size as usize),
+            ..settings.server.http
         };
         let mailer = match &settings.smtp {
             Some(smtp) => Some(Mailer::start(PgOutbox { pool: pool.clone() }, smtp, mail)?),

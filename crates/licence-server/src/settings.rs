@@ -1,12 +1,11 @@
 //! Settings of licence-server, read from the environment and checked before anything binds.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 
 use ipnet::IpNet;
 use lettre::message::Mailbox;
-use service_kit::{ConfigError, Env, Secret};
+use service_kit::{ConfigError, Env, Secret, ServerSettings};
 use url::Url;
 
 use crate::lease::LeaseKey;
@@ -38,11 +37,7 @@ pub const MIN_WEBHOOK_SECRET_LEN: usize = 16;
 
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub listen_addr: SocketAddr,
-    pub database_url: Secret,
-    pub pool_size: u32,
-    /// Slow-client and connection limits of the HTTP server.
-    pub http: service_kit::http::Limits,
+    pub server: ServerSettings,
     pub public_base_url: Url,
     /// The key ring: the first key signs, all verify.
     pub jwt_keys: Vec<JwtKey>,
@@ -96,12 +91,13 @@ fn http_defaults() -> service_kit::http::Limits {
 
 impl Settings {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
-        let database_url = database_url(env)?;
         Ok(Self {
-            listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
-            http: service_kit::http::Limits::from_env_or(env, http_defaults())?,
-            database_url,
-            pool_size: env.pool_size()?,
+            server: ServerSettings::from_env(
+                env,
+                DEFAULT_LISTEN_ADDR,
+                database_url,
+                http_defaults(),
+            )?,
             public_base_url: env.http_url(PUBLIC_BASE_URL, "https://licences.example.com")?,
             jwt_keys: jwt_keys(env)?,
             download_signing_secret: env.secret(DOWNLOAD_SIGNING_SECRET, MIN_SIGNING_SECRET_LEN)?,
@@ -291,7 +287,7 @@ mod tests {
     #[test]
     fn valid_defaults() {
         let s = with(&[]).expect("valid");
-        assert_eq!(s.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
+        assert_eq!(s.server.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
         assert_eq!(s.jwt_keys.len(), 1);
         assert_eq!(s.variants.annual, 104);
         assert_eq!(s.mail_from.email.to_string(), "licences@example.com");
@@ -301,7 +297,8 @@ mod tests {
     #[test]
     fn one_worker_per_core_as_no_worker_waits_for_mariadb() {
         let cores = service_kit::http::cores().get();
-        let workers = |extra: &[(&str, &str)]| with(extra).expect("valid").http.workers.get();
+        let workers =
+            |extra: &[(&str, &str)]| with(extra).expect("valid").server.http.workers.get();
         assert_eq!(workers(&[]), cores);
         let socket = [("DATABASE_URL", "mysql://app:app@localhost/licensing")];
         assert_eq!(workers(&socket), cores, "whatever the URL");

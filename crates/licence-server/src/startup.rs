@@ -55,22 +55,22 @@ service_kit::service!(
 );
 
 impl Application {
-    /// Migrates the database, binds `settings.listen_addr` and prepares the server.
+    /// Migrates the database, binds `settings.server.listen_addr` and prepares the server.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         Self::build_with(settings, Options::default()).await
     }
 
     pub async fn build_with(settings: Settings, options: Options) -> anyhow::Result<Self> {
         // A URL this client cannot follow stops the start before anything is changed.
-        let opts = db::connect_options(&settings.database_url)?;
-        let url = settings.database_url.clone();
+        let opts = db::connect_options(&settings.server.database_url)?;
+        let url = settings.server.database_url.clone();
         let applied =
             tokio::task::spawn_blocking(move || db::connect_and_migrate(&url, DATABASE_WAIT))
                 .await??;
         if !applied.is_empty() {
             tracing::info!(?applied, "applied database migrations");
         }
-        let listener = TcpListener::bind(settings.listen_addr)?;
+        let listener = TcpListener::bind(settings.server.listen_addr)?;
         let port = listener.local_addr()?.port();
 
         // The sender's statements, `/ready` and the outbox's figures run off the workers, on a
@@ -91,10 +91,10 @@ impl Application {
             health: mailer.health(),
         });
 
-        let limits = settings.http;
+        let limits = settings.server.http;
         // Each worker has its own connections: a connection's socket is driven by the event loop
         // of the thread that opened it.
-        let per_worker = usize::try_from(settings.pool_size)
+        let per_worker = usize::try_from(settings.server.pool_size)
             .unwrap_or(1)
             .div_ceil(limits.workers.get());
         let state = AppState {

@@ -1,19 +1,13 @@
 //! Settings of nutrition-api, read from the environment and checked before anything binds.
 
-use std::net::SocketAddr;
-
-use service_kit::{ConfigError, Env, Secret};
+use service_kit::{ConfigError, Env, ServerSettings};
 use session::AuthSettings;
 
 pub const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:8082";
 
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub listen_addr: SocketAddr,
-    pub database_url: Secret,
-    pub pool_size: u32,
-    /// Slow-client and connection limits of the HTTP server.
-    pub http: service_kit::http::Limits,
+    pub server: ServerSettings,
     /// Must equal auth's, or no session will verify.
     pub auth: AuthSettings,
     /// VAPID keys (none: push is off) and the push endpoints a device may register.
@@ -23,10 +17,12 @@ pub struct Settings {
 impl Settings {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
         Ok(Self {
-            listen_addr: env.listen_addr(DEFAULT_LISTEN_ADDR)?,
-            database_url: database_url(env)?,
-            pool_size: env.pool_size()?,
-            http: service_kit::http::Limits::from_env(env)?,
+            server: ServerSettings::from_env(
+                env,
+                DEFAULT_LISTEN_ADDR,
+                database_url,
+                service_kit::http::Limits::default(),
+            )?,
             auth: AuthSettings::from_env(env)?,
             push: push::PushSettings::from_env(env)?,
         })
@@ -47,7 +43,7 @@ mod tests {
     #[test]
     fn defaults_have_push_off() {
         let s = with(&[]).expect("valid");
-        assert_eq!(s.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
+        assert_eq!(s.server.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
         assert!(s.push.vapid.is_none());
     }
 

@@ -37,9 +37,9 @@ service_kit::service!(Application, settings: crate::settings, document: crate::o
 
 impl Application {
     /// Migrates the database (synchronous diesel on a connection of its own, the only statements
-    /// not sent through [`Repo`]), binds `settings.listen_addr` and prepares the server.
+    /// not sent through [`Repo`]), binds `settings.server.listen_addr` and prepares the server.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let url = settings.database_url.clone();
+        let url = settings.server.database_url.clone();
         let applied =
             tokio::task::spawn_blocking(move || pg_store::connect_and_migrate(&url, DATABASE_WAIT))
                 .await??;
@@ -47,12 +47,12 @@ impl Application {
             tracing::info!(?applied, "applied database migrations");
         }
         // Refused before anything binds: there is no other way to the database at run time.
-        let target = Target::for_url(settings.database_url.expose()).map_err(|reason| {
+        let target = Target::for_url(settings.server.database_url.expose()).map_err(|reason| {
             anyhow::anyhow!(
                 "DATABASE_URL: nutrition-api's driver cannot follow it as libpq would: {reason}"
             )
         })?;
-        let listener = TcpListener::bind(settings.listen_addr)?;
+        let listener = TcpListener::bind(settings.server.listen_addr)?;
         let port = listener.local_addr()?.port();
         let layer = SessionLayer::with_lookup(
             Arc::new(settings.auth.clone()),
@@ -79,9 +79,9 @@ impl Application {
                 None
             }
         };
-        let limits = settings.http;
+        let limits = settings.server.http;
         // DATABASE_POOL_SIZE is the process's: each worker has its share.
-        let per_worker = (settings.pool_size as usize).div_ceil(limits.workers.get());
+        let per_worker = (settings.server.pool_size as usize).div_ceil(limits.workers.get());
         let docs = service_kit::openapi::Docs::new(&crate::openapi::document());
         let test_pushes = Arc::new(TestPushes::new(TEST_PUSH_SENDS));
         let state = AppState {

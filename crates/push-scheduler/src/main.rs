@@ -87,8 +87,8 @@ async fn fire(env: &Env, job: &str, at: Option<&str>, wait: u64) -> ExitCode {
     };
     let outcome = async {
         let pool = pg_store::start(
-            &settings.database_url,
-            settings.pool_size,
+            &settings.server.database_url,
+            settings.server.pool_size,
             push_scheduler::startup::DATABASE_WAIT,
         )
         .await?;

@@ -28,7 +28,7 @@ pub fn scheduler(
     )?;
     // Each sender holds a pooled connection; leave two for the sends that outlast their batch
     // (the keeper's, `deliver::Keeper`) and two for runs and the probe.
-    let workers = usize::try_from(settings.pool_size.saturating_sub(4).max(1)).unwrap_or(1);
+    let workers = usize::try_from(settings.server.pool_size.saturating_sub(4).max(1)).unwrap_or(1);
     Ok(Some(crate::Scheduler::new(pool.clone(), sender, workers)))
 }
 
@@ -61,10 +61,10 @@ service_kit::service!(
 );
 
 impl Application {
-    /// Migrates the database, binds `settings.listen_addr` and prepares the server.
+    /// Migrates the database, binds `settings.server.listen_addr` and prepares the server.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let pool =
-            pg_store::start(&settings.database_url, settings.pool_size, DATABASE_WAIT).await?;
+            pg_store::start(&settings.server.database_url, settings.server.pool_size, DATABASE_WAIT).await?;
         let scheduler = match scheduler(&settings, &pool)? {
             Some(s) => {
                 let shutdown = s.shutdown();
@@ -75,9 +75,9 @@ impl Application {
                 None
             }
         };
-        let listener = TcpListener::bind(settings.listen_addr)?;
+        let listener = TcpListener::bind(settings.server.listen_addr)?;
         let port = listener.local_addr()?.port();
-        let limits = settings.http;
+        let limits = settings.server.http;
         let state = AppState {
             settings: Arc::new(settings),
             pool: pool.clone(),

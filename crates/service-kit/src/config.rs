@@ -310,6 +310,35 @@ impl Env {
     }
 }
 
+/// The settings every service's `serve` has besides its own: where it listens, its database,
+/// the size of its pool and the HTTP server's limits.
+#[derive(Debug, Clone)]
+pub struct ServerSettings {
+    pub listen_addr: SocketAddr,
+    pub database_url: Secret,
+    pub pool_size: u32,
+    /// Slow-client and connection limits of the HTTP server.
+    pub http: crate::http::Limits,
+}
+
+impl ServerSettings {
+    /// Reads them with the service's default address, its rule for DATABASE_URL and its defaults
+    /// for the HTTP limits the environment leaves unset.
+    pub fn from_env(
+        env: &Env,
+        default_listen_addr: &str,
+        database_url: fn(&Env) -> Result<Secret, ConfigError>,
+        http_defaults: crate::http::Limits,
+    ) -> Result<Self, ConfigError> {
+        Ok(Self {
+            listen_addr: env.listen_addr(default_listen_addr)?,
+            database_url: database_url(env)?,
+            pool_size: env.pool_size()?,
+            http: crate::http::Limits::from_env_or(env, http_defaults)?,
+        })
+    }
+}
+
 pub const LISTEN_ADDR: &str = "LISTEN_ADDR";
 pub const DATABASE_URL: &str = "DATABASE_URL";
 pub const DATABASE_POOL_SIZE: &str = "DATABASE_POOL_SIZE";

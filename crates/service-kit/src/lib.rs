@@ -16,4 +16,4 @@ pub mod probe;
 pub mod telemetry;
 pub mod time;
 
-pub use config::{ConfigError, Env, Secret};
+pub use config::{ConfigError, Env, Secret, ServerSettings};
