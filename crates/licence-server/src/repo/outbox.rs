@@ -186,6 +186,7 @@ fn naive(t: DateTime<Utc>) -> NaiveDateTime {
 }
 
 /// How a sender lets go of a row it leased, and from when.
+#[derive(Debug, Clone, Copy)]
 enum Outcome {
     /// Sent at that moment.
     Sent(NaiveDateTime),
