@@ -29,10 +29,17 @@ fn admin(app: &TestApp, args: &[&str]) -> (bool, Value, String) {
     )
 }
 
+/// Runs an admin subcommand that must succeed; what it printed.
+fn admin_ok(app: &TestApp, args: &[&str]) -> Value {
+    let (ok, printed, err) = admin(app, args);
+    assert!(ok, "{args:?}: {err}");
+    printed
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operators_manage_licences_from_the_command_line() {
     let app = spawn_app().await;
-    let (ok, created, err) = admin(
+    let created = admin_ok(
         &app,
         &[
             "create",
@@ -44,7 +51,6 @@ async fn operators_manage_licences_from_the_command_line() {
             "premium",
         ],
     );
-    assert!(ok, "{err}");
     let key = created["key"].as_str().expect("key").to_owned();
     assert_eq!(created["plan"], "premium");
     assert_eq!(created["status"], "active");
@@ -58,8 +64,7 @@ async fn operators_manage_licences_from_the_command_line() {
 
     assert_eq!(app.activate(&key, "office-pc").await.0, 200);
     assert_eq!(app.activate(&key, "home-pc").await.0, 200);
-    let (ok, shown, err) = admin(&app, &["show", &key.to_lowercase()]);
-    assert!(ok, "{err}");
+    let shown = admin_ok(&app, &["show", &key.to_lowercase()]);
     let mut instances: Vec<&str> = shown["activations"]
         .as_array()
         .expect("activations")
@@ -71,8 +76,7 @@ async fn operators_manage_licences_from_the_command_line() {
     assert_eq!(instances, ["home-pc", "office-pc"]);
     assert!(shown["emails"][0]["sentAt"].is_string(), "{shown}");
 
-    let (ok, released, err) = admin(&app, &["release", &key, "office-pc"]);
-    assert!(ok, "{err}");
+    let released = admin_ok(&app, &["release", &key, "office-pc"]);
     assert_eq!(released["activations"].as_array().map(Vec::len), Some(1));
     let (s, b) = app.validate(&key, "office-pc").await;
     assert_error(s, &b, 403, "INSTANCE_NOT_ACTIVE");
@@ -84,21 +88,18 @@ async fn operators_manage_licences_from_the_command_line() {
     let (ok, _, err) = admin(&app, &["release", &key, "office-pc"]);
     assert!(!ok && err.contains("office-pc"), "{err}");
 
-    let (ok, disabled, err) = admin(&app, &["disable", &key]);
-    assert!(ok, "{err}");
+    let disabled = admin_ok(&app, &["disable", &key]);
     assert!(disabled["disabledAt"].is_string());
     assert_eq!(disabled["hasAccess"], false);
     let (s, b) = app.activate(&key, "home-pc").await;
     assert_error(s, &b, 403, "LICENSE_INACTIVE");
     assert_eq!(b["valid"], false);
 
-    let (ok, enabled, err) = admin(&app, &["enable", &key]);
-    assert!(ok, "{err}");
+    let enabled = admin_ok(&app, &["enable", &key]);
     assert_eq!(enabled["disabledAt"], Value::Null);
     assert_eq!(app.activate(&key, "home-pc").await.0, 200);
 
-    let (ok, _, err) = admin(&app, &["resend-email", &key]);
-    assert!(ok, "{err}");
+    admin_ok(&app, &["resend-email", &key]);
     let mails = app.smtp.wait_for(2, Duration::from_secs(10)).await;
     assert_eq!(mails.len(), 2, "the e-mail went out again");
 
@@ -120,7 +121,7 @@ async fn operators_manage_licences_from_the_command_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refunded_licence_can_be_enabled_again_and_annual_lasts_a_year() {
     let app = spawn_app().await;
-    let (ok, created, err) = admin(
+    let created = admin_ok(
         &app,
         &[
             "create",
@@ -131,7 +132,6 @@ async fn a_refunded_licence_can_be_enabled_again_and_annual_lasts_a_year() {
             "--no-email",
         ],
     );
-    assert!(ok, "{err}");
     assert_eq!(created["emails"], json!([]));
     let expires =
         chrono::DateTime::parse_from_rfc3339(created["expiresAt"].as_str().expect("expiry"))
@@ -149,8 +149,7 @@ async fn a_refunded_licence_can_be_enabled_again_and_annual_lasts_a_year() {
         .execute(&mut app.conn())
         .expect("refund");
     assert_eq!(app.activate(&key, "pc").await.0, 403);
-    let (ok, enabled, err) = admin(&app, &["enable", &key]);
-    assert!(ok, "{err}");
+    let enabled = admin_ok(&app, &["enable", &key]);
     assert_eq!(enabled["status"], "active");
     assert_eq!(app.activate(&key, "pc").await.0, 200);
 }
@@ -207,8 +206,7 @@ async fn a_buyer_is_exported_whole_and_erased_to_a_tombstone_with_the_licence_st
         .await;
     assert_eq!(status, 200);
 
-    let (ok, export, err) = admin(&app, &["export", "--email", "grace.hopper@EXAMPLE.com"]);
-    assert!(ok, "{err}");
+    let export = admin_ok(&app, &["export", "--email", "grace.hopper@EXAMPLE.com"]);
     let tables = &export["tables"];
     assert_eq!(
         tables["licence"].as_array().map(Vec::len),
@@ -229,8 +227,7 @@ async fn a_buyer_is_exported_whole_and_erased_to_a_tombstone_with_the_licence_st
 
     let before = dump(&app);
     assert!(before.contains("Grace Hopper") && before.contains("Grace.Hopper@example.com"));
-    let (ok, erased, err) = admin(&app, &["erase", "--email", "grace.hopper@example.com"]);
-    assert!(ok, "{err}");
+    let erased = admin_ok(&app, &["erase", "--email", "grace.hopper@example.com"]);
     assert_eq!(erased["erasedLicences"], 1);
     let after = dump(&app);
     for gone in ["Grace", "Hopper", "grace.hopper", "Grace.Hopper"] {
