@@ -195,31 +195,35 @@ mod tests {
         DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default()
     }
 
+    /// A token `ring` issues now for installation "inst" of licence "lic" on pro; its expiry.
+    fn issue(ring: &KeyRing) -> (String, DateTime<Utc>) {
+        ring.issue(&"lic".into(), "inst", "pro", now())
+            .expect("sign")
+    }
+
+    /// Why `ring` refuses `token` now.
+    fn refusal(ring: &KeyRing, token: &str) -> TokenError {
+        ring.verify(token, now()).expect_err("refused")
+    }
+
     const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
     #[test]
     fn first_key_signs_all_verify() {
         let old = KeyRing::new(&[key("k1", A)]);
-        let (token, exp) = old
-            .issue(&"lic".into(), "inst", "pro", now())
-            .expect("sign");
+        let (token, exp) = issue(&old);
         assert_eq!(exp, now() + TOKEN_LIFETIME);
         let rotated = KeyRing::new(&[key("k2", B), key("k1", A)]);
         let claims = rotated
             .verify(&token, now())
             .expect("old key still verifies");
         assert_eq!((claims.sub.as_str(), claims.iid.as_str()), ("lic", "inst"));
-        let (fresh, _) = rotated
-            .issue(&"lic".into(), "inst", "pro", now())
-            .expect("sign");
+        let (fresh, _) = issue(&rotated);
         let header = jsonwebtoken::decode_header(&fresh).expect("header");
         assert_eq!(header.kid.as_deref(), Some("k2"));
         let retired = KeyRing::new(&[key("k2", B)]);
-        assert!(matches!(
-            retired.verify(&token, now()),
-            Err(TokenError::UnknownKid)
-        ));
+        assert!(matches!(refusal(&retired, &token), TokenError::UnknownKid));
     }
 
     /// What this ring issues, a JWT library accepts, and the other way round; what it refuses
@@ -228,9 +232,7 @@ mod tests {
     fn tokens_agree_with_a_jwt_library() {
         use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
         let ring = KeyRing::new(&[key("k1", A)]);
-        let (ours, _) = ring
-            .issue(&"lic".into(), "inst", "pro", now())
-            .expect("sign");
+        let (ours, _) = issue(&ring);
         let mut validation = Validation::new(Algorithm::HS256);
         validation.validate_exp = false;
         let theirs_read = jsonwebtoken::decode::<Claims>(
@@ -257,33 +259,33 @@ mod tests {
         let theirs = signed(Algorithm::HS256, A);
         assert_eq!(ring.verify(&theirs, now()).expect("ours accepts"), claims);
         assert!(matches!(
-            ring.verify(&signed(Algorithm::HS384, A), now()),
-            Err(TokenError::Algorithm)
+            refusal(&ring, &signed(Algorithm::HS384, A)),
+            TokenError::Algorithm
         ));
         assert!(matches!(
-            ring.verify(&signed(Algorithm::HS256, B), now()),
-            Err(TokenError::Invalid)
+            refusal(&ring, &signed(Algorithm::HS256, B)),
+            TokenError::Invalid
         ));
         let parts: Vec<&str> = theirs.split('.').collect();
         let none = URL_SAFE_NO_PAD.encode(br#"{"alg":"none","kid":"k1"}"#);
         assert!(matches!(
-            ring.verify(&format!("{none}.{}.", parts[1]), now()),
-            Err(TokenError::Algorithm)
+            refusal(&ring, &format!("{none}.{}.", parts[1])),
+            TokenError::Algorithm
         ));
         let no_kid = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256"}"#);
         assert!(matches!(
-            ring.verify(&format!("{no_kid}.{}.{}", parts[1], parts[2]), now()),
-            Err(TokenError::UnknownKid)
+            refusal(&ring, &format!("{no_kid}.{}.{}", parts[1], parts[2])),
+            TokenError::UnknownKid
         ));
         let other_claims = URL_SAFE_NO_PAD
             .encode(br#"{"sub":"other","iid":"inst","plan":"pro","iat":1,"exp":9999999999}"#);
         assert!(matches!(
-            ring.verify(&format!("{}.{other_claims}.{}", parts[0], parts[2]), now()),
-            Err(TokenError::Invalid)
+            refusal(&ring, &format!("{}.{other_claims}.{}", parts[0], parts[2])),
+            TokenError::Invalid
         ));
         assert!(matches!(
-            ring.verify(&format!("{theirs}.x"), now()),
-            Err(TokenError::Malformed)
+            refusal(&ring, &format!("{theirs}.x")),
+            TokenError::Malformed
         ));
     }
 
@@ -293,9 +295,7 @@ mod tests {
     fn the_format_by_hand() {
         use aws_lc_rs::hmac;
         let ring = KeyRing::new(&[key("k1", A)]);
-        let (token, _) = ring
-            .issue(&"lic".into(), "inst", "pro", now())
-            .expect("sign");
+        let (token, _) = issue(&ring);
         let parts: Vec<&str> = token.split('.').collect();
         assert_eq!(parts.len(), 3);
         let header: serde_json::Value = segment(parts[0]).expect("header");
@@ -322,9 +322,7 @@ mod tests {
     #[test]
     fn expiry_and_tampering() {
         let ring = KeyRing::new(&[key("k1", A)]);
-        let (token, exp) = ring
-            .issue(&"lic".into(), "inst", "pro", now())
-            .expect("sign");
+        let (token, exp) = issue(&ring);
         assert!(
             ring.verify(&token, exp - chrono::Duration::seconds(1))
                 .is_ok()
@@ -332,12 +330,12 @@ mod tests {
         assert!(matches!(ring.verify(&token, exp), Err(TokenError::Expired)));
         let same_kid_other_secret = KeyRing::new(&[key("k1", B)]);
         assert!(matches!(
-            same_kid_other_secret.verify(&token, now()),
-            Err(TokenError::Invalid)
+            refusal(&same_kid_other_secret, &token),
+            TokenError::Invalid
         ));
         assert!(matches!(
-            ring.verify("not.a.token", now()),
-            Err(TokenError::Malformed)
+            refusal(&ring, "not.a.token"),
+            TokenError::Malformed
         ));
     }
 }
