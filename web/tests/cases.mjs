@@ -7,59 +7,18 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CHROMIUM, PHONE, runningFastShowsOffline, signUp as signUpAs, step, submitSignIn } from './browser.mjs';
+import { BASE, controlled, json, newPage, runCase, watch } from './one-case.mjs';
 
-const { BASE, CASE } = process.env;
-assert.ok(BASE && CASE, 'BASE and CASE are set');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const T = 15_000;
-
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-const problems = [];
 /** Browsers of their own (persistent profiles), closed whatever the outcome. */
 const closers = [];
-const step = (name) => console.log(`- ${name}`);
-
-async function newPage(options = {}) {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'it-IT', timezoneId: 'Europe/Rome', ...options });
-  const page = await context.newPage();
-  page.setDefaultTimeout(T);
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  return { context, page };
-}
 
 let people = 0;
 async function signUp(page, name = 'Anna Prova') {
   const email = `persona${++people}.${Date.now()}@example.com`;
-  await page.goto(`${BASE}/sign-up`);
-  await page.fill('#name', name);
-  await page.fill('#email', email);
-  await page.fill('#password', 'una-password-lunga');
-  await page.click('form.credentials button[type=submit]');
-  await page.waitForURL(`${BASE}/`);
+  await signUpAs(page, { name, email });
   await page.getByRole('heading', { level: 1, name: 'Oggi' }).waitFor();
   return email;
-}
-
-async function signIn(page, email) {
-  await page.fill('#email', email);
-  await page.fill('#password', 'una-password-lunga');
-  await page.click('form.credentials button[type=submit]');
-}
-
-const json = (page, path, method = 'GET', body) =>
-  page.evaluate(
-    async ([p, m, b]) => {
-      const res = await fetch(p, { method: m, headers: { 'Content-Type': 'application/json' }, body: b === undefined ? undefined : JSON.stringify(b) });
-      return { status: res.status, body: res.status === 204 ? null : await res.json() };
-    },
-    [path, method, body],
-  );
-
-/** Until the page is controlled by the service worker (the first load only registers it). */
-async function controlled(page) {
-  await page.evaluate(async () => navigator.serviceWorker.ready);
-  if (!(await page.evaluate(() => navigator.serviceWorker.controller !== null))) await page.reload();
-  await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
 }
 
 /** What the service worker keeps, to say why an offline page showed what it showed. */
@@ -83,17 +42,14 @@ const CASES = {
     const context = await chromium.launchPersistentContext(dir, {
       executablePath: CHROMIUM,
       args: ['--no-sandbox'],
-      viewport: { width: 390, height: 844 },
-      locale: 'it-IT',
-      timezoneId: 'Europe/Rome',
+      ...PHONE,
     });
     closers.push(async () => {
       await context.close();
       await rm(dir, { recursive: true, force: true });
     });
     const page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(T);
-    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    watch(page);
     await signUp(page);
     await context.grantPermissions(['notifications'], { origin: BASE });
     await page.goto(`${BASE}/settings`);
@@ -144,10 +100,7 @@ const CASES = {
     await page.reload();
     await page.getByRole('button', { name: 'Inizia il digiuno' }).click();
     await page.locator('#timer-title').waitFor();
-    await context.setOffline(true);
-    await page.reload();
-    await page.locator('#timer-title').waitFor();
-    await context.setOffline(false);
+    await runningFastShowsOffline(page);
 
     step('another person signing in on this browser never sees the first one’s cached data');
     await page.goto(`${BASE}/stats`);
@@ -187,7 +140,7 @@ const CASES = {
     step('another device closes every session of the account');
     const other = await newPage();
     await other.page.goto(`${BASE}/sign-in`);
-    await signIn(other.page, email);
+    await submitSignIn(other.page, email);
     await other.page.waitForURL(`${BASE}/`);
     const revoked = await other.page.evaluate(async () => (await fetch('/api/auth/revoke-sessions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status);
     assert.equal(revoked, 200);
@@ -195,7 +148,7 @@ const CASES = {
     step('saving lands on sign-in; after it the note is there with a line saying why');
     await page.getByRole('button', { name: 'Salva diario' }).click();
     await page.waitForURL(/\/sign-in/);
-    await signIn(page, email);
+    await submitSignIn(page, email);
     await page.waitForURL(`${BASE}/`);
     await page.getByText('La sessione è scaduta: abbiamo conservato la nota che stavi scrivendo.').waitFor();
     assert.equal(await page.getByLabel('Nota').inputValue(), 'Nota scritta prima della fine della sessione');
@@ -387,19 +340,4 @@ const CASES = {
   },
 };
 
-const run = CASES[CASE];
-assert.ok(run, `unknown CASE ${CASE}`);
-try {
-  await run();
-  assert.deepEqual(problems, [], 'no script errors in the app');
-  console.log(`case ${CASE}: passed`);
-} catch (e) {
-  const pages = browser.contexts().flatMap((c) => c.pages());
-  await pages[0]?.screenshot({ path: `/tmp/case-${CASE}.png`, fullPage: true }).catch(() => {});
-  console.error(e);
-  console.error(problems.join('\n'));
-  process.exitCode = 1;
-} finally {
-  for (const close of closers) await close().catch(() => {});
-  await browser.close();
-}
+await runCase('case', CASES, closers);

@@ -2,25 +2,18 @@
 // Rust test tests/web.rs, which passes BASE): sign-up, a fast with its diary, ending it with an
 // undo, history, stats, settings, a dinner that starts a fast and its undo, the pause, offline
 // and back, export, sign-out, deletion. Exits non-zero on the first failed step.
-import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
+import { phone, runningFastShowsOffline, signUp, step, submitSignIn } from './browser.mjs';
 
 const BASE = process.env.BASE;
 assert.ok(BASE, 'BASE is the stack address');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const T = 15_000;
 
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'it-IT', timezoneId: 'Europe/Rome' });
-const page = await context.newPage();
+const { browser, context, page } = await phone();
 const problems = [];
 page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
 page.on('console', (m) => {
   if (m.type() === 'error' && !/status of 40[14]/.test(m.text())) problems.push(`console: ${m.text()}`);
 });
-page.setDefaultTimeout(T);
-
-const step = (name) => console.log(`- ${name}`);
 
 try {
   step('the app sends a visitor without a session to the sign-in page');
@@ -28,12 +21,7 @@ try {
   await page.waitForURL(/\/sign-in\?callbackURL=/);
 
   step('sign up on /sign-up lands on / signed in');
-  await page.goto(`${BASE}/sign-up`);
-  await page.fill('#name', 'Giulia Web');
-  await page.fill('#email', 'giulia.web@example.com');
-  await page.fill('#password', 'una-password-lunga');
-  await page.click('form.credentials button[type=submit]');
-  await page.waitForURL(`${BASE}/`);
+  await signUp(page, { name: 'Giulia Web', email: 'giulia.web@example.com' });
   await page.getByRole('heading', { level: 1, name: 'Oggi' }).waitFor();
 
   step('start a 16:8 fast; the timer runs');
@@ -170,10 +158,7 @@ try {
   await page.evaluate(async () => navigator.serviceWorker.ready);
   await page.reload();
   await page.locator('#timer-title').waitFor();
-  await context.setOffline(true);
-  await page.reload();
-  await page.locator('#timer-title').waitFor();
-  await context.setOffline(false);
+  await runningFastShowsOffline(page);
 
   step('a fast ended online shows as ended offline, and after the connection returns');
   await page.reload();
@@ -206,9 +191,7 @@ try {
 
   step('deleting the account signs out for good');
   await page.goto(`${BASE}/sign-in`);
-  await page.fill('#email', 'giulia.web@example.com');
-  await page.fill('#password', 'una-password-lunga');
-  await page.click('form.credentials button[type=submit]');
+  await submitSignIn(page, 'giulia.web@example.com');
   await page.waitForURL(`${BASE}/`);
   await page.goto(`${BASE}/settings`);
   await page.fill('#del-password', 'una-password-lunga');

@@ -3,7 +3,7 @@
 // sign-in page; and a `?lang=en` chosen once on a page holds on the pages after it. In a real
 // Chromium through nginx, from the mailed link; started by tests/links.rs.
 import assert from 'node:assert/strict';
-import { BASE, newestMailTo, phone, step } from './journey.mjs';
+import { BASE, newestMailTo, phone, signUp, step, submitSignIn } from './journey.mjs';
 
 const { browser, page } = await phone();
 const email = 'reader.english@example.com';
@@ -12,12 +12,7 @@ const DESKTOP = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefo
 
 try {
   step('sign up in an Italian browser: the app speaks Italian');
-  await page.goto(`${BASE}/sign-up`);
-  await page.fill('#name', 'Reader');
-  await page.fill('#email', email);
-  await page.fill('#password', 'a-long-password');
-  await page.click('form.credentials button[type=submit]');
-  await page.waitForURL(`${BASE}/`);
+  await signUp(page, { name: 'Reader', email, password: 'a-long-password' });
   await page.getByRole('heading', { level: 1, name: 'Oggi' }).waitFor();
 
   step('switch to English in the settings');
@@ -28,9 +23,7 @@ try {
   step('a sign-in from another Italian browser is mailed in English');
   const other = await (await browser.newContext({ userAgent: DESKTOP, locale: 'it-IT' })).newPage();
   await other.goto(`${BASE}/sign-in`);
-  await other.fill('#email', email);
-  await other.fill('#password', 'a-long-password');
-  await other.click('form.credentials button[type=submit]');
+  await submitSignIn(other, email, 'a-long-password');
   await other.waitForURL(`${BASE}/`);
   const mail = await newestMailTo(email, 0);
   assert.match(mail.text, /someone has just signed in to your account/, mail.text);
@@ -55,9 +48,7 @@ try {
   assert.equal(await reader.evaluate(() => document.documentElement.lang), 'en');
 
   step('signed in again, the app is still English');
-  await reader.fill('#email', email);
-  await reader.fill('#password', 'a-brand-new-password');
-  await reader.click('form.credentials button[type=submit]');
+  await submitSignIn(reader, email, 'a-brand-new-password');
   await reader.waitForURL(`${BASE}/`);
   await reader.getByRole('heading', { level: 1, name: 'Today' }).waitFor();
 

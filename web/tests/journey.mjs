@@ -1,25 +1,13 @@
 // What the journeys through the stack's mail catcher share (started by tests/links.rs with BASE,
 // the stack's public address, and MAIL_CATCHER, the catcher's page and JSON): a phone-sized
-// Chromium and the mails as a person reads them.
-import { chromium } from 'playwright-core';
+// Chromium with the account forms (from browser.mjs) and the mails as a person reads them.
 import assert from 'node:assert/strict';
+
+export { phone, signOut, signUp, step, submitSignIn } from './browser.mjs';
 
 export const BASE = process.env.BASE;
 export const MAILS = process.env.MAIL_CATCHER;
 assert.ok(BASE && MAILS, 'BASE and MAIL_CATCHER are set');
-
-export const step = (name) => console.log(`- ${name}`);
-
-export async function phone() {
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox'],
-  });
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'it-IT', timezoneId: 'Europe/Rome' });
-  const page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  return { browser, context, page };
-}
 
 /** The newest mail to `address` once it has more than `before`: `{count, text}` (plain text). */
 export async function newestMailTo(address, before) {

@@ -1,21 +1,16 @@
 // Lighthouse (mobile preset, Debian's chromium) on /, /plan, /weight and /stats of the real stack,
 // signed in, with some weights recorded. Run by `cargo nextest run -p e2e --test web --run-ignored only lighthouse`; needs the
 // `lighthouse` CLI (LIGHTHOUSE, default `npx --yes lighthouse@12`). Prints one line per page.
-import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CHROMIUM, launch, signUp } from './browser.mjs';
 
 const { BASE } = process.env;
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+const browser = await launch();
 const page = await browser.newPage();
-await page.goto(`${BASE}/sign-up`);
-await page.fill('#name', 'Luca Faro');
-await page.fill('#email', 'luca.faro@example.com');
-await page.fill('#password', 'una-password-lunga');
-await page.click('form.credentials button[type=submit]');
-await page.waitForURL(`${BASE}/`);
+await signUp(page, { name: 'Luca Faro', email: 'luca.faro@example.com' });
 await page.evaluate(async () => {
   const day = (back) => new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Rome' }).format(Date.now() - back * 86_400_000);
   for (const [back, kg] of [[14, 81.2], [10, 80.9], [7, 80.4], [3, 80.1], [0, 79.8]]) {
@@ -34,7 +29,7 @@ for (const path of ['/', '/plan', '/weight', '/stats']) {
   execFileSync(cmd, [...pre, `${BASE}${path}`, '--quiet', '--output=json', `--output-path=${out}`,
     '--only-categories=performance,accessibility,best-practices',
     '--chrome-flags=--headless=new --no-sandbox', `--extra-headers=${JSON.stringify({ Cookie: cookie })}`],
-  { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, CHROME_PATH: process.env.CHROMIUM ?? '/usr/bin/chromium' } });
+  { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, CHROME_PATH: CHROMIUM } });
   const r = JSON.parse(readFileSync(out, 'utf8'));
   const score = (k) => Math.round(r.categories[k].score * 100);
   results.push({ path, performance: score('performance'), accessibility: score('accessibility'), bestPractices: score('best-practices') });

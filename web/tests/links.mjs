@@ -2,29 +2,20 @@
 // tests/links.rs) in a real Chromium through nginx, signed in as a person would be when they
 // follow a link, and fails on any that ends on a not-found page. Prints one `OPENED {json}` line
 // per address: where it ended and whether the web app or auth's own page answered.
-import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
+import { phone, signUp } from './browser.mjs';
 
 const BASE = process.env.BASE;
 assert.ok(BASE, 'BASE is the stack address');
 const addresses = JSON.parse(process.env.ADDRESSES ?? '[]');
 assert.ok(addresses.length > 0, 'ADDRESSES lists what to open');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'it-IT', timezoneId: 'Europe/Rome' });
-const page = await context.newPage();
-page.setDefaultTimeout(15_000);
+const { browser, page } = await phone();
 const failures = [];
 
 try {
   // A person following a link from a mail or a push is usually signed in already.
-  await page.goto(`${BASE}/sign-up`);
-  await page.fill('#name', 'Chi Apre I Link');
-  await page.fill('#email', 'apre.i.link@example.com');
-  await page.fill('#password', 'una-password-lunga');
-  await page.click('form.credentials button[type=submit]');
-  await page.waitForURL(`${BASE}/`);
+  await signUp(page, { name: 'Chi Apre I Link', email: 'apre.i.link@example.com' });
 
   for (const { from, path } of addresses) {
     const response = await page.goto(`${BASE}${path}`, { waitUntil: 'load' });

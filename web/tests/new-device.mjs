@@ -5,7 +5,7 @@
 // started by tests/links.rs.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { BASE, newestMailTo, phone, step } from './journey.mjs';
+import { BASE, newestMailTo, phone, signUp, step, submitSignIn } from './journey.mjs';
 
 const { browser, page } = await phone();
 const email = 'nuovo.accesso@example.com';
@@ -13,20 +13,13 @@ const DESKTOP = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefo
 
 async function signIn(p, password) {
   await p.goto(`${BASE}/sign-in`);
-  await p.fill('#email', email);
-  await p.fill('#password', password);
-  await p.click('form.credentials button[type=submit]');
+  await submitSignIn(p, email, password);
   await p.waitForURL(`${BASE}/`);
 }
 
 try {
   step('sign up on the phone');
-  await page.goto(`${BASE}/sign-up`);
-  await page.fill('#name', 'Nuovo Accesso');
-  await page.fill('#email', email);
-  await page.fill('#password', 'la-password-di-prima');
-  await page.click('form.credentials button[type=submit]');
-  await page.waitForURL(`${BASE}/`);
+  await signUp(page, { name: 'Nuovo Accesso', email, password: 'la-password-di-prima' });
 
   step('someone signs in from another browser: one mail names it');
   const other = await (await browser.newContext({ userAgent: DESKTOP, locale: 'it-IT' })).newPage();

@@ -5,7 +5,7 @@
 // device is refused. Started by tests/links.rs on `localhost`, since a passkey belongs to a host
 // name and never to an IP address.
 import assert from 'node:assert/strict';
-import { BASE, phone, step } from './journey.mjs';
+import { BASE, phone, signOut, signUp, step } from './journey.mjs';
 
 const { browser, context, page } = await phone();
 const email = 'con.passkey@example.com';
@@ -39,12 +39,6 @@ const hideAutofill = async () =>
   ).identifier;
 const noAutofill = await hideAutofill();
 
-async function signOut() {
-  await page.goto(`${BASE}/settings`);
-  await page.getByRole('button', { name: 'Esci da questo dispositivo' }).click();
-  await page.waitForURL(/\/sign-in/);
-}
-
 const signedIn = async () => (await page.request.get(`${BASE}/me`)).status() === 200;
 
 /** The sign-in page's passkey button, with nothing typed. */
@@ -58,12 +52,7 @@ try {
   assert.match(BASE, /^http:\/\/localhost:\d+$/, 'the stack is opened on a host name');
 
   step('sign up, then the settings have no passkey yet');
-  await page.goto(`${BASE}/sign-up`);
-  await page.fill('#name', 'Con Passkey');
-  await page.fill('#email', email);
-  await page.fill('#password', password);
-  await page.click('form.credentials button[type=submit]');
-  await page.waitForURL(`${BASE}/`);
+  await signUp(page, { name: 'Con Passkey', email, password });
   await page.goto(`${BASE}/settings`);
   await card.getByText('Nessuna passkey.').waitFor();
 
@@ -85,7 +74,7 @@ try {
   await card.getByText('Telefono di Con', { exact: true }).waitFor();
 
   step("sign out, then sign in with the passkey's button without typing an address");
-  await signOut();
+  await signOut(page);
   assert.equal(await page.getAttribute('#email', 'autocomplete'), 'username webauthn');
   assert.ok(!(await signedIn()), 'signed out');
   await signInWithPasskey();
@@ -102,7 +91,7 @@ try {
   assert.ok(credentials[0].signCount >= 1, 'the sign-in used it');
 
   step("signed out, the address field's autofill signs in with no click at all");
-  await signOut();
+  await signOut(page);
   await cdp.send('Page.removeScriptToEvaluateOnNewDocument', { identifier: noAutofill });
   // Only the start of the load is awaited: the page may sign in and move on before it ends.
   await page.goto(`${BASE}/sign-in`, { waitUntil: 'commit' });
@@ -118,7 +107,7 @@ try {
   await card.getByText('Nessuna passkey.').waitFor();
 
   step('the passkey left on the device no longer signs in, and the page says so');
-  await signOut();
+  await signOut(page);
   const [answer] = await Promise.all([
     page.waitForResponse((r) => new URL(r.url()).pathname === '/api/auth/passkey/verify-authentication'),
     signInWithPasskey(),

@@ -12,10 +12,10 @@
 //   LANG_CHOSEN=en  the person switches the app to English before turning reminders on.
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
+import { CHROMIUM, PHONE, signUp, T } from './browser.mjs';
 
 const { BASE, PROFILE, PHASE } = process.env;
 assert.ok(BASE && PROFILE && PHASE, 'BASE, PROFILE and PHASE are set');
-const T = 15_000;
 // LANG_CHOSEN=en: the person switches the app to English first; every push must then be English.
 const LANG = process.env.LANG_CHOSEN ?? 'it';
 const TEXT = {
@@ -40,12 +40,10 @@ const TEXT = {
 }[LANG];
 
 const context = await chromium.launchPersistentContext(PROFILE, {
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  executablePath: CHROMIUM,
   headless: true,
   args: ['--no-sandbox'],
-  viewport: { width: 390, height: 844 },
-  locale: 'it-IT',
-  timezoneId: 'Europe/Rome',
+  ...PHONE,
 });
 await context.grantPermissions(['notifications'], { origin: BASE });
 const page = context.pages()[0] ?? (await context.newPage());
@@ -82,12 +80,7 @@ async function register() {
     };
   }, fake);
 
-  await page.goto(`${BASE}/sign-up`);
-  await page.fill('#name', 'Paolo Push');
-  await page.fill('#email', 'paolo.push@example.com');
-  await page.fill('#password', 'una-password-lunga');
-  await page.click('form.credentials button[type=submit]');
-  await page.waitForURL(`${BASE}/`);
+  await signUp(page, { name: 'Paolo Push', email: 'paolo.push@example.com' });
 
   await page.goto(`${BASE}/settings`);
   if (LANG !== 'it') {

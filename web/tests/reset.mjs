@@ -2,19 +2,14 @@
 // link, through the mail in the stack's mail catcher (MAIL_CATCHER, its page and JSON), to a new
 // password and back into the app. Started by tests/links.rs.
 import assert from 'node:assert/strict';
-import { BASE, MAILS, newestMailTo, phone, step } from './journey.mjs';
+import { BASE, MAILS, newestMailTo, phone, signUp, step, submitSignIn } from './journey.mjs';
 
 const { browser, context, page } = await phone();
 const email = 'smemorata@example.com';
 
 try {
   step('sign up, then sign out');
-  await page.goto(`${BASE}/sign-up`);
-  await page.fill('#name', 'Sara');
-  await page.fill('#email', email);
-  await page.fill('#password', 'la-vecchia-password');
-  await page.click('form.credentials button[type=submit]');
-  await page.waitForURL(`${BASE}/`);
+  await signUp(page, { name: 'Sara', email, password: 'la-vecchia-password' });
   // Today's requests answered first: one sent after the cookies are gone would be a 401, and the
   // app's move to the sign-in page would cut the navigation below short.
   await page.waitForLoadState('networkidle');
@@ -51,13 +46,9 @@ try {
   await page.getByText('Password aggiornata').waitFor();
 
   step('the old password no longer works, the new one does');
-  await page.fill('#email', email);
-  await page.fill('#password', 'la-vecchia-password');
-  await page.click('form.credentials button[type=submit]');
+  await submitSignIn(page, email, 'la-vecchia-password');
   await page.waitForURL(/\/sign-in\?error=/);
-  await page.fill('#email', email);
-  await page.fill('#password', 'la-nuova-password');
-  await page.click('form.credentials button[type=submit]');
+  await submitSignIn(page, email, 'la-nuova-password');
   await page.waitForURL(`${BASE}/`);
   await page.getByRole('heading', { level: 1, name: 'Oggi' }).waitFor();
 

@@ -2,21 +2,16 @@
 // (`-en`), into docs/screenshots/. Run by `cargo nextest run -p e2e --test web --run-ignored only
 // screenshots` (needs the stack); signs up a person, runs a fast, records weights and water and
 // creates a plan so the screens show data.
-import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
+import { launch, signUp } from './browser.mjs';
 
 const { BASE } = process.env;
 const out = new URL('../../docs/screenshots/', import.meta.url);
 mkdirSync(out, { recursive: true });
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+const browser = await launch();
 const setup = await browser.newContext({ locale: 'it-IT', timezoneId: 'Europe/Rome' });
 const page = await setup.newPage();
-await page.goto(`${BASE}/sign-up`);
-await page.fill('#name', 'Marta Rossi');
-await page.fill('#email', 'marta@example.com');
-await page.fill('#password', 'una-password-lunga');
-await page.click('form.credentials button[type=submit]');
-await page.waitForURL(`${BASE}/`);
+await signUp(page, { name: 'Marta Rossi', email: 'marta@example.com' });
 // Some history: two ended fasts started in the past, then a running one.
 await page.evaluate(async () => {
   const post = (path, body) => fetch(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());

@@ -3,47 +3,18 @@
 // the safety notice, English, and a fast started and ended offline. tests/web.rs starts one stack
 // per case and passes BASE and CASE; the script prints `tracking <name>: passed` or exits
 // non-zero on the first failed step.
-import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
+import { signUp as signUpAs, step, submitSignIn } from './browser.mjs';
+import { BASE, controlled, json, newPage, runCase } from './one-case.mjs';
 
-const { BASE, CASE } = process.env;
-assert.ok(BASE && CASE, 'BASE and CASE are set');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const T = 15_000;
 const H = 3_600_000;
-
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-const problems = [];
-const step = (name) => console.log(`- ${name}`);
-
-async function newPage(options = {}) {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'it-IT', timezoneId: 'Europe/Rome', ...options });
-  const page = await context.newPage();
-  page.setDefaultTimeout(T);
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  return { context, page };
-}
 
 async function signUp(page, heading = 'Oggi') {
   const email = `tracking.${Date.now()}.${Math.random().toString(36).slice(2, 8)}@example.com`;
-  await page.goto(`${BASE}/sign-up`);
-  await page.fill('#name', 'Carla Prova');
-  await page.fill('#email', email);
-  await page.fill('#password', 'una-password-lunga');
-  await page.click('form.credentials button[type=submit]');
-  await page.waitForURL(`${BASE}/`);
+  await signUpAs(page, { name: 'Carla Prova', email });
   await page.getByRole('heading', { level: 1, name: heading }).waitFor();
   return email;
 }
-
-const json = (page, path, method = 'GET', body) =>
-  page.evaluate(
-    async ([p, m, b]) => {
-      const res = await fetch(p, { method: m, headers: { 'Content-Type': 'application/json' }, body: b === undefined ? undefined : JSON.stringify(b) });
-      return { status: res.status, body: res.status === 204 ? null : await res.json() };
-    },
-    [path, method, body],
-  );
 
 /** An instant as a `datetime-local` value in Rome time. */
 function romeLocal(ms) {
@@ -56,13 +27,6 @@ function romeLocal(ms) {
 }
 
 const romeDay = (ms) => romeLocal(ms).slice(0, 10);
-
-/** Until the page is controlled by the service worker (the first load only registers it). */
-async function controlled(page) {
-  await page.evaluate(async () => navigator.serviceWorker.ready);
-  if (!(await page.evaluate(() => navigator.serviceWorker.controller !== null))) await page.reload();
-  await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
-}
 
 const CASES = {
   /** A weight recorded with a date and a note, a second one, the trend, goal line and BMI; one deleted. */
@@ -332,9 +296,7 @@ const CASES = {
     const email = await page.evaluate(async () => (await (await fetch('/me')).json()).user.email);
     const other = await newPage();
     await other.page.goto(`${BASE}/sign-in`);
-    await other.page.fill('#email', email);
-    await other.page.fill('#password', 'una-password-lunga');
-    await other.page.click('form.credentials button[type=submit]');
+    await submitSignIn(other.page, email);
     await other.page.getByRole('heading', { level: 1, name: 'Today' }).waitFor();
     step('back to Italian');
     await page.goto(`${BASE}/settings`);
@@ -383,18 +345,4 @@ const CASES = {
   },
 };
 
-const run = CASES[CASE];
-assert.ok(run, `unknown CASE ${CASE}`);
-try {
-  await run();
-  assert.deepEqual(problems, [], 'no script errors in the app');
-  console.log(`tracking ${CASE}: passed`);
-} catch (e) {
-  const pages = browser.contexts().flatMap((c) => c.pages());
-  await pages[0]?.screenshot({ path: `/tmp/tracking-${CASE}.png`, fullPage: true }).catch(() => {});
-  console.error(e);
-  console.error(problems.join('\n'));
-  process.exitCode = 1;
-} finally {
-  await browser.close();
-}
+await runCase('tracking', CASES);

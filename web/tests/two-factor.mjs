@@ -4,7 +4,7 @@
 // tests/links.rs.
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { BASE, phone, step } from './journey.mjs';
+import { BASE, phone, signOut, signUp, step, submitSignIn } from './journey.mjs';
 
 const { browser, context, page } = await phone();
 const email = 'due.passaggi@example.com';
@@ -37,9 +37,7 @@ function totp(key) {
 
 async function signInWithPassword() {
   await page.goto(`${BASE}/sign-in`);
-  await page.fill('#email', email);
-  await page.fill('#password', password);
-  await page.click('form.credentials button[type=submit]');
+  await submitSignIn(page, email, password);
 }
 
 /** The password, then a backup code instead of the app's. */
@@ -51,20 +49,9 @@ async function withBackupCode(code) {
   await page.getByRole('button', { name: 'Verifica' }).click();
 }
 
-async function signOut() {
-  await page.goto(`${BASE}/settings`);
-  await page.getByRole('button', { name: 'Esci da questo dispositivo' }).click();
-  await page.waitForURL(/\/sign-in/);
-}
-
 try {
   step('sign up, then set two-factor up in the settings with the QR code and its key');
-  await page.goto(`${BASE}/sign-up`);
-  await page.fill('#name', 'Due Passaggi');
-  await page.fill('#email', email);
-  await page.fill('#password', password);
-  await page.click('form.credentials button[type=submit]');
-  await page.waitForURL(`${BASE}/`);
+  await signUp(page, { name: 'Due Passaggi', email, password });
   await page.goto(`${BASE}/settings`);
   await page.fill('#tfa-password', password);
   await page.getByRole('button', { name: 'Configura' }).click();
@@ -78,7 +65,7 @@ try {
   assert.equal(codes.length, 10);
 
   step('after the password, the sign-in asks for the app code and opens the app');
-  await signOut();
+  await signOut(page);
   await signInWithPassword();
   await page.waitForURL(/\/two-factor/);
   assert.ok(!(await context.cookies()).some((c) => c.name.endsWith('session_token') && c.value), 'no session yet');
@@ -88,10 +75,10 @@ try {
   await page.getByRole('heading', { level: 1, name: 'Oggi' }).waitFor();
 
   step('a backup code signs in once');
-  await signOut();
+  await signOut(page);
   await withBackupCode(codes[0]);
   await page.waitForURL(`${BASE}/`);
-  await signOut();
+  await signOut(page);
   await withBackupCode(codes[0]);
   await page.waitForURL(/error=INVALID_BACKUP_CODE/);
   await page.getByRole('alert').waitFor();
