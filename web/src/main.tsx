@@ -1,4 +1,4 @@
-import { render } from 'preact';
+import { render, type ComponentType } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import './styles.css';
 import { onLinkClick, usePath } from './router';
@@ -22,13 +22,14 @@ const NAV = [
   { href: '/settings', label: 'nav.settings' },
 ] as const;
 
-const TITLES: Record<string, string> = {
-  '/': 'titles.today',
-  '/plan': 'titles.plan',
-  '/history': 'titles.history',
-  '/stats': 'titles.stats',
-  '/settings': 'titles.settings',
-  '/weight': 'titles.weight',
+/** Each page of the app by its path, with the key of its title. */
+const PAGES: Record<string, { title: string; Page: ComponentType }> = {
+  '/': { title: 'titles.today', Page: Today },
+  '/plan': { title: 'titles.plan', Page: Plan },
+  '/history': { title: 'titles.history', Page: History },
+  '/stats': { title: 'titles.stats', Page: Stats },
+  '/settings': { title: 'titles.settings', Page: Settings },
+  '/weight': { title: 'titles.weight', Page: Weight },
 };
 
 function App() {
@@ -38,7 +39,9 @@ function App() {
   // A new language renders the whole app again, in place: no page loses what it holds.
   const [lang, setLang] = useState(locale());
   useEffect(() => onLocaleChange(setLang), []);
-  const title = t(TITLES[path] ?? 'titles.notFound');
+  const route = PAGES[path];
+  const title = t(route?.title ?? 'titles.notFound');
+  const Page = route?.Page ?? NotFound;
 
   useEffect(() => {
     document.title = `${title} · ${t('app.name')}`;
@@ -49,30 +52,6 @@ function App() {
     }
     main.current?.querySelector('h1')?.focus();
   }, [path, title, lang]);
-
-  let page;
-  switch (path) {
-    case '/':
-      page = <Today />;
-      break;
-    case '/plan':
-      page = <Plan />;
-      break;
-    case '/history':
-      page = <History />;
-      break;
-    case '/stats':
-      page = <Stats />;
-      break;
-    case '/settings':
-      page = <Settings />;
-      break;
-    case '/weight':
-      page = <Weight />;
-      break;
-    default:
-      page = <NotFound />;
-  }
 
   return (
     <div class="shell" onClick={onLinkClick}>
@@ -86,7 +65,7 @@ function App() {
         <SyncNote />
       </header>
       <main id="main" ref={main} tabIndex={-1}>
-        {page}
+        <Page />
       </main>
       <nav class="tabs" aria-label={t('app.sections')}>
         <ul>

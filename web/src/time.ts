@@ -55,24 +55,18 @@ export function overlapHours(start: number, end: number, from: number, to: numbe
 
 // Formatters for the app's language, made once per language.
 const cache = new Map<string, Intl.DateTimeFormat | Intl.NumberFormat>();
-function dtf(name: string, options: Intl.DateTimeFormatOptions): Intl.DateTimeFormat {
+/** The formatter called `name` for the app's language, made by `make` the first time. */
+function cached<F extends Intl.DateTimeFormat | Intl.NumberFormat>(name: string, make: (locale: string) => F): F {
   const key = `${intlLocale()}:${name}`;
-  let f = cache.get(key) as Intl.DateTimeFormat | undefined;
+  let f = cache.get(key) as F | undefined;
   if (!f) {
-    f = new Intl.DateTimeFormat(intlLocale(), options);
+    f = make(intlLocale());
     cache.set(key, f);
   }
   return f;
 }
-function nf(name: string, options: Intl.NumberFormatOptions): Intl.NumberFormat {
-  const key = `${intlLocale()}:${name}`;
-  let f = cache.get(key) as Intl.NumberFormat | undefined;
-  if (!f) {
-    f = new Intl.NumberFormat(intlLocale(), options);
-    cache.set(key, f);
-  }
-  return f;
-}
+const dtf = (name: string, options: Intl.DateTimeFormatOptions) => cached(name, (locale) => new Intl.DateTimeFormat(locale, options));
+const nf = (name: string, options: Intl.NumberFormatOptions) => cached(name, (locale) => new Intl.NumberFormat(locale, options));
 
 export const fmtTime = (iso: string | number) => dtf('time', { timeZone: TZ, hour: '2-digit', minute: '2-digit' }).format(new Date(iso));
 export const fmtDateTime = (iso: string | number) =>

@@ -24,6 +24,16 @@ export function Card({ id, title, children }: { id: string; title: ComponentChil
   );
 }
 
+/** One term and its value in a `<dl>` of facts or key figures. */
+export function Fact({ term, testId, children }: { term: ComponentChildren; testId?: string; children: ComponentChildren }) {
+  return (
+    <div>
+      <dt>{term}</dt>
+      <dd data-testid={testId}>{children}</dd>
+    </div>
+  );
+}
+
 export function LoadError({ error, retry }: { error: string | null; retry: () => void }) {
   if (!error) return null;
   return (

@@ -1,6 +1,6 @@
 import { api } from '../api/client';
 import type { Fast, Stats as StatsData } from '../api/types';
-import { LoadError, Loading, PageTitle } from '../components/ui';
+import { Fact, LoadError, Loading, PageTitle } from '../components/ui';
 import { useLoad } from '../hooks';
 import { addDays, dateFormat, firstOfMonth, fmtDecimal, fmtNumber, fmtPercent, mondayOf, overlapHours, romeDate, romeMidnight } from '../time';
 import { t } from '../i18n';
@@ -209,32 +209,14 @@ export function Stats() {
       {s && res.data && (
         <>
           <dl class="card kpis" data-testid="kpis">
-            <div>
-              <dt>{t('stats.weekHours')}</dt>
-              <dd data-testid="weekly-hours">{fmtDecimal(s.weeklyHours)}</dd>
-            </div>
-            <div>
-              <dt>{t('stats.monthHours')}</dt>
-              <dd>{fmtDecimal(s.monthlyHours)}</dd>
-            </div>
-            <div>
-              <dt>{t('stats.currentStreak')}</dt>
-              <dd data-testid="current-streak">{days(s.currentStreak)}</dd>
-            </div>
-            <div>
-              <dt>{t('stats.longestStreak')}</dt>
-              <dd>{days(s.longestStreak)}</dd>
-            </div>
-            <div>
-              <dt>{t('stats.completed')}</dt>
-              <dd data-testid="sessions">
-                {t('stats.of', { done: s.completedSessions, total: s.totalSessions })}
-              </dd>
-            </div>
-            <div>
-              <dt>{t('stats.rate')}</dt>
-              <dd>{fmtPercent(s.completionRate)}</dd>
-            </div>
+            <Fact term={t('stats.weekHours')} testId="weekly-hours">{fmtDecimal(s.weeklyHours)}</Fact>
+            <Fact term={t('stats.monthHours')}>{fmtDecimal(s.monthlyHours)}</Fact>
+            <Fact term={t('stats.currentStreak')} testId="current-streak">{days(s.currentStreak)}</Fact>
+            <Fact term={t('stats.longestStreak')}>{days(s.longestStreak)}</Fact>
+            <Fact term={t('stats.completed')} testId="sessions">
+              {t('stats.of', { done: s.completedSessions, total: s.totalSessions })}
+            </Fact>
+            <Fact term={t('stats.rate')}>{fmtPercent(s.completionRate)}</Fact>
           </dl>
           <BarChart
             id="weeks"

@@ -5,7 +5,7 @@ import { Diary } from '../components/Diary';
 import { Safety } from '../components/Safety';
 import { Suggestions } from '../components/Suggestions';
 import { Water } from '../components/Water';
-import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
+import { Fact, LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad, useNow } from '../hooks';
 import { t } from '../i18n';
 import { onSynced, pendingOf } from '../queue';
@@ -240,22 +240,12 @@ function Running({ fast, onChange, onEnded }: { fast: Fast; onChange: (f: Fast) 
           </div>
         </div>
         <dl class="facts">
-          <div>
-            <dt>{t('today.startedAt')}</dt>
-            <dd>{fmtDateTime(fast.startedAt)}</dd>
-          </div>
-          <div>
-            <dt>{t('today.plannedEnd')}</dt>
-            <dd>{fmtDateTime(fast.plannedEndAt)}</dd>
-          </div>
-          <div>
-            <dt>{now < end ? t('today.left') : t('today.beyond')}</dt>
-            <dd>{fmtHours(Math.abs(end - now))}</dd>
-          </div>
-          <div>
-            <dt>{t('today.nextMilestone')}</dt>
-            <dd data-testid="next-milestone">{next ? t('today.milestoneAt', { label: next.label, time: fmtTime(next.at) }) : t('today.none')}</dd>
-          </div>
+          <Fact term={t('today.startedAt')}>{fmtDateTime(fast.startedAt)}</Fact>
+          <Fact term={t('today.plannedEnd')}>{fmtDateTime(fast.plannedEndAt)}</Fact>
+          <Fact term={now < end ? t('today.left') : t('today.beyond')}>{fmtHours(Math.abs(end - now))}</Fact>
+          <Fact term={t('today.nextMilestone')} testId="next-milestone">
+            {next ? t('today.milestoneAt', { label: next.label, time: fmtTime(next.at) }) : t('today.none')}
+          </Fact>
         </dl>
         <button type="button" class="primary" onClick={finish} disabled={action.busy}>
           {t('today.end')}

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, isLocalId } from '../api/client';
 import type { Weight as WeightEntry, Weights } from '../api/types';
-import { LoadError, Loading, Notice, PageTitle } from '../components/ui';
+import { Fact, LoadError, Loading, Notice, PageTitle } from '../components/ui';
 import { useAction, useLoad } from '../hooks';
 import { t } from '../i18n';
 import { onSynced, pendingOf } from '../queue';
@@ -88,28 +88,10 @@ function Summary({ w }: { w: Weights }) {
   if (!latest) return null;
   return (
     <dl class="card kpis" data-testid="weight-summary">
-      <div>
-        <dt>{t('weight.latest')}</dt>
-        <dd data-testid="weight-latest">{fmtDecimal(latest.kg)} kg</dd>
-      </div>
-      {trend && (
-        <div>
-          <dt>{t('weight.trend')}</dt>
-          <dd>{fmtDecimal(trend.kg)} kg</dd>
-        </div>
-      )}
-      {w.goalKg !== null && (
-        <div>
-          <dt>{t('weight.goal')}</dt>
-          <dd>{fmtDecimal(w.goalKg)} kg</dd>
-        </div>
-      )}
-      {w.bmi !== null && (
-        <div>
-          <dt>{t('weight.bmi')}</dt>
-          <dd data-testid="bmi">{fmtDecimal(w.bmi)}</dd>
-        </div>
-      )}
+      <Fact term={t('weight.latest')} testId="weight-latest">{fmtDecimal(latest.kg)} kg</Fact>
+      {trend && <Fact term={t('weight.trend')}>{fmtDecimal(trend.kg)} kg</Fact>}
+      {w.goalKg !== null && <Fact term={t('weight.goal')}>{fmtDecimal(w.goalKg)} kg</Fact>}
+      {w.bmi !== null && <Fact term={t('weight.bmi')} testId="bmi">{fmtDecimal(w.bmi)}</Fact>}
     </dl>
   );
 }
