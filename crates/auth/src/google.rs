@@ -5,6 +5,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use url::Url;
 
@@ -80,25 +81,15 @@ pub async fn exchange(
     verifier: &str,
 ) -> Result<Tokens, FlowError> {
     let redirect = redirect_uri(base);
-    let resp = http
-        .post(google.token_url.clone())
-        .form(&[
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", redirect.as_str()),
-            ("client_id", google.client_id.as_str()),
-            ("client_secret", google.client_secret.expose()),
-            ("code_verifier", verifier),
-        ])
-        .send()
-        .await
-        .map_err(|e| FlowError::Exchange(e.without_url().to_string()))?;
-    if !resp.status().is_success() {
-        return Err(FlowError::Exchange(format!("status {}", resp.status())));
-    }
-    resp.json()
-        .await
-        .map_err(|e| FlowError::Exchange(e.without_url().to_string()))
+    let req = http.post(google.token_url.clone()).form(&[
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("redirect_uri", redirect.as_str()),
+        ("client_id", google.client_id.as_str()),
+        ("client_secret", google.client_secret.expose()),
+        ("code_verifier", verifier),
+    ]);
+    json_answer(req, FlowError::Exchange).await
 }
 
 /// Reads the signed-in Google user's profile.
@@ -107,18 +98,28 @@ pub async fn profile(
     google: &GoogleSettings,
     access_token: &str,
 ) -> Result<Profile, FlowError> {
-    let resp = http
+    let req = http
         .get(google.userinfo_url.clone())
-        .bearer_auth(access_token)
+        .bearer_auth(access_token);
+    json_answer(req, FlowError::Profile).await
+}
+
+/// Sends `req` and reads the JSON of a successful answer; every failure (no answer, an error
+/// status, another body) is reported as `error`.
+async fn json_answer<T: DeserializeOwned>(
+    req: reqwest::RequestBuilder,
+    error: fn(String) -> FlowError,
+) -> Result<T, FlowError> {
+    let resp = req
         .send()
         .await
-        .map_err(|e| FlowError::Profile(e.without_url().to_string()))?;
+        .map_err(|e| error(e.without_url().to_string()))?;
     if !resp.status().is_success() {
-        return Err(FlowError::Profile(format!("status {}", resp.status())));
+        return Err(error(format!("status {}", resp.status())));
     }
     resp.json()
         .await
-        .map_err(|e| FlowError::Profile(e.without_url().to_string()))
+        .map_err(|e| error(e.without_url().to_string()))
 }
 
 #[cfg(test)]

@@ -58,7 +58,12 @@ pub fn insert(
         ))
         .returning(User::as_returning())
         .get_result(conn);
-    match inserted {
+    unless_address_taken(inserted)
+}
+
+/// A written user, or `None` when the write was refused because the address is taken.
+fn unless_address_taken(written: QueryResult<User>) -> QueryResult<Option<User>> {
+    match written {
         Ok(u) => Ok(Some(u)),
         Err(Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => Ok(None),
         Err(e) => Err(e),
@@ -101,11 +106,7 @@ pub fn set_email(
         ))
         .returning(User::as_returning())
         .get_result(conn);
-    match updated {
-        Ok(u) => Ok(Some(u)),
-        Err(Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => Ok(None),
-        Err(e) => Err(e),
-    }
+    unless_address_taken(updated)
 }
 
 /// Whether signing in as `id` asks for a second factor.

@@ -27,15 +27,15 @@ pub(crate) fn wrong(right: &str, n: u32) -> String {
     guess
 }
 
+/// `POST /api/auth/email-otp/send-verification-otp` for `email` and the code's `kind`.
+async fn request_code(app: &TestApp, email: &str, kind: &str) -> crate::helpers::Resp {
+    let request = json!({ "email": email, "type": kind });
+    app.post("/api/auth/email-otp/send-verification-otp", request, None)
+        .await
+}
+
 async fn send_code(app: &TestApp, email: &str, kind: &str) {
-    let resp = app
-        .post(
-            "/api/auth/email-otp/send-verification-otp",
-            json!({ "email": email, "type": kind }),
-            None,
-        )
-        .await;
-    resp.assert_success_true();
+    request_code(app, email, kind).await.assert_success_true();
 }
 
 /// Posts `{email, otp}` to `path`, with no cookie.
@@ -267,13 +267,7 @@ async fn codes_for_unknown_addresses_get_the_same_answer_and_no_mail() {
     let mails = smtp.wait_for(4, std::time::Duration::from_secs(5)).await;
     assert_eq!(mails.len(), 3, "{mails:?}");
     assert!(mails.iter().all(|m| m.rcpt_to == ["known@example.com"]));
-    let wrong_type = app
-        .post(
-            "/api/auth/email-otp/send-verification-otp",
-            json!({ "email": "known@example.com", "type": "change-email" }),
-            None,
-        )
-        .await;
+    let wrong_type = request_code(&app, "known@example.com", "change-email").await;
     assert_eq!(wrong_type.status, 400);
 }
 

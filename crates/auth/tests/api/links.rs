@@ -6,7 +6,7 @@ use chrono::Utc;
 use serde_json::json;
 
 use crate::helpers::{
-    TestApp, get, only_one_succeeds, read, spawn_app, spawn_nutrition, spawn_with,
+    Resp, TestApp, get, only_one_succeeds, read, spawn_app, spawn_nutrition, spawn_with,
 };
 
 const PASSWORD: &str = "password-123";
@@ -21,6 +21,31 @@ async fn user_id(app: &TestApp, cookie: &str) -> String {
     app.get("/api/auth/get-session", Some(cookie))
         .await
         .user_id()
+}
+
+/// Signs `email` up and issues a link token for `purpose`: answers the session cookie, the
+/// user's id and the token.
+async fn signed_up_with_token(
+    app: &TestApp,
+    email: &str,
+    purpose: Purpose,
+) -> (String, String, String) {
+    let (cookie, _) = app.sign_up(email, PASSWORD).await;
+    let id = user_id(app, &cookie).await;
+    let token = issue(app, purpose, &id);
+    (cookie, id, token)
+}
+
+/// Opens the address-verification link with `token`, which leads on to `callback` (encoded).
+async fn open_verify_link(app: &TestApp, token: &str, callback: &str) -> Resp {
+    let link = format!("/api/auth/verify-email?token={token}&callbackURL={callback}");
+    app.get(&link, None).await
+}
+
+/// Opens the password-reset link with `token`, which leads on to `callback` (encoded).
+async fn open_reset_link(app: &TestApp, token: &str, callback: &str) -> Resp {
+    let link = format!("/api/auth/reset-password/{token}?callbackURL={callback}");
+    app.get(&link, None).await
 }
 
 #[tokio::test]
@@ -50,9 +75,7 @@ async fn the_reset_link_redirects_and_its_token_works_once() {
     let app = spawn_app().await;
     let api = spawn_nutrition(&app).await;
     let me = format!("{}/me", api.base);
-    let (cookie, _) = app.sign_up("lara@example.com", PASSWORD).await;
-    let uid = user_id(&app, &cookie).await;
-    let token = issue(&app, Purpose::Reset, &uid);
+    let (cookie, _, token) = signed_up_with_token(&app, "lara@example.com", Purpose::Reset).await;
     assert!(
         app.scalar(&format!("SELECT count(*)::text AS v FROM auth.verification WHERE identifier LIKE '%{token}%' OR value LIKE '%{token}%'"))
             .as_deref()
@@ -61,12 +84,7 @@ async fn the_reset_link_redirects_and_its_token_works_once() {
     );
 
     // The mail's link: a live token goes on to the page with ?token=.
-    let resp = app
-        .get(
-            &format!("/api/auth/reset-password/{token}?callbackURL=%2Freset-password"),
-            None,
-        )
-        .await;
+    let resp = open_reset_link(&app, &token, "%2Freset-password").await;
     assert_eq!(resp.status, 302);
     assert_eq!(
         resp.header("location"),
@@ -80,25 +98,13 @@ async fn the_reset_link_redirects_and_its_token_works_once() {
         Some(format!("/reset-password?token={token}")),
         "the default page"
     );
-    let resp = app
-        .get(
-            "/api/auth/reset-password/not-a-token?callbackURL=%2Freset-password%3Fa%3D1",
-            None,
-        )
-        .await;
+    let resp = open_reset_link(&app, "not-a-token", "%2Freset-password%3Fa%3D1").await;
     assert_eq!(resp.status, 302);
     assert_eq!(
         resp.header("location").as_deref(),
         Some("/reset-password?a=1&error=INVALID_TOKEN")
     );
-    let resp = app
-        .get(
-            &format!(
-                "/api/auth/reset-password/{token}?callbackURL=https%3A%2F%2Fevil.example.com%2F"
-            ),
-            None,
-        )
-        .await;
+    let resp = open_reset_link(&app, &token, "https%3A%2F%2Fevil.example.com%2F").await;
     assert_eq!(resp.status_and_code(), (403, Some("INVALID_CALLBACK_URL")));
 
     // The page shows the form for this token.
@@ -131,12 +137,7 @@ async fn the_reset_link_redirects_and_its_token_works_once() {
         again.body,
         json!({ "code": "INVALID_TOKEN", "message": "Invalid token" })
     );
-    let link = app
-        .get(
-            &format!("/api/auth/reset-password/{token}?callbackURL=%2Freset-password"),
-            None,
-        )
-        .await;
+    let link = open_reset_link(&app, &token, "%2Freset-password").await;
     assert_eq!(
         link.header("location").as_deref(),
         Some("/reset-password?error=INVALID_TOKEN")
@@ -153,9 +154,7 @@ async fn the_reset_link_redirects_and_its_token_works_once() {
 #[tokio::test]
 async fn reset_tokens_expire_after_an_hour_and_serve_one_purpose() {
     let app = spawn_app().await;
-    let (cookie, _) = app.sign_up("olga@example.com", PASSWORD).await;
-    let uid = user_id(&app, &cookie).await;
-    let old = issue(&app, Purpose::Reset, &uid);
+    let (_, uid, old) = signed_up_with_token(&app, "olga@example.com", Purpose::Reset).await;
     app.sql("UPDATE auth.verification SET expires_at = now() - interval '1 second'");
     let resp = app.reset_password(&old, "brand-new-pass").await;
     assert_eq!(resp.status_and_code(), (400, Some("INVALID_TOKEN")));
@@ -169,12 +168,7 @@ async fn reset_tokens_expire_after_an_hour_and_serve_one_purpose() {
     let resp = app.reset_password(&verify, "brand-new-pass").await;
     assert_eq!(resp.body["code"], "INVALID_TOKEN");
     let reset = issue(&app, Purpose::Reset, &uid);
-    let resp = app
-        .get(
-            &format!("/api/auth/verify-email?token={reset}&callbackURL=%2F"),
-            None,
-        )
-        .await;
+    let resp = open_verify_link(&app, &reset, "%2F").await;
     assert_eq!(
         resp.header("location").as_deref(),
         Some("/?error=INVALID_TOKEN")
@@ -184,9 +178,7 @@ async fn reset_tokens_expire_after_an_hour_and_serve_one_purpose() {
 #[tokio::test]
 async fn the_reset_page_posts_a_form_and_lands_on_sign_in() {
     let app = spawn_app().await;
-    let (cookie, _) = app.sign_up("pia@example.com", PASSWORD).await;
-    let uid = user_id(&app, &cookie).await;
-    let token = issue(&app, Purpose::Reset, &uid);
+    let (_, _, token) = signed_up_with_token(&app, "pia@example.com", Purpose::Reset).await;
     let form = |pw: &str, token: &str| {
         app.http
             .post(app.url("/api/auth/reset-password"))
@@ -229,27 +221,16 @@ async fn the_reset_page_posts_a_form_and_lands_on_sign_in() {
 #[tokio::test]
 async fn verify_email_marks_the_address_once() {
     let app = spawn_app().await;
-    let (cookie, _) = app.sign_up("vera@example.com", PASSWORD).await;
-    let uid = user_id(&app, &cookie).await;
-    let token = issue(&app, Purpose::Verify, &uid);
-    let resp = app
-        .get(
-            &format!("/api/auth/verify-email?token={token}&callbackURL=%2Fplan"),
-            None,
-        )
-        .await;
+    let (cookie, uid, token) =
+        signed_up_with_token(&app, "vera@example.com", Purpose::Verify).await;
+    let resp = open_verify_link(&app, &token, "%2Fplan").await;
     assert_eq!(
         (resp.status, resp.header("location").as_deref()),
         (302, Some("/plan"))
     );
     let user = app.get("/api/auth/get-session", Some(&cookie)).await.body["user"].clone();
     assert_eq!(user["emailVerified"], true);
-    let again = app
-        .get(
-            &format!("/api/auth/verify-email?token={token}&callbackURL=%2Fplan"),
-            None,
-        )
-        .await;
+    let again = open_verify_link(&app, &token, "%2Fplan").await;
     assert_eq!(
         again.header("location").as_deref(),
         Some("/plan?error=INVALID_TOKEN")
@@ -272,12 +253,7 @@ async fn verify_email_marks_the_address_once() {
         (plain.status, &plain.body),
         (200, &json!({ "status": true, "user": null }))
     );
-    let evil = app
-        .get(
-            "/api/auth/verify-email?token=x&callbackURL=https%3A%2F%2Fevil.example.com",
-            None,
-        )
-        .await;
+    let evil = open_verify_link(&app, "x", "https%3A%2F%2Fevil.example.com").await;
     assert_eq!(evil.status, 403);
 }
 
@@ -310,12 +286,7 @@ async fn required_verification_refuses_unverified_sign_in() {
         .scalar("SELECT id AS v FROM auth.\"user\"")
         .expect("user");
     let token = issue(&app, Purpose::Verify, &uid);
-    let resp = app
-        .get(
-            &format!("/api/auth/verify-email?token={token}&callbackURL=%2Fsign-in%3Fverified%3D1"),
-            None,
-        )
-        .await;
+    let resp = open_verify_link(&app, &token, "%2Fsign-in%3Fverified%3D1").await;
     assert_eq!(
         resp.header("location").as_deref(),
         Some("/sign-in?verified=1")
@@ -330,9 +301,8 @@ async fn required_verification_refuses_unverified_sign_in() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_resets_with_one_token_cost_one_hash() {
     let app = spawn_with(&[("AUTH_HASH_CONCURRENCY".into(), "1".into())]).await;
-    let (cookie, _) = app.sign_up("parallel-reset@example.com", PASSWORD).await;
-    let id = user_id(&app, &cookie).await;
-    let token = issue(&app, Purpose::Reset, &id);
+    let (_, _, token) =
+        signed_up_with_token(&app, "parallel-reset@example.com", Purpose::Reset).await;
     let body = json!({ "newPassword": "brand-new-pass-1", "token": token });
     let posts = (0..60).map(|_| app.post("/api/auth/reset-password", body.clone(), None));
     let (answers, statuses) = only_one_succeeds(posts).await;

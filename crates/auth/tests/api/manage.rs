@@ -3,7 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Resp, SESSION_FIELDS, TestApp, get, send, spawn_app, spawn_nutrition};
+use crate::helpers::{
+    Resp, SESSION_FIELDS, TestApp, get, post_json, send, spawn_app, spawn_nutrition,
+};
 
 const PASSWORD: &str = "password-123";
 
@@ -433,16 +435,10 @@ async fn ending_a_session_ends_the_push_subscription_it_registered() {
         .expect("laptop session");
     for cookie in [&phone, &laptop] {
         let sub = push.subscribe();
-        let r = app
-            .http
-            .post(format!("{}/me/device-tokens", api.base))
-            .header("cookie", cookie)
-            .header("origin", crate::helpers::BASE_URL)
-            .json(&json!({ "platform": "web", "endpoint": sub.endpoint, "keys": { "p256dh": sub.p256dh, "auth": sub.auth } }))
-            .send()
-            .await
-            .expect("register");
-        assert_eq!(r.status(), 201);
+        let device = json!({ "platform": "web", "endpoint": sub.endpoint, "keys": { "p256dh": sub.p256dh, "auth": sub.auth } });
+        let tokens = format!("{}/me/device-tokens", api.base);
+        let r = post_json(&app.http, &tokens, &device, Some(cookie)).await;
+        assert_eq!(r.status, 201, "{}", r.text);
     }
     assert_eq!(app.count("nutrition.device_token"), 2);
     // The laptop closes the phone's session.
