@@ -184,14 +184,7 @@ async fn validation_by_token_or_key_returns_a_fresh_token() {
         .await;
     assert_eq!(s, 200, "{b}");
 
-    let resp = app
-        .client
-        .post(format!("{}/api/license/validate", app.base))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .expect("POST");
-    let (s, b) = crate::helpers::answer(resp).await;
+    let (s, b) = validate_authorized(&app, Some(&format!("Bearer {token}"))).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["valid"], true);
     assert_ne!(b["token"], token.as_str(), "a fresh token");
@@ -199,11 +192,7 @@ async fn validation_by_token_or_key_returns_a_fresh_token() {
     assert_eq!(b["license"]["features"], json!(["audio"]));
 
     let (s, b) = app
-        .post(
-            "/api/license/validate",
-            &json!({"license_key": key, "instance_id": "laptop"}),
-            None,
-        )
+        .post("/api/license/validate", &snake_case(&key, "laptop"), None)
         .await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["valid"], true);
@@ -230,6 +219,11 @@ async fn validation_by_token_or_key_returns_a_fresh_token() {
     assert_error(s, &b, 401, "INVALID_TOKEN");
     let (s, b) = validate_authorized(&app, Some(&format!("Basic {token}"))).await;
     assert_error(s, &b, 401, "INVALID_TOKEN");
+}
+
+/// A licence key and installation named in snake_case, which the routes take as well.
+fn snake_case(key: &str, instance: &str) -> Value {
+    json!({"license_key": key, "instance_id": instance})
 }
 
 /// A validation without a body whose `Authorization` header, if any, is `authorization`; the
@@ -301,20 +295,10 @@ async fn deactivation_frees_the_slot() {
     let (s, b) = app.deactivate_by_token(&token, None).await;
     assert_error(s, &b, 404, "INSTANCE_NOT_FOUND");
     let (s, b) = app
-        .post(
-            "/api/license/deactivate",
-            &json!({"license_key": key, "instance_id": "zzz"}),
-            None,
-        )
+        .post("/api/license/deactivate", &snake_case(&key, "zzz"), None)
         .await;
     assert_error(s, &b, 404, "INSTANCE_NOT_FOUND");
-    let (s, b) = app
-        .post(
-            "/api/license/deactivate",
-            &json!({"licenseKey": "QQQQQ-QQQQQ-QQQQQ-QQQQQ-QQQQQ", "instanceId": "a"}),
-            None,
-        )
-        .await;
+    let (s, b) = app.deactivate("QQQQQ-QQQQQ-QQQQQ-QQQQQ-QQQQQ", "a").await;
     assert_error(s, &b, 404, "INSTANCE_NOT_FOUND");
 }
 
