@@ -1,21 +1,12 @@
 use std::process::ExitCode;
 
 use auth::Application;
-use clap::{Parser, Subcommand};
-use service_kit::cli::{self, Common};
+use clap::Subcommand;
+use service_kit::cli;
 
-/// Sign-up, sign-in and sessions for the nutrition product.
-#[derive(Parser)]
-#[command(name = "auth", version)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
+/// What the auth binary does besides the subcommands every service has.
 #[derive(Subcommand)]
-enum Command {
-    #[command(flatten)]
-    Common(Common),
+enum Own {
     /// Copy users, accounts and live sessions from a better-auth 1.x database (its scrypt
     /// passwords keep working and become argon2id at the next sign-in); safe to run again.
     ImportBetterAuth {
@@ -27,15 +18,9 @@ enum Command {
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    let command = Cli::parse()
-        .command
-        .unwrap_or(Command::Common(Common::Serve));
-    cli::with_env(async |env| match command {
-        Command::Common(common) => cli::run::<Application>(common, &env).await,
-        Command::ImportBetterAuth { from } => match cli::database_url::<Application>(&env) {
-            Ok(url) => import(&url, &from),
-            Err(code) => code,
-        },
+    cli::main_with::<Application, Own>(clap::command!(), async |own, env| {
+        let Own::ImportBetterAuth { from } = own;
+        cli::with_database_url::<Application>(&env, async |url| import(&url, &from)).await
     })
     .await
 }

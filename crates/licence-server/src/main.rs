@@ -1,22 +1,13 @@
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use licence_server::Application;
 use licence_server::admin::{self, AdminCommand};
-use service_kit::cli::{self, Common};
+use service_kit::cli;
 
-/// Licences, releases, payments and quotas of the desktop app.
-#[derive(Parser)]
-#[command(name = "licence-server", version)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
+/// What the licence-server binary does besides the subcommands every service has.
 #[derive(Subcommand)]
-enum Command {
-    #[command(flatten)]
-    Common(Common),
+enum Own {
     /// Licence administration (needs only DATABASE_URL).
     #[command(subcommand)]
     Admin(AdminCommand),
@@ -24,15 +15,11 @@ enum Command {
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    let command = Cli::parse()
-        .command
-        .unwrap_or(Command::Common(Common::Serve));
-    cli::with_env(async |env| match command {
-        Command::Common(common) => cli::run::<Application>(common, &env).await,
-        Command::Admin(command) => match cli::database_url::<Application>(&env) {
-            Ok(url) => admin::run(&url, command, &env).await,
-            Err(code) => code,
-        },
+    cli::main_with::<Application, Own>(clap::command!(), async |Own::Admin(command), env| {
+        cli::with_database_url::<Application>(&env, async |url| {
+            admin::run(&url, command, &env).await
+        })
+        .await
     })
     .await
 }

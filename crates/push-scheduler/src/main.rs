@@ -1,25 +1,16 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use push::VapidKeyPair;
 use push_scheduler::jobs::Job;
 use push_scheduler::{Application, Settings};
 use service_kit::Env;
-use service_kit::cli::{self, Common};
+use service_kit::cli;
 
-/// The scheduled Web Push notifications of the nutrition product.
-#[derive(Parser)]
-#[command(name = "push-scheduler", version)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
+/// What the push-scheduler binary does besides the subcommands every service has.
 #[derive(Subcommand)]
-enum Command {
-    #[command(flatten)]
-    Common(Common),
+enum Own {
     /// Print a fresh VAPID key pair as environment lines.
     VapidKeys,
     /// Run one job once, as if the time were --at, deliver what it queued, print a JSON line.
@@ -37,13 +28,9 @@ enum Command {
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    let command = Cli::parse()
-        .command
-        .unwrap_or(Command::Common(Common::Serve));
-    cli::with_env(async |env| match command {
-        Command::Common(common) => cli::run::<Application>(common, &env).await,
-        Command::VapidKeys => vapid_keys(),
-        Command::Fire { job, at, wait } => fire(&env, &job, at.as_deref(), wait).await,
+    cli::main_with::<Application, Own>(clap::command!(), async |command, env| match command {
+        Own::VapidKeys => vapid_keys(),
+        Own::Fire { job, at, wait } => fire(&env, &job, at.as_deref(), wait).await,
     })
     .await
 }

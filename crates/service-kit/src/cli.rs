@@ -109,6 +109,47 @@ pub async fn with_env(main: impl AsyncFnOnce(Env) -> ExitCode) -> ExitCode {
     }
 }
 
+// The command line of a binary with subcommands of its own, `E`, beside the [`Common`] ones (not a
+// doc comment: clap would show it as the binary's description).
+#[derive(clap::Parser)]
+struct WithOwn<E: clap::Subcommand> {
+    #[command(subcommand)]
+    command: Option<Subcommands<E>>,
+}
+
+#[derive(clap::Subcommand)]
+enum Subcommands<E: clap::Subcommand> {
+    #[command(flatten)]
+    Common(Common),
+    #[command(flatten)]
+    Own(E),
+}
+
+/// The whole `main` of service `S` whose binary has subcommands of its own: `binary` is its
+/// `clap::command!()` (name, version and description from its Cargo.toml), `own` runs its own
+/// subcommands, and [`Common::Serve`] runs when none is given.
+pub async fn main_with<S: Service, E: clap::Subcommand>(
+    binary: clap::Command,
+    own: impl AsyncFnOnce(E, Env) -> ExitCode,
+) -> ExitCode {
+    use clap::{Args, FromArgMatches};
+    // The subcommands' doc comments would otherwise become the binary's description.
+    let about = binary.get_about().cloned();
+    let matches = WithOwn::<E>::augment_args(binary)
+        .about(about.unwrap_or_default())
+        .long_about(None::<&str>)
+        .get_matches();
+    let command = WithOwn::<E>::from_arg_matches(&matches)
+        .unwrap_or_else(|err| err.exit())
+        .command
+        .unwrap_or(Subcommands::Common(Common::Serve));
+    with_env(async |env| match command {
+        Subcommands::Common(common) => run::<S>(common, &env).await,
+        Subcommands::Own(command) => own(command, env).await,
+    })
+    .await
+}
+
 /// Runs one of the [`Common`] subcommands of service `S`.
 pub async fn run<S: Service>(command: Common, env: &Env) -> ExitCode {
     match command {
@@ -131,6 +172,18 @@ pub async fn run<S: Service>(command: Common, env: &Env) -> ExitCode {
 /// DATABASE_URL for a subcommand that needs nothing else, or the exit status of its error.
 pub fn database_url<S: Service>(env: &Env) -> Result<Secret, ExitCode> {
     S::database_url(env).map_err(|err| config_failure(&err))
+}
+
+/// Runs `command`, a subcommand that needs DATABASE_URL and nothing else, or returns the exit
+/// status of a bad DATABASE_URL.
+pub async fn with_database_url<S: Service>(
+    env: &Env,
+    command: impl AsyncFnOnce(Secret) -> ExitCode,
+) -> ExitCode {
+    match database_url::<S>(env) {
+        Ok(url) => command(url).await,
+        Err(code) => code,
+    }
 }
 
 /// Process-wide set-up, first thing in `main`. OpenSSL (used by libpq, the MariaDB client, TLS
