@@ -54,14 +54,10 @@ async fn an_unverified_address_changes_at_once_and_the_new_one_is_asked_to_verif
     let (app, smtp) = with_mail(&[]).await;
     let (cookie, _) = app.sign_up("old@example.com", PASSWORD).await;
     // A verification link mailed to the old address first.
-    let sent = app
-        .send_verification_email("old@example.com", Some(&cookie))
-        .await;
-    sent.assert_status_true();
-    let old_link = link(
-        &one_mail(&smtp, 1).await,
-        &format!("{BASE_URL}/api/auth/verify-email?token="),
-    );
+    app.send_verification_email("old@example.com", Some(&cookie))
+        .await
+        .assert_status_true();
+    let old_link = verify_link_mailed_to(&smtp, 1, "old@example.com").await;
     change(&app, &cookie, "New@Example.com")
         .await
         .assert_status_true();

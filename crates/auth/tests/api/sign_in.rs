@@ -121,30 +121,22 @@ async fn a_known_and_an_unknown_address_cost_the_same_statements() {
 async fn callback_urls_must_stay_on_trusted_origins() {
     let app = spawn_app().await;
     app.sign_up("dora@example.com", "right-password").await;
+    let sign_in_then = async |callback: &str| {
+        let credentials = json!({ "email": "dora@example.com", "password": "right-password", "callbackURL": callback });
+        app.post("/api/auth/sign-in/email", credentials, None).await
+    };
     for bad in [
         "https://evil.example.com/",
         "//evil.example.com",
         "javascript:alert(1)",
     ] {
-        let resp = app
-            .post(
-                "/api/auth/sign-in/email",
-                json!({ "email": "dora@example.com", "password": "right-password", "callbackURL": bad }),
-                None,
-            )
-            .await;
+        let resp = sign_in_then(bad).await;
         assert_eq!(
             resp.status_and_code(),
             (403, Some("INVALID_CALLBACK_URL")),
             "{bad}"
         );
     }
-    let ok = app
-        .post(
-            "/api/auth/sign-in/email",
-            json!({ "email": "dora@example.com", "password": "right-password", "callbackURL": "http://localhost:8080/plan" }),
-            None,
-        )
-        .await;
+    let ok = sign_in_then("http://localhost:8080/plan").await;
     assert_eq!(ok.status, 200);
 }
