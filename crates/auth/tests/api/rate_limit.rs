@@ -13,19 +13,31 @@ fn limits(max: u32, window: u32) -> Vec<(String, String)> {
     ]
 }
 
+/// A sign-in at the service `base` from `client_ip` (as the trusted proxy forwards it).
+async fn attempt_with(
+    base: &str,
+    app: &TestApp,
+    email: &str,
+    password: &str,
+    client_ip: &str,
+) -> crate::helpers::Resp {
+    send(
+        app.http
+            .post(format!("{base}/api/auth/sign-in/email"))
+            .header("x-forwarded-for", client_ip)
+            .json(&json!({ "email": email, "password": password })),
+    )
+    .await
+}
+
+/// A sign-in with a wrong password.
 async fn attempt(
     app_base: &str,
     app: &TestApp,
     email: &str,
     client_ip: &str,
 ) -> crate::helpers::Resp {
-    send(
-        app.http
-            .post(format!("{app_base}/api/auth/sign-in/email"))
-            .header("x-forwarded-for", client_ip)
-            .json(&json!({ "email": email, "password": "wrong-password" })),
-    )
-    .await
+    attempt_with(app_base, app, email, "wrong-password", client_ip).await
 }
 
 #[tokio::test]
@@ -68,22 +80,6 @@ async fn per_address_limit_with_retry_after() {
     // Another client address is not affected.
     let other = attempt(&app.base, &app, "user9@example.com", "198.51.100.8").await;
     assert_eq!(other.status, 401);
-}
-
-async fn attempt_with(
-    base: &str,
-    app: &TestApp,
-    email: &str,
-    password: &str,
-    client_ip: &str,
-) -> crate::helpers::Resp {
-    send(
-        app.http
-            .post(format!("{base}/api/auth/sign-in/email"))
-            .header("x-forwarded-for", client_ip)
-            .json(&json!({ "email": email, "password": password })),
-    )
-    .await
 }
 
 fn with(mut base: Vec<(String, String)>, extra: &[(&str, &str)]) -> Vec<(String, String)> {
