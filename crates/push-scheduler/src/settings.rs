@@ -16,12 +16,7 @@ pub struct Settings {
 impl Settings {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
         Ok(Self {
-            server: ServerSettings::from_env(
-                env,
-                DEFAULT_LISTEN_ADDR,
-                database_url,
-                service_kit::http::Limits::default(),
-            )?,
+            server: ServerSettings::from_env(env, DEFAULT_LISTEN_ADDR, database_url)?,
             push: push::PushSettings::from_env(env)?,
         })
     }
@@ -44,7 +39,6 @@ mod tests {
     #[test]
     fn defaults() {
         let s = with(&[]).expect("valid");
-        assert_eq!(s.server.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
         assert!(s.push.vapid.is_none());
     }
 }

@@ -322,9 +322,18 @@ pub struct ServerSettings {
 }
 
 impl ServerSettings {
-    /// Reads them with the service's default address, its rule for DATABASE_URL and its defaults
-    /// for the HTTP limits the environment leaves unset.
+    /// Reads them with the service's default address and its rule for DATABASE_URL.
     pub fn from_env(
+        env: &Env,
+        default_listen_addr: &str,
+        database_url: fn(&Env) -> Result<Secret, ConfigError>,
+    ) -> Result<Self, ConfigError> {
+        Self::from_env_or(env, default_listen_addr, database_url, Default::default())
+    }
+
+    /// [`ServerSettings::from_env`] with the service's own defaults for the HTTP limits the
+    /// environment leaves unset.
+    pub fn from_env_or(
         env: &Env,
         default_listen_addr: &str,
         database_url: fn(&Env) -> Result<Secret, ConfigError>,

@@ -172,6 +172,25 @@ macro_rules! settings_tests {
         fn shared_rules() {
             $crate::checks::shared_settings_rules(failing, $foreign);
         }
+
+        #[test]
+        fn listens_on_its_default_address_with_the_default_pool() {
+            let s = with(&[]).expect("valid");
+            assert_eq!(s.server.listen_addr.to_string(), DEFAULT_LISTEN_ADDR);
+            assert_eq!(s.server.pool_size, 10);
+        }
+    };
+}
+
+/// [`settings_tests!`] of a service that shares the session (auth, nutrition-api): its
+/// settings from [`SESSION_SERVICE_ENV`], and a MariaDB URL as the foreign one.
+#[macro_export]
+macro_rules! session_settings_tests {
+    () => {
+        $crate::settings_tests!(
+            $crate::checks::SESSION_SERVICE_ENV,
+            "mysql://root@127.0.0.1/x"
+        );
     };
 }
 
