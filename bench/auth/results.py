@@ -64,7 +64,7 @@ results = {
         "requests": me_requests, "load1": med(context("me", "load1")),
         "baselineLoad1": med(context("pgbench", "load1")),
         "notes": f"GET /me on nutrition-api, wrk 2 threads, {e['ME_CONNECTIONS']} connections, "
-                 f"{each_round}; DATABASE_POOL_SIZE {e['POOL_SIZE']}",
+                 f"{each_round}; DATABASE_POOL_SIZE {e['POOL_SIZE']}, HTTP_WORKERS {e['ME_WORKERS']}",
     },
     "sign_in_vs_argon2": {
         "value": round(med(si), 1), "unit": "requests/s",

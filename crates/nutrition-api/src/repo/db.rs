@@ -4,8 +4,9 @@
 //! Statements are sent from the worker thread that parsed the request, on connections whose
 //! drivers run on that same thread: no hand-off to a blocking thread and back, which on a small
 //! machine cost more CPU than a one-statement request's statement. Statements that run alone
-//! (outside a transaction) share a connection and are pipelined on it ([`Repo::shared`]); a
-//! transaction has a connection to itself ([`Repo::exclusive`]).
+//! (outside a transaction) share one connection and are pipelined on it ([`Repo::shared`]); a
+//! transaction has a connection to itself ([`Repo::exclusive`]). Statements open a connection
+//! only when the worker has none they may share.
 //!
 //! A connection that fails because it can no longer serve (closed socket, restarted server, a
 //! prepared statement that no longer fits the schema) is discarded when its users are done; the
@@ -462,14 +463,18 @@ impl Pool {
         let full = state.total >= self.max;
         let blocked = full && state.exclusive_waiting > 0;
         let losses = self.losses.load(Ordering::Relaxed);
-        let least = state
+        // The busiest connection: statements outside transactions pipeline on one connection,
+        // whose backend then answers them in batches, and the others stay free for transactions.
+        // Spread over the pool, they woke more backends for fewer statements each: on two cores
+        // shared with Postgres, one worker with two connections answered GET /me at about the
+        // same rate either way, but with a p99 of up to 40 ms spread against 4-7 ms on one.
+        let busiest = state
             .open
             .iter_mut()
             .filter(|e| !e.is_stale(losses))
-            .min_by_key(|e| e.users);
-        match least {
-            // A busy connection takes one more statement only when no other may open.
-            Some(entry) if entry.users == 0 || (full && !blocked) => {
+            .max_by_key(|e| e.users);
+        match busiest {
+            Some(entry) if !blocked => {
                 entry.users += 1;
                 Place::Taken(Rc::clone(&entry.conn))
             }
