@@ -39,8 +39,12 @@ impl Application {
 
     /// The same, with the e-mail sender's timings `mail` (tests shorten them).
     pub async fn build_with(settings: Settings, mail: mailer::Options) -> anyhow::Result<Self> {
-        let pool =
-            pg_store::start(&settings.server.database_url, settings.server.pool_size, DATABASE_WAIT).await?;
+        let pool = pg_store::start(
+            &settings.server.database_url,
+            settings.server.pool_size,
+            DATABASE_WAIT,
+        )
+        .await?;
         let decoy_hash: Arc<str> = tokio::task::spawn_blocking(password::decoy).await?.into();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))

@@ -63,8 +63,12 @@ service_kit::service!(
 impl Application {
     /// Migrates the database, binds `settings.server.listen_addr` and prepares the server.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let pool =
-            pg_store::start(&settings.server.database_url, settings.server.pool_size, DATABASE_WAIT).await?;
+        let pool = pg_store::start(
+            &settings.server.database_url,
+            settings.server.pool_size,
+            DATABASE_WAIT,
+        )
+        .await?;
         let scheduler = match scheduler(&settings, &pool)? {
             Some(s) => {
                 let shutdown = s.shutdown();
