@@ -1,7 +1,6 @@
 //! Weights and water.
 
 use chrono::{Duration, Utc};
-use reqwest::Method;
 use serde_json::json;
 
 use crate::helpers::spawn_app;
@@ -72,13 +71,9 @@ async fn weights_keep_one_per_day_with_a_trend_a_goal_and_a_bmi() {
     assert_eq!(r.body["bmi"], 24.7); // 79.9 / 1.8²
 
     let id = today_weight.body["id"].as_str().expect("id");
-    let r = app
-        .call(Method::DELETE, &format!("/me/weights/{id}"), Some(&u), None)
-        .await;
+    let r = app.delete(&format!("/me/weights/{id}"), &u).await;
     assert_eq!(r.status, 204);
-    let r = app
-        .call(Method::DELETE, &format!("/me/weights/{id}"), Some(&u), None)
-        .await;
+    let r = app.delete(&format!("/me/weights/{id}"), &u).await;
     r.assert_code(404, "NOT_FOUND");
 }
 
@@ -113,9 +108,7 @@ async fn weights_out_of_bounds_change_nothing() {
     let other = app.user("weights-other@example.com");
     let r = app.post("/me/weights", &other, json!({"kg": 60.0})).await;
     let id = r.body["id"].as_str().expect("id").to_owned();
-    let r = app
-        .call(Method::DELETE, &format!("/me/weights/{id}"), Some(&u), None)
-        .await;
+    let r = app.delete(&format!("/me/weights/{id}"), &u).await;
     r.assert_code(404, "NOT_FOUND");
 }
 
@@ -155,14 +148,7 @@ async fn water_counts_to_the_goal_and_stops_at_fifty_a_day_under_parallel_taps()
     assert_eq!(r.body["goalMl"], 2500);
     assert_eq!(r.body["items"].as_array().expect("items").len(), 50);
 
-    let r = app
-        .call(
-            Method::DELETE,
-            &format!("/me/water/{first}"),
-            Some(&u),
-            None,
-        )
-        .await;
+    let r = app.delete(&format!("/me/water/{first}"), &u).await;
     assert_eq!(r.status, 204);
     let r = app.get("/me/water", &u).await;
     assert_eq!(r.body["totalMl"], 49 * 100);

@@ -161,25 +161,11 @@ async fn a_corrected_start_changes_the_status_the_streak_and_the_statistics() {
     r.assert_code(404, "NOT_FOUND");
 
     // Deleting it takes it out of the statistics.
-    let r = app
-        .call(
-            Method::DELETE,
-            &format!("/me/fast-events/{id}"),
-            Some(&u),
-            None,
-        )
-        .await;
+    let r = app.delete(&format!("/me/fast-events/{id}"), &u).await;
     assert_eq!(r.status, 204);
     let gone = app.get("/me/fasting/stats", &u).await.body;
     assert_eq!(gone["totalSessions"], 0);
-    let r = app
-        .call(
-            Method::DELETE,
-            &format!("/me/fast-events/{id}"),
-            Some(&u),
-            None,
-        )
-        .await;
+    let r = app.delete(&format!("/me/fast-events/{id}"), &u).await;
     r.assert_code(404, "NOT_FOUND");
 }
 

@@ -210,6 +210,10 @@ impl TestApp {
         self.call(Method::PATCH, path, Some(user), Some(body)).await
     }
 
+    pub async fn delete(&self, path: &str, user: &User) -> Resp {
+        self.call(Method::DELETE, path, Some(user), None).await
+    }
+
     /// A JSON write with an `Idempotency-Key`.
     pub async fn keyed(
         &self,

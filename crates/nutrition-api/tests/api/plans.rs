@@ -130,12 +130,7 @@ async fn create_read_and_today() {
         .await;
     assert_eq!(r.status, 404, "another user's slot");
     let r = app
-        .call(
-            Method::DELETE,
-            &format!("/me/meal-plans/slots/{slot_id}/consumed"),
-            Some(&other),
-            None,
-        )
+        .delete(&format!("/me/meal-plans/slots/{slot_id}/consumed"), &other)
         .await;
     assert_eq!(r.status, 404);
 }
@@ -174,13 +169,8 @@ async fn dinner_starts_a_fast_with_the_preferred_protocol_once() {
     assert_eq!(r["autoStartedFast"], Value::Null);
     assert_eq!(r["slot"]["consumed"], true);
     assert!(r["slot"]["consumedAt"].is_string());
-    app.call(
-        Method::DELETE,
-        &format!("/me/meal-plans/slots/{}/consumed", slots[2]),
-        Some(&u),
-        None,
-    )
-    .await;
+    app.delete(&format!("/me/meal-plans/slots/{}/consumed", slots[2]), &u)
+        .await;
 
     app.patch("/me/preferences", &u, json!({ "fastingProtocol": "18:6" }))
         .await;
@@ -237,12 +227,7 @@ async fn dinner_starts_a_fast_with_the_preferred_protocol_once() {
 
 async fn unconsume(app: &TestApp, u: &User, slot: &str) -> Value {
     let r = app
-        .call(
-            Method::DELETE,
-            &format!("/me/meal-plans/slots/{slot}/consumed"),
-            Some(u),
-            None,
-        )
+        .delete(&format!("/me/meal-plans/slots/{slot}/consumed"), u)
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     r.body
