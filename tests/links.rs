@@ -187,10 +187,7 @@ fn ingress_service<'a>(rules: &'a [Rule], path: &str) -> Option<&'a str> {
 async fn every_address_the_product_hands_out_opens_a_page_through_the_proxy() {
     let (stack, mail) = stack_with_mail().await;
     let base = stack.base();
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client");
+    let http = testkit::http::client();
     let form = |path: &str, fields: &[(&str, &str)]| {
         http.post(format!("{base}{path}"))
             .header("origin", &base)
@@ -482,10 +479,7 @@ fn seat_links(text: &str, base: &str) -> Vec<String> {
 async fn a_buyer_opens_the_mailed_seat_links_through_the_proxy_and_releases_a_seat_in_chromium() {
     let (stack, mail) = stack_with_mail().await;
     let base = stack.base();
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client");
+    let http = testkit::http::client();
     let buyer = "seat.links@example.com";
     // A purchase, delivered through the proxy as the payment provider delivers it.
     let (event, signature) = common::signed_purchase("77101", buyer, "Seat Buyer");

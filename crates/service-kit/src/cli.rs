@@ -155,10 +155,9 @@ pub async fn run<S: Service>(command: Common, env: &Env) -> ExitCode {
     match command {
         Common::Openapi => print_openapi(&S::document()),
         Common::Healthcheck => healthcheck(env.listen_addr(S::DEFAULT_LISTEN_ADDR), "/ready"),
-        Common::Migrate => match database_url::<S>(env) {
-            Ok(url) => migration_report(S::migrate(&url)),
-            Err(code) => code,
-        },
+        Common::Migrate => {
+            with_database_url::<S>(env, async |url| migration_report(S::migrate(&url))).await
+        }
         Common::Serve => match S::settings(env) {
             Err(err) => config_failure(&err),
             Ok(settings) => match S::serve(settings).await {
