@@ -241,6 +241,8 @@ const CASES = {
     assert.equal(await page.getByTestId('safety').count(), 0);
     step('after a reload too');
     await page.getByRole('button', { name: 'Termina il digiuno' }).click();
+    // The reload waits for the end to be shown: one sent a moment before can still be in flight.
+    await page.getByRole('button', { name: 'Inizia il digiuno' }).waitFor();
     await page.reload();
     await page.selectOption('#protocol', '48:0');
     await page.getByRole('button', { name: 'Inizia il digiuno' }).click();
