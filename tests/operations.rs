@@ -252,6 +252,7 @@ async fn every_service_exports_metrics_that_move_under_load() {
         let key = format!(r#"push_deliveries_total{{outcome="{outcome}"}}"#);
         assert!(m.contains_key(&key), "{key}");
     }
+    assert!(m.contains_key("push_batches_total{}"), "push_batches_total");
 
     let (_, before) = scrape(licence).await;
     assert_eq!(before.get(r#"outbox_pending{outbox="email"}"#), Some(&0.0));

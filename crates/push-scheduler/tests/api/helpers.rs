@@ -223,6 +223,15 @@ impl World {
 
     /// `push-scheduler serve` as a real process on a free port.
     pub fn serve(&self, name: &str, dir: &testkit::stack::ScratchDir) -> testkit::stack::Process {
+        self.serve_at(name, dir).0
+    }
+
+    /// [`Self::serve`], with the address it listens on.
+    pub fn serve_at(
+        &self,
+        name: &str,
+        dir: &testkit::stack::ScratchDir,
+    ) -> (testkit::stack::Process, String) {
         let addr = format!("127.0.0.1:{}", testkit::stack::free_port());
         let env: Vec<(&str, &str)> = self
             .env
@@ -231,13 +240,14 @@ impl World {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .chain([("LISTEN_ADDR", addr.as_str())])
             .collect();
-        testkit::stack::Process::start(
+        let process = testkit::stack::Process::start(
             name,
             std::path::Path::new(env!("CARGO_BIN_EXE_push-scheduler")),
             &["serve"],
             &env,
             dir.path(),
-        )
+        );
+        (process, format!("http://{addr}"))
     }
 
     /// The decrypted payloads a device received.
