@@ -724,7 +724,7 @@ fn deliver_batch(
             return Ok((Step::Raced, Vec::new(), None));
         }
         on_claim();
-        PUSH_BATCHES.with_label_values::<&str>(&[]).inc();
+        PUSH_BATCHES.inc();
         let now = Utc::now();
         let mut settled = Vec::with_capacity(claimed.len());
         let mut gone: Vec<String> = Vec::new();
@@ -1146,18 +1146,17 @@ static PUSH_OUTCOMES: std::sync::LazyLock<service_kit::metrics::prometheus::IntC
 
 /// Batches claimed and sent, one claiming statement each: `push_deliveries_total` over this is
 /// the mean batch size, which falls towards one as the backlog drains.
-static PUSH_BATCHES: std::sync::LazyLock<service_kit::metrics::prometheus::IntCounterVec> =
+static PUSH_BATCHES: std::sync::LazyLock<service_kit::metrics::prometheus::IntCounter> =
     std::sync::LazyLock::new(|| {
-        service_kit::metrics::counter_vec(
+        service_kit::metrics::counter(
             "push_batches_total",
             "Batches of due push messages claimed and sent, one statement each.",
-            &[],
         )
     });
 
 /// Exports every outcome from the start, so that rates exist before the first push.
 pub fn register_metrics() {
-    PUSH_BATCHES.with_label_values::<&str>(&[]);
+    std::sync::LazyLock::force(&PUSH_BATCHES);
     for outcome in [
         "delivered",
         "gone",

@@ -168,20 +168,15 @@ pub async fn run<S: Service>(command: Common, env: &Env) -> ExitCode {
     }
 }
 
-/// DATABASE_URL for a subcommand that needs nothing else, or the exit status of its error.
-pub fn database_url<S: Service>(env: &Env) -> Result<Secret, ExitCode> {
-    S::database_url(env).map_err(|err| config_failure(&err))
-}
-
 /// Runs `command`, a subcommand that needs DATABASE_URL and nothing else, or returns the exit
 /// status of a bad DATABASE_URL.
 pub async fn with_database_url<S: Service>(
     env: &Env,
     command: impl AsyncFnOnce(Secret) -> ExitCode,
 ) -> ExitCode {
-    match database_url::<S>(env) {
+    match S::database_url(env) {
         Ok(url) => command(url).await,
-        Err(code) => code,
+        Err(err) => config_failure(&err),
     }
 }
 

@@ -20,8 +20,8 @@ use actix_web::middleware::Next;
 use actix_web::{HttpResponse, web};
 pub use prometheus;
 use prometheus::{
-    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 /// The label of requests that matched no route.
@@ -34,6 +34,11 @@ fn register<C: prometheus::core::Collector + Clone + 'static>(collector: C) -> C
         tracing::warn!(error = %err, "metric registered twice");
     }
     collector
+}
+
+/// A process-wide counter in the default registry.
+pub fn counter(name: &str, help: &str) -> IntCounter {
+    register(IntCounter::new(name, help).expect("valid metric definition"))
 }
 
 /// A process-wide counter family in the default registry.

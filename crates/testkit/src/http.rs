@@ -29,7 +29,6 @@ pub fn serve(
     handle
 }
 
-/// Status and JSON body of a GET.
 /// The value of the response's header `name`, when it has one that is text.
 pub fn header(resp: &reqwest::Response, name: &str) -> Option<String> {
     resp.headers()
@@ -38,11 +37,29 @@ pub fn header(resp: &reqwest::Response, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Status and JSON body of a GET.
 pub async fn get_json(url: &str) -> (u16, serde_json::Value) {
     let resp = client().get(url).send().await.expect("GET");
     let status = resp.status().as_u16();
     let body = resp.json().await.unwrap_or(serde_json::Value::Null);
     (status, body)
+}
+
+/// The value of one series of the service's `/metrics` at `base`, named with its labels as it
+/// is printed.
+pub async fn metric(base: &str, series: &str) -> f64 {
+    let text = client()
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in the metrics:\n{text}"))
 }
 
 /// Polls `url` until it answers `status` or `timeout` passes; returns the last status seen.

@@ -263,19 +263,7 @@ impl TestApp {
 
     /// The value of one series of `/metrics`, named with its labels as it is printed.
     pub async fn metric(&self, series: &str) -> f64 {
-        let text = self
-            .client
-            .get(format!("{}/metrics", self.base))
-            .send()
-            .await
-            .expect("GET /metrics")
-            .text()
-            .await
-            .expect("metrics text");
-        text.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {series} in the metrics:\n{text}"))
+        testkit::http::metric(&self.base, series).await
     }
 
     /// Activates `instance` on `key`; the answer.

@@ -95,7 +95,8 @@ async fn two_replicas_drain_a_backlog_in_batches_each_message_once() {
     }
     // A moment for a second send of any message, were there one, to arrive.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let batches = batches_of(&a_base).await + batches_of(&b_base).await;
+    let batches = testkit::http::metric(&a_base, "push_batches_total").await
+        + testkit::http::metric(&b_base, "push_batches_total").await;
     drop(a);
     drop(b);
     for (_, device) in &people {
@@ -116,27 +117,10 @@ async fn two_replicas_drain_a_backlog_in_batches_each_message_once() {
     // transactions instead would also count the idle senders' looks and the slow sends settled
     // on their own, both of which grow with the load on the machine.)
     assert!(
-        batches * 4 < people.len() as u64,
+        batches * 4.0 < people.len() as f64,
         "{batches} batches for {} messages: the backlog was not claimed in batches",
         people.len()
     );
-}
-
-/// `push_batches_total` of a running process.
-async fn batches_of(base: &str) -> u64 {
-    let text = testkit::http::client()
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .and_then(reqwest::Response::error_for_status)
-        .expect("metrics")
-        .text()
-        .await
-        .expect("metrics text");
-    text.lines()
-        .find_map(|line| line.strip_prefix("push_batches_total "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no push_batches_total in\n{text}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
